@@ -1,0 +1,80 @@
+"""Comparing a target's step or finish with the golden one: a cheap exact check, then deepdiff.
+
+Numbers compare by value (`0` equals `0.0`) but `true` is not a number (contract section 4), which
+neither `==` (`True == 1`) nor deepdiff's `ignore_numeric_type_changes` gets right, so the cheap check
+is `same` below and deepdiff's int/float type changes of equal value are dropped. This is the only
+module that imports deepdiff, and it does so only once a check has failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class _Absent:
+    def __repr__(self) -> str:
+        return "(absent)"
+
+
+#: Stands for a field one side does not have.
+ABSENT: Any = _Absent()
+
+
+@dataclass(frozen=True, slots=True)
+class Difference:
+    """One field that differs: its path in the golden schema, expected against actual."""
+
+    path: str
+    expected: Any
+    actual: Any
+
+
+def same(expected: Any, actual: Any) -> bool:
+    """Golden equality: numbers by value, booleans only equal to booleans, exact structure."""
+    if type(expected) is bool or type(actual) is bool:
+        return type(expected) is type(actual) and expected == actual
+    if isinstance(expected, dict):
+        return (
+            isinstance(actual, dict)
+            and expected.keys() == actual.keys()
+            and all(same(value, actual[key]) for key, value in expected.items())
+        )
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(expected) == len(actual)
+            and all(same(e, a) for e, a in zip(expected, actual, strict=True))
+        )
+    if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
+        return expected == actual
+    return type(expected) is type(actual) and expected == actual
+
+
+def _format_path(prefix: str, keys: list[Any]) -> str:
+    path = prefix
+    for key in keys:
+        path += f"[{key}]" if isinstance(key, int) else f".{key}"
+    return path
+
+
+def differences(expected: Any, actual: Any, *, prefix: str) -> list[Difference]:
+    """Every field where `actual` departs from `expected`, with paths under `prefix`."""
+    if same(expected, actual):
+        return []
+    from deepdiff import DeepDiff
+
+    found: list[Difference] = []
+    tree = DeepDiff(expected, actual, view="tree", verbose_level=2)
+    for levels in tree.values():
+        for level in levels:
+            old, new = level.t1, level.t2
+            old = ABSENT if type(old).__name__ == "NotPresent" else old
+            new = ABSENT if type(new).__name__ == "NotPresent" else new
+            if old is not ABSENT and new is not ABSENT and same(old, new):
+                continue  # an int against a float of the same value
+            found.append(Difference(_format_path(prefix, level.path(output_format="list")), old, new))
+    if not found:  # deepdiff saw nothing `same` did not forgive; never report a silent failure
+        found.append(Difference(prefix, expected, actual))
+    found.sort(key=lambda d: d.path)
+    return found

@@ -1,0 +1,160 @@
+"""Golden files: building them with the reference, their one serialization, reading and writing.
+
+`build_golden` drives `reference.Assembler` through the same `harness.target` steps as any target,
+so a golden file is exactly what a perfect target produces. `serialize` is the only formatting of a
+golden file (contract section 4), used by `conform golden update` and by the syrupy extension
+(`harness.snapshot`) alike; writes are atomic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import reference
+from harness.errors import GoldenError
+from harness.recording import iter_payloads, read_info
+from harness.suite import Case, Suite
+from harness.target import finish_step, push_step
+
+SCHEMA = 1
+
+
+def build_golden(case: Case) -> dict[str, Any]:
+    """The golden document of `case`, as the reference assembles its recording."""
+    capped = read_info(case.recording).thinking_capped
+    assembler = reference.Assembler()
+    steps: list[dict[str, Any]] = []
+    golden: dict[str, Any] = {
+        "schema": SCHEMA,
+        "recording": case.recording_name,
+        "thinking_capped": capped,
+        "steps": steps,
+    }
+    for payload in iter_payloads(case.recording):
+        step = push_step(assembler, payload.data, payload.line)
+        steps.append(step)
+        if "error" in step:
+            return golden
+    golden["finish"] = finish_step(assembler, capped)
+    return golden
+
+
+def serialize(golden: dict[str, Any]) -> str:
+    """A golden document as its file's text: two-space indent, UTF-8, trailing newline."""
+    return json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` in one step: a reader sees the old file or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_shape(path: Path, golden: Any) -> None:
+    if not isinstance(golden, dict):
+        raise GoldenError(path, "not a golden file: the top level must be an object")
+    if golden.get("schema") != SCHEMA:
+        raise GoldenError(
+            path,
+            f"golden schema {golden.get('schema')!r} is not {SCHEMA}",
+            hint="regenerate it with 'conform golden update' or upgrade conform",
+        )
+    steps = golden.get("steps")
+    if not isinstance(steps, list) or not isinstance(golden.get("thinking_capped"), bool):
+        raise GoldenError(path, "not a golden file: 'steps' or 'thinking_capped' is missing")
+    for index, step in enumerate(steps):
+        if not isinstance(step, dict) or not isinstance(step.get("line"), int):
+            raise GoldenError(path, f"steps[{index}] is not a step with a line")
+        if "error" not in step and not ("events" in step and "state" in step):
+            raise GoldenError(path, f"steps[{index}] has neither events and state nor error")
+    if steps and "error" in steps[-1]:
+        if "finish" in golden:
+            raise GoldenError(path, "a golden file that ends in an error step has no finish")
+    elif not isinstance(golden.get("finish"), dict):
+        raise GoldenError(path, "'finish' is missing")
+
+
+def read_golden(case: Case) -> dict[str, Any]:
+    """The golden document of `case`; GoldenError when it is missing or malformed."""
+    path = case.golden
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise GoldenError(
+            path,
+            f"no golden file for '{case.case_id}'",
+            hint=f"run 'conform golden update -k {case.case_id}'",
+        ) from None
+    except UnicodeDecodeError:
+        raise GoldenError(path, "not valid UTF-8") from None
+    try:
+        golden = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GoldenError(
+            path,
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            hint=f"golden files are generated: run 'conform golden update -k {case.case_id}'",
+        ) from None
+    _check_shape(path, golden)
+    return golden  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenChange:
+    """What `update` did, or `check` found, for one case."""
+
+    case_id: str
+    path: Path
+    status: str  # "created", "changed", "unchanged", "missing", "drifted", "orphaned"
+
+
+def _current_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+def update(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
+    """Regenerate the golden files of `cases`, writing only those whose text changes."""
+    changes = []
+    for case in cases:
+        text = serialize(build_golden(case))
+        old = _current_text(case.golden)
+        if old == text:
+            changes.append(GoldenChange(case.case_id, case.golden, "unchanged"))
+            continue
+        status = "changed" if case.golden.exists() else "created"
+        write_atomically(case.golden, text)
+        changes.append(GoldenChange(case.case_id, case.golden, status))
+    return changes
+
+
+def check(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
+    """Problems only: golden files missing, drifted from the reference, or orphaned."""
+    problems = []
+    for case in cases:
+        old = _current_text(case.golden)
+        if old is None:
+            problems.append(GoldenChange(case.case_id, case.golden, "missing"))
+        elif old != serialize(build_golden(case)):
+            problems.append(GoldenChange(case.case_id, case.golden, "drifted"))
+    for path in suite.orphaned_golden():
+        case_id = path.relative_to(suite.golden_dir).with_suffix("").as_posix()
+        problems.append(GoldenChange(case_id, path, "orphaned"))
+    return problems

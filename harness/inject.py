@@ -1,0 +1,157 @@
+"""Input modes: how each payload is changed before it is pushed, without changing what it means.
+
+`plain` pushes payloads as recorded. `unknown-fields` adds keys at every object level the chunk shape
+knows (top, each choice, `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`,
+`error`), with values of every JSON type, including names that are read at another level (`content`
+inside `timings`, `index` inside `delta`) but never a name read at that level. The expected result
+is the same golden file. Every change is a pure function of (seed, case id, step), so a failure is
+reproduced by the same command, and the exact payload is shown in its report.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable
+from typing import Any
+
+PLAIN = "plain"
+UNKNOWN_FIELDS = "unknown-fields"
+MODES = (PLAIN, UNKNOWN_FIELDS)
+
+DEFAULT_SEED = 20261129
+
+#: The names each level reads (docs/spec.md section 2); injection never uses these there.
+_READ_AT = {
+    "top": {"id", "choices", "timings", "prompt_progress", "error"},
+    "choice": {"delta", "finish_reason"},
+    "delta": {"content", "reasoning_content", "tool_calls"},
+    "tool_call": {"index", "id", "function"},
+    "function": {"name", "arguments"},
+    "timings": {
+        "cache_n",
+        "prompt_n",
+        "prompt_ms",
+        "prompt_per_token_ms",
+        "prompt_per_second",
+        "predicted_n",
+        "predicted_ms",
+        "predicted_per_token_ms",
+        "predicted_per_second",
+        "draft_n",
+        "draft_n_accepted",
+    },
+    "prompt_progress": {"total", "cache", "processed", "time_ms"},
+    "usage": set(),
+    "error": {"message"},
+}
+_ALL_READ = sorted(set().union(*_READ_AT.values()))
+_NEW_NAMES = ["x_future", "logprobs", "n_probs", "__proto__", "", "ünïcode_ключ", "type", "model"]
+
+_VALUES: list[Any] = [
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**64,
+    1.5,
+    -0.0,
+    1e300,
+    "",
+    "text",
+    "\u00e9\u4e2d\U0001f600",
+    "\"quoted\" \\ back\nslash",
+    [],
+    {},
+    [1, "two", None, True, {"index": 3}],
+    {"content": "not this", "index": 7, "tool_calls": [{"index": 9}]},
+    {"nested": {"deeper": [{"id": "x", "error": {"message": "no"}}]}},
+]
+
+
+def _strict_constant(name: str) -> Any:
+    raise ValueError(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(text)
+    return value
+
+
+def _parse(data: str) -> Any:
+    """The payload's JSON value, or None where re-serializing could change its meaning."""
+    try:
+        return json.loads(data, parse_constant=_strict_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _add_fields(obj: dict[str, Any], level: str, rng: random.Random) -> dict[str, Any]:
+    read = _READ_AT[level]
+    names = [n for n in _ALL_READ + _NEW_NAMES if n not in read and n not in obj]
+    extra = {name: rng.choice(_VALUES) for name in rng.sample(names, k=min(3, len(names)))}
+    items = list(obj.items())
+    for name, value in extra.items():
+        items.insert(rng.randint(0, len(items)), (name, value))
+    return dict(items)
+
+
+def _inject(chunk: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    chunk = _add_fields(chunk, "top", rng)
+    for key in ("timings", "prompt_progress", "usage", "error"):
+        if isinstance(chunk.get(key), dict):
+            chunk[key] = _add_fields(chunk[key], key, rng)
+    choices = chunk.get("choices")
+    if isinstance(choices, list):
+        chunk["choices"] = [_inject_choice(c, rng) if isinstance(c, dict) else c for c in choices]
+    return chunk
+
+
+def _inject_choice(choice: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    choice = _add_fields(choice, "choice", rng)
+    delta = choice.get("delta")
+    if isinstance(delta, dict):
+        delta = _add_fields(delta, "delta", rng)
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                _inject_call(call, rng) if isinstance(call, dict) else call for call in calls
+            ]
+        choice["delta"] = delta
+    return choice
+
+
+def _inject_call(call: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    call = _add_fields(call, "tool_call", rng)
+    if isinstance(call.get("function"), dict):
+        call["function"] = _add_fields(call["function"], "function", rng)
+    return call
+
+
+def unknown_fields(data: str, rng: random.Random) -> str:
+    """The payload with unknown fields added at every level; unparseable payloads unchanged."""
+    chunk = _parse(data)
+    if not isinstance(chunk, dict):
+        return data
+    try:
+        mutated = json.dumps(_inject(chunk, rng), ensure_ascii=False)
+        mutated.encode("utf-8")  # a lone surrogate must stay the escape it was
+    except (RecursionError, UnicodeEncodeError):
+        return data
+    return mutated
+
+
+Mutator = Callable[[int, str], str]
+
+
+def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
+    """The function that changes payload `step` of case `case_id` in `mode` (None: unchanged)."""
+    if mode == PLAIN:
+        return None
+    if mode == UNKNOWN_FIELDS:
+        return lambda step, data: unknown_fields(data, random.Random(f"{seed}:{case_id}:{step}"))
+    raise ValueError(f"unknown mode {mode!r}")

@@ -1,0 +1,195 @@
+"""Turning what a target returns into the golden schema's plain JSON values (contract section 2).
+
+A target may return the reference's own types, dataclasses, attrs classes, pydantic models, msgspec
+Structs, named tuples or mappings; an event's type comes from a `type` field or its class name; an
+error is any exception with a `kind` (a string, or an Enum whose value or name is a kind). What
+cannot be read this way raises `NormalizeError`, which the runner reports as a crash.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import reference
+
+ERROR_KINDS = ("protocol", "stream_closed_early", "server")
+TIMINGS_FIELDS = (
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_token_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_token_ms",
+    "predicted_per_second",
+    "draft_n",
+    "draft_n_accepted",
+)
+EVENT_FIELDS = {
+    "progress": ("total", "cache", "processed", "time_ms"),
+    "reasoning": ("text",),
+    "content": ("text",),
+    "tool_call_delta": ("index", "id", "name", "arguments"),
+}
+_CLASS_TYPES = {
+    "Progress": "progress",
+    "Reasoning": "reasoning",
+    "Content": "content",
+    "ToolCallDelta": "tool_call_delta",
+}
+STATE_FIELDS = ("id", "reasoning_tokens", "in_reasoning", "is_finished")
+_MISSING = object()
+
+
+class NormalizeError(Exception):
+    """A target returned something the golden schema cannot hold."""
+
+
+def _get(obj: Any, name: str) -> Any:
+    if isinstance(obj, Mapping):
+        return obj.get(name, _MISSING)
+    return getattr(obj, name, _MISSING)
+
+
+def _scalar(value: Any, where: str) -> Any:
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if value is None or isinstance(value, (str, int, float)):
+        return value
+    raise NormalizeError(f"{where} is a {type(value).__name__}, not a JSON scalar: {value!r}")
+
+
+def _field(obj: Any, name: str, where: str) -> Any:
+    value = _get(obj, name)
+    if value is _MISSING:
+        raise NormalizeError(f"{where} has no field '{name}': {obj!r}")
+    return _scalar(value, f"{where}.{name}")
+
+
+def _event_type(event: Any) -> str:
+    declared = _get(event, "type")
+    if declared is not _MISSING and not callable(declared):
+        if isinstance(declared, enum.Enum):
+            declared = declared.value if isinstance(declared.value, str) else declared.name
+        if isinstance(declared, str):
+            name = _CLASS_TYPES.get(declared, declared.lower())
+            if name in EVENT_FIELDS:
+                return name
+        raise NormalizeError(f"event has an unknown type {declared!r}: {event!r}")
+    name = _CLASS_TYPES.get(type(event).__name__)
+    if name is None:
+        raise NormalizeError(
+            f"cannot tell the type of event {event!r}: give it a 'type' field or name its class "
+            "Progress, Reasoning, Content or ToolCallDelta"
+        )
+    return name
+
+
+# The reference's own events, read without the generic machinery (they are most of every run).
+_FAST: dict[type, Any] = {
+    reference.Content: lambda e: {"type": "content", "text": e.text},
+    reference.Reasoning: lambda e: {"type": "reasoning", "text": e.text},
+    reference.ToolCallDelta: lambda e: {
+        "type": "tool_call_delta",
+        "index": e.index,
+        "id": e.id,
+        "name": e.name,
+        "arguments": e.arguments,
+    },
+    reference.Progress: lambda e: {
+        "type": "progress",
+        "total": e.total,
+        "cache": e.cache,
+        "processed": e.processed,
+        "time_ms": e.time_ms,
+    },
+}
+
+
+def normalize_event(event: Any) -> dict[str, Any]:
+    """One event as the golden schema's object."""
+    fast = _FAST.get(type(event))
+    if fast is not None:
+        result: dict[str, Any] = fast(event)
+        return result
+    kind = _event_type(event)
+    normalized: dict[str, Any] = {"type": kind}
+    for name in EVENT_FIELDS[kind]:
+        normalized[name] = _field(event, name, kind)
+    return normalized
+
+
+def normalize_events(events: Any) -> list[dict[str, Any]]:
+    """What `push` returned, as a list of event objects."""
+    if isinstance(events, (str, bytes, Mapping)) or not isinstance(events, Iterable):
+        raise NormalizeError(f"push must return a list of events, not {type(events).__name__}")
+    return [normalize_event(event) for event in events]
+
+
+def read_state(assembler: Any) -> dict[str, Any]:
+    """The four state readers, as properties or zero-argument methods."""
+    state: dict[str, Any] = {}
+    for name in STATE_FIELDS:
+        value = getattr(assembler, name, _MISSING)
+        if value is _MISSING:
+            raise NormalizeError(f"the assembler has no '{name}' reader")
+        if callable(value):
+            value = value()
+        state[name] = _scalar(value, f"state.{name}")
+    return state
+
+
+def normalize_completion(completion: Any) -> dict[str, Any]:
+    """What `finish` returned, as the golden schema's completion object."""
+    where = "completion"
+    tool_calls = _get(completion, "tool_calls")
+    if tool_calls is _MISSING or tool_calls is None:
+        raise NormalizeError(f"{where} has no field 'tool_calls': {completion!r}")
+    timings = _get(completion, "timings")
+    if timings is _MISSING:
+        raise NormalizeError(f"{where} has no field 'timings': {completion!r}")
+    return {
+        "id": _field(completion, "id", where),
+        "content": _field(completion, "content", where),
+        "reasoning_content": _field(completion, "reasoning_content", where),
+        "tool_calls": [
+            {
+                "id": _field(call, "id", f"{where}.tool_calls[{i}]"),
+                "name": _field(call, "name", f"{where}.tool_calls[{i}]"),
+                "arguments": _field(call, "arguments", f"{where}.tool_calls[{i}]"),
+            }
+            for i, call in enumerate(tool_calls)
+        ],
+        "finish_reason": _field(completion, "finish_reason", where),
+        "timings": None
+        if timings is None
+        else {name: _field(timings, name, f"{where}.timings") for name in TIMINGS_FIELDS},
+        "reasoning_tokens": _field(completion, "reasoning_tokens", where),
+        "thinking_capped": _field(completion, "thinking_capped", where),
+    }
+
+
+def error_kind(exc: BaseException) -> str | None:
+    """The contract kind of an exception, or None when it is not a contract error."""
+    kind = getattr(exc, "kind", None)
+    if isinstance(kind, enum.Enum):
+        if isinstance(kind.value, str) and kind.value in ERROR_KINDS:
+            return kind.value
+        kind = kind.name.lower()
+    if isinstance(kind, str) and kind in ERROR_KINDS:
+        return kind
+    return None
+
+
+def normalize_error(exc: BaseException) -> dict[str, Any] | None:
+    """A contract error as the golden schema's error object, or None for any other exception."""
+    kind = error_kind(exc)
+    if kind is None:
+        return None
+    if kind != "server":
+        return {"kind": kind}
+    message = getattr(exc, "message", None)
+    return {"kind": kind, "message": message if isinstance(message, str) else str(exc)}

@@ -1,0 +1,172 @@
+"""Reading recordings: the `.http` head, the leading directives, and the event stream's payloads.
+
+The event stream is read as docs/spec.md section 1 says (the WHATWG server-sent-events rules, with
+the contract's two additions: a last event without its blank line is still dispatched, and `[DONE]`
+ends the stream). Payloads are yielded one at a time, so a recording of any length is read in
+constant memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import RecordingError
+
+#: The file endings that are recordings.
+RECORDING_SUFFIXES = (".http", ".sse")
+
+_DIRECTIVE_CAPPED = "thinking_capped:"
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """One dispatched event's data, and the line of its first `data` field."""
+
+    line: int
+    data: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingInfo:
+    """What a recording declares in its leading comment lines."""
+
+    thinking_capped: bool
+    comments: tuple[str, ...]
+
+
+def _strip_eol(raw: str) -> str:
+    if raw.endswith("\r\n"):
+        return raw[:-2]
+    if raw.endswith(("\n", "\r")):
+        return raw[:-1]
+    return raw
+
+
+def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Lines without their ends (LF, CRLF or CR), numbered from 1; bad UTF-8 named by line."""
+    try:
+        with path.open(encoding="utf-8", newline="") as stream:
+            for number, raw in enumerate(stream, start=1):
+                yield number, _strip_eol(raw)
+    except FileNotFoundError:
+        raise RecordingError(path, "no such recording") from None
+    except IsADirectoryError:
+        raise RecordingError(path, "is a folder, not a recording") from None
+    except UnicodeDecodeError:
+        raise RecordingError(
+            path,
+            "not valid UTF-8",
+            line=_first_bad_utf8_line(path),
+            hint="recordings are UTF-8 text; re-record the case or fix its encoding",
+        ) from None
+
+
+def _first_bad_utf8_line(path: Path) -> int:
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        prefix = data[: exc.start]
+        # Count line ends as the reader does: CRLF, LF and CR alone each end one line.
+        return prefix.replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+    return 1
+
+
+def _is_comment(path: Path, line: str) -> bool:
+    return line.startswith("#") if path.suffix == ".http" else line.startswith(":")
+
+
+def read_info(path: Path) -> RecordingInfo:
+    """The leading comment lines of a recording and the directives among them."""
+    comments: list[str] = []
+    capped = False
+    for _, line in _numbered_lines(path):
+        line = line.removeprefix("\ufeff") if not comments else line
+        if not _is_comment(path, line):
+            break
+        text = line[1:].strip()
+        comments.append(text)
+        if text.startswith(_DIRECTIVE_CAPPED):
+            value = text[len(_DIRECTIVE_CAPPED) :].strip()
+            if value not in ("true", "false"):
+                raise RecordingError(
+                    path,
+                    f"'thinking_capped:' must be followed by true or false, not {value!r}",
+                    line=len(comments),
+                )
+            capped = value == "true"
+    return RecordingInfo(thinking_capped=capped, comments=tuple(comments))
+
+
+def _skip_http_head(path: Path, lines: Iterator[tuple[int, str]]) -> None:
+    """Consume comments, the request and the response head, leaving `lines` at the body."""
+    seen = 0
+
+    def next_line(what: str) -> str:
+        nonlocal seen
+        for seen, line in lines:
+            return line
+        raise RecordingError(
+            path,
+            f"ends before {what}",
+            line=seen + 1,
+            hint="an .http recording is: request line, headers, blank line, body, blank line, "
+            "status line, headers, blank line, event stream",
+        )
+
+    line = next_line("the request line")
+    while line.startswith("#"):
+        line = next_line("the request line")
+    while line:  # the request line and headers
+        line = next_line("the blank line after the request headers")
+    next_line("the request body")
+    if next_line("the blank line after the request body"):
+        raise RecordingError(path, "the request body must be a single line", line=seen)
+    line = next_line("the response part (no response part)")
+    if not line.startswith("HTTP/"):
+        raise RecordingError(path, "expected the response status line (HTTP/1.1 ...)", line=seen)
+    while line:  # the status line and headers
+        line = next_line("the blank line after the response headers")
+
+
+def iter_payloads(path: Path) -> Iterator[Payload]:
+    """Yield the payloads of a recording's event stream, in order, up to `[DONE]`."""
+    lines = _numbered_lines(path)
+    if path.suffix == ".http":
+        _skip_http_head(path, lines)
+    parts: list[str] = []
+    first = 0
+    at_start = True
+    for number, line in lines:
+        if at_start:
+            line = line.removeprefix("\ufeff")
+            at_start = False
+        if not line:
+            if parts:
+                data = "\n".join(parts)
+                if data == "[DONE]":
+                    return
+                yield Payload(first, data)
+                parts = []
+            continue
+        if line[0] == ":":
+            continue
+        name, colon, value = line.partition(":")
+        if name != "data":
+            continue
+        if colon and value[:1] == " ":
+            value = value[1:]
+        if not parts:
+            first = number
+        parts.append(value)
+    if parts:
+        data = "\n".join(parts)
+        if data != "[DONE]":
+            yield Payload(first, data)
+
+
+def case_id_of(recordings_dir: Path, path: Path) -> str:
+    """The case id of a recording: its path below `recordings/`, without the extension."""
+    return path.relative_to(recordings_dir).with_suffix("").as_posix()

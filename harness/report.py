@@ -1,0 +1,74 @@
+"""Rendering result records as text for people: a line per case that did not pass, then totals."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from harness.compare import ABSENT
+from harness.runner import CRASHED, FAILED, PASSED, CaseResult, Mismatch
+
+_LABEL = {PASSED: "PASS", FAILED: "FAIL", CRASHED: "CRASH"}
+_SHOWN_CHARS = 300
+#: Mismatches listed per case in text; reports in files (JSON, JUnit) carry all of them.
+MAX_SHOWN_MISMATCHES = 12
+
+
+def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
+    """A value as JSON on one line, shortened to `limit` characters."""
+    if value is ABSENT:
+        return "(absent)"
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _where(m: Mismatch) -> str:
+    return f"line {m.line}" if m.line is not None else "finish"
+
+
+def describe_case(result: CaseResult) -> list[str]:
+    """The lines that explain one case's result (its header, then what went wrong)."""
+    label = _LABEL.get(result.status, result.status.upper())
+    lines = [f"{label} {result.case_id} [{result.mode}]  recordings/{result.recording}"]
+    last_step: object = object()
+    for m in result.mismatches[:MAX_SHOWN_MISMATCHES]:
+        if m.step != last_step and m.payload is not None:
+            lines.append(f"    payload pushed at {_where(m)}: {m.payload}")
+        last_step = m.step
+        lines.append(f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}")
+    hidden = len(result.mismatches) - MAX_SHOWN_MISMATCHES
+    if hidden > 0:
+        lines.append(f"  … and {hidden} more mismatch(es)")
+    crash = result.crash
+    if crash is not None:
+        where = f"step {crash.step} (line {crash.line})" if crash.step is not None else "finish"
+        lines.append(f"  crashed at {where}: {crash.message}")
+        if crash.payload is not None:
+            lines.append(f"    payload pushed: {crash.payload}")
+        lines.extend("    " + line for line in crash.details.splitlines())
+    return lines
+
+
+def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
+    """`totals: 120 passed, 3 failed` with the time taken."""
+    counts = Counter(r.status for r in results)
+    order = [PASSED, FAILED, CRASHED] + sorted(set(counts) - {PASSED, FAILED, CRASHED})
+    parts = [f"{counts[s]} {s}" for s in order if counts[s]]
+    return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
+
+
+def render(results: Iterable[CaseResult], *, verbose: bool = False) -> list[str]:
+    """Every non-passing case explained (all cases with `verbose`)."""
+    lines: list[str] = []
+    for result in results:
+        if result.status == PASSED:
+            if verbose:
+                lines.append(f"PASS {result.case_id} [{result.mode}]")
+            continue
+        lines.extend(describe_case(result))
+    return lines

@@ -1,0 +1,106 @@
+"""A suite: a folder with `recordings/` and `golden/`, and the cases it holds.
+
+The default suite is the one shipped with the package: `harness/_suite/` in an installed wheel, or
+the source checkout's own top-level folders when running from the repository.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.errors import SuiteError
+from harness.recording import RECORDING_SUFFIXES, case_id_of
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One recording and where its golden file belongs."""
+
+    case_id: str
+    recording: Path
+    golden: Path
+
+    @property
+    def recording_name(self) -> str:
+        """The recording's path below `recordings/`, as golden files name it."""
+        return f"{self.case_id}{self.recording.suffix}"
+
+
+def default_suite_root() -> Path:
+    """Where the shipped suite lies: inside the installed package, or the source checkout."""
+    package = Path(__file__).resolve().parent
+    for root in (package / "_suite", package.parent):
+        if (root / "recordings").is_dir():
+            return root
+    raise SuiteError(
+        "the shipped suite is missing from this installation", hint="reinstall conform or pass --suite"
+    )
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The recordings and golden files below `root`."""
+
+    root: Path
+
+    @classmethod
+    def open(cls, root: Path | None) -> Suite:
+        """The suite at `root` (the shipped one when None); SuiteError when it is not one."""
+        path = default_suite_root() if root is None else root
+        if not path.is_dir():
+            raise SuiteError(f"no suite at {path}", hint="--suite takes a folder with recordings/")
+        if not (path / "recordings").is_dir():
+            raise SuiteError(
+                f"{path} has no recordings/ folder",
+                hint="a suite is a folder with recordings/ and golden/",
+            )
+        return cls(path)
+
+    @property
+    def recordings_dir(self) -> Path:
+        return self.root / "recordings"
+
+    @property
+    def golden_dir(self) -> Path:
+        return self.root / "golden"
+
+    def golden_path(self, case_id: str) -> Path:
+        """Where the golden file of `case_id` belongs."""
+        return self.golden_dir / f"{case_id}.json"
+
+    def cases(self, patterns: tuple[str, ...] = ()) -> list[Case]:
+        """The suite's cases sorted by id; with patterns, those whose id matches one (a glob)."""
+        found: dict[str, Case] = {}
+        for path in sorted(self.recordings_dir.rglob("*")):
+            if path.suffix not in RECORDING_SUFFIXES or not path.is_file():
+                continue
+            case_id = case_id_of(self.recordings_dir, path)
+            if case_id in found:
+                raise SuiteError(
+                    f"two recordings make case '{case_id}': {found[case_id].recording} and {path}",
+                    hint="rename one of them",
+                )
+            if patterns and not any(_matches(case_id, p) for p in patterns):
+                continue
+            found[case_id] = Case(case_id, path, self.golden_path(case_id))
+        return [found[key] for key in sorted(found)]
+
+    def orphaned_golden(self) -> list[Path]:
+        """Golden files whose recording is gone."""
+        ids = {case.case_id for case in self.cases()}
+        if not self.golden_dir.is_dir():
+            return []
+        return [
+            path
+            for path in sorted(self.golden_dir.rglob("*.json"))
+            if path.relative_to(self.golden_dir).with_suffix("").as_posix() not in ids
+        ]
+
+
+def _matches(case_id: str, pattern: str) -> bool:
+    """A glob on the case id; a pattern without wildcards also matches as a substring."""
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatchcase(case_id, pattern)
+    return pattern in case_id

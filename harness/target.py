@@ -1,0 +1,164 @@
+"""Loading a target assembler and driving it one payload at a time.
+
+A target is `module:attribute` or `path/to/file.py:attribute`, naming an assembler class or a
+zero-argument factory (the current directory is importable). Driving it turns each call into a
+golden-schema step; anything outside the contract (another exception, a result that cannot be
+normalized) becomes `TargetCrash`, carrying the exception and the last frames of its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import TargetError
+from harness.normalize import (
+    NormalizeError,
+    normalize_completion,
+    normalize_error,
+    normalize_events,
+    read_state,
+)
+
+Factory = Callable[[], Any]
+
+_TRACEBACK_FRAMES = 4
+
+
+class TargetCrash(Exception):
+    """The target did something outside the contract."""
+
+    def __init__(self, message: str, *, details: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """`module:attr` or `file.py:attr` into its two parts; ValueError when malformed."""
+    module, colon, attribute = spec.rpartition(":")
+    if not colon or not module or not attribute:
+        raise ValueError("expected MODULE:ATTRIBUTE or path/to/file.py:ATTRIBUTE")
+    if len(module) == 1 and module.isalpha():  # a Windows drive letter, no attribute
+        raise ValueError("expected MODULE:ATTRIBUTE or path/to/file.py:ATTRIBUTE")
+    return module, attribute
+
+
+def _import_file(path: Path) -> Any:
+    if not path.is_file():
+        raise TargetError(f"no such file: {path}", hint="give the path of a .py file")
+    name = f"_conform_target_{abs(hash(path.resolve()))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise TargetError(f"cannot import {path}", hint="is it a Python source file?")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.resolve().parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _import_module(name: str) -> Any:
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+            raise TargetError(
+                f"cannot import module '{name}'",
+                hint="check the name; the current directory is importable, or give path/to/file.py",
+            ) from None
+        raise
+
+
+def load_target(spec: str) -> Factory:
+    """The factory that `spec` names; TargetError when it cannot be loaded."""
+    try:
+        module_name, attribute = split_spec(spec)
+    except ValueError as exc:
+        raise TargetError(f"bad target '{spec}': {exc}") from None
+    try:
+        if module_name.endswith(".py") or "/" in module_name or os.sep in module_name:
+            module = _import_file(Path(module_name))
+        else:
+            module = _import_module(module_name)
+    except TargetError:
+        raise
+    except Exception as exc:  # the target's own module failed while importing
+        raise TargetError(
+            f"importing '{module_name}' failed: {type(exc).__name__}: {exc}",
+            hint="run 'python -c \"import " + module_name + "\"' to see the traceback"
+            if not module_name.endswith(".py")
+            else "run the file with python to see the traceback",
+        ) from None
+    found: Any = module
+    for part in attribute.split("."):
+        try:
+            found = getattr(found, part)
+        except AttributeError:
+            raise TargetError(
+                f"'{module_name}' has no attribute '{attribute}'",
+                hint="name an assembler class or a zero-argument factory",
+            ) from None
+    if not callable(found):
+        raise TargetError(
+            f"'{spec}' is a {type(found).__name__}, not a class or factory",
+            hint="name an assembler class or a zero-argument factory",
+        )
+    factory: Factory = found
+    return factory
+
+
+def _crash(exc: BaseException, doing: str) -> TargetCrash:
+    # The first frame is the harness's own call into the target: show only the target's frames.
+    frames = traceback.extract_tb(exc.__traceback__)[1:][-_TRACEBACK_FRAMES:]
+    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    lines += traceback.format_exception_only(type(exc), exc)
+    return TargetCrash(f"{doing} raised {type(exc).__name__}: {exc}", details="".join(lines).rstrip())
+
+
+def new_assembler(factory: Factory) -> Any:
+    """A fresh assembler from the target's factory."""
+    try:
+        return factory()
+    except (Exception, SystemExit) as exc:
+        raise _crash(exc, "creating the assembler") from None
+
+
+def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
+    """Push one payload; the golden step it makes (`events` and `state`, or `error`)."""
+    try:
+        events = assembler.push(data)
+    except (Exception, SystemExit) as exc:
+        error = normalize_error(exc)
+        if error is None:
+            raise _crash(exc, "push") from None
+        return {"line": line, "error": error}
+    try:
+        return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
+    except NormalizeError as exc:
+        raise TargetCrash(f"push returned something conform cannot read: {exc}") from None
+    except (Exception, SystemExit) as exc:  # a state reader that raises
+        raise _crash(exc, "reading the state") from None
+
+
+def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
+    """Call `finish`; the golden `finish` object (`completion` or `error`)."""
+    try:
+        completion = assembler.finish(thinking_capped)
+    except (Exception, SystemExit) as exc:
+        error = normalize_error(exc)
+        if error is None:
+            raise _crash(exc, "finish") from None
+        return {"error": error}
+    try:
+        return {"completion": normalize_completion(completion)}
+    except NormalizeError as exc:
+        raise TargetCrash(f"finish returned something conform cannot read: {exc}") from None

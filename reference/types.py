@@ -1,0 +1,116 @@
+"""The reference's public types: events, the completion and its parts, and the one error it raises.
+
+All are frozen msgspec Structs: immutable, typed, cheap to build (the assembler makes one per event,
+so dataclasses would cost a large share of its time), and what `reference._wire` decodes into
+directly where the payload's shape and the public shape agree (`Timings`).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated
+
+import msgspec
+
+#: The largest integer every JSON implementation holds exactly (I-JSON, RFC 7493); see docs/spec.md.
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+
+
+class ErrorKind(str, enum.Enum):
+    """Why an assembly failed (contract section 2)."""
+
+    PROTOCOL = "protocol"
+    STREAM_CLOSED_EARLY = "stream_closed_early"
+    SERVER = "server"
+
+
+class InferError(Exception):
+    """The only exception `Assembler.push` and `Assembler.finish` raise."""
+
+    def __init__(self, kind: ErrorKind, message: str) -> None:
+        super().__init__(f"{kind.value}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class FinishReason(str, enum.Enum):
+    """Why the server stopped generating."""
+
+    STOP = "stop"
+    TOOL_CALLS = "tool_calls"
+    LENGTH = "length"
+
+
+class Progress(msgspec.Struct, frozen=True, gc=False):
+    """Prompt processing progress (`prompt_progress`)."""
+
+    total: int | None = None
+    cache: int | None = None
+    processed: int | None = None
+    time_ms: int | None = None
+
+
+class Reasoning(msgspec.Struct, frozen=True, gc=False):
+    """A piece of thinking text (`reasoning_content`)."""
+
+    text: str
+
+
+class Content(msgspec.Struct, frozen=True, gc=False):
+    """A piece of answer text (`content`)."""
+
+    text: str
+
+
+class ToolCallDelta(msgspec.Struct, frozen=True, gc=False):
+    """One entry of a chunk's `tool_calls`, as that piece had it."""
+
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+ChatEvent = Progress | Reasoning | Content | ToolCallDelta
+
+#: A JSON number as the payload wrote it: integers stay integers.
+Number = _SafeInt | float
+
+
+class Timings(msgspec.Struct, frozen=True, gc=False):
+    """llama-server's `timings` object; fields it lacks are None."""
+
+    cache_n: Number | None = None
+    prompt_n: Number | None = None
+    prompt_ms: Number | None = None
+    prompt_per_token_ms: Number | None = None
+    prompt_per_second: Number | None = None
+    predicted_n: Number | None = None
+    predicted_ms: Number | None = None
+    predicted_per_token_ms: Number | None = None
+    predicted_per_second: Number | None = None
+    draft_n: Number | None = None
+    draft_n_accepted: Number | None = None
+
+
+class ToolCall(msgspec.Struct, frozen=True, gc=False):
+    """A complete tool call of the completion."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+class Completion(msgspec.Struct, frozen=True, gc=False):
+    """The whole streamed completion, folded."""
+
+    id: str
+    content: str | None
+    reasoning_content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: FinishReason
+    timings: Timings | None
+    reasoning_tokens: int
+    thinking_capped: bool
