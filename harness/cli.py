@@ -19,7 +19,7 @@ from harness.inject import DEFAULT_SEED, MODES
 from harness.report import render, totals_line
 from harness.runner import PASSED, CaseResult, run
 from harness.suite import Case, Suite
-from harness.target import load_target, split_spec
+from harness.target import InProcessDriver, load_target, split_spec
 
 
 class _SetupFailure(click.ClickException):
@@ -36,7 +36,7 @@ class _ConformGroup(click.Group):
             raise _SetupFailure(str(exc)) from None
 
 
-class TargetType(click.ParamType):
+class TargetType(click.ParamType[str]):
     """`module:attribute` or `path/to/file.py:attribute` (imported when the run starts)."""
 
     name = "TARGET"
@@ -97,7 +97,9 @@ def main() -> None:
     help="Input mode; repeatable. Default: every mode.",
 )
 @_pattern_option
-@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes.")
+@click.option(
+    "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
+)
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
 def run_command(
     target: str,
@@ -114,12 +116,12 @@ def run_command(
     """
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
-    factory = load_target(target)
+    driver = InProcessDriver(load_target(target))
     chosen = modes or MODES
     started = time.perf_counter()
     results: list[CaseResult] = []
     total = len(cases) * len(chosen)
-    for result in run(cases, factory, modes=chosen, seed=seed):
+    for result in run(cases, driver, modes=chosen, seed=seed):
         results.append(result)
         _progress(len(results), total, result)
     for line in render(results, verbose=verbose):

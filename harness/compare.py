@@ -1,9 +1,9 @@
 """Comparing a target's step or finish with the golden one: a cheap exact check, then deepdiff.
 
-Numbers compare by value (`0` equals `0.0`) but `true` is not a number (contract section 4), which
-neither `==` (`True == 1`) nor deepdiff's `ignore_numeric_type_changes` gets right, so the cheap check
-is `same` below and deepdiff's int/float type changes of equal value are dropped. This is the only
-module that imports deepdiff, and it does so only once a check has failed.
+Numbers compare by value (`0` equals `0.0`) but `true` is not a number (contract section 4),
+which neither `==` (`True == 1`) nor deepdiff's `ignore_numeric_type_changes` gets right, so the
+cheap check is `same` below and deepdiff's int/float type changes of equal value are dropped. This
+is the only module that imports deepdiff, and it does so only once a check has failed.
 """
 
 from __future__ import annotations
@@ -73,7 +73,9 @@ def differences(expected: Any, actual: Any, *, prefix: str) -> list[Difference]:
             new = ABSENT if type(new).__name__ == "NotPresent" else new
             if old is not ABSENT and new is not ABSENT and same(old, new):
                 continue  # an int against a float of the same value
-            found.append(Difference(_format_path(prefix, level.path(output_format="list")), old, new))
+            found.append(
+                Difference(_format_path(prefix, level.path(output_format="list")), old, new)
+            )
     if not found:  # deepdiff saw nothing `same` did not forgive; never report a silent failure
         found.append(Difference(prefix, expected, actual))
     found.sort(key=lambda d: d.path)

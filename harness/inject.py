@@ -1,11 +1,11 @@
 """Input modes: how each payload is changed before it is pushed, without changing what it means.
 
-`plain` pushes payloads as recorded. `unknown-fields` adds keys at every object level the chunk shape
-knows (top, each choice, `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`,
-`error`), with values of every JSON type, including names that are read at another level (`content`
-inside `timings`, `index` inside `delta`) but never a name read at that level. The expected result
-is the same golden file. Every change is a pure function of (seed, case id, step), so a failure is
-reproduced by the same command, and the exact payload is shown in its report.
+`plain` pushes payloads as recorded. `unknown-fields` adds keys at every object level the chunk
+shape knows (top, each choice, `delta`, each tool call, `function`, `timings`, `prompt_progress`,
+`usage`, `error`), with values of every JSON type, including names that are read at another level
+(`content` inside `timings`, `index` inside `delta`) but never a name read at that level. The
+expected result is the same golden file. Every change is a pure function of (seed, case id, step),
+so a failure is reproduced by the same command, and the exact payload is shown in its report.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ _VALUES: list[Any] = [
     "",
     "text",
     "\u00e9\u4e2d\U0001f600",
-    "\"quoted\" \\ back\nslash",
+    '"quoted" \\ back\nslash',
     [],
     {},
     [1, "two", None, True, {"index": 3}],

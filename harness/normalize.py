@@ -70,7 +70,7 @@ def _field(obj: Any, name: str, where: str) -> Any:
 
 
 def _event_type(event: Any) -> str:
-    declared = _get(event, "type")
+    declared: Any = _get(event, "type")
     if declared is not _MISSING and not callable(declared):
         if isinstance(declared, enum.Enum):
             declared = declared.value if isinstance(declared.value, str) else declared.name
@@ -79,13 +79,13 @@ def _event_type(event: Any) -> str:
             if name in EVENT_FIELDS:
                 return name
         raise NormalizeError(f"event has an unknown type {declared!r}: {event!r}")
-    name = _CLASS_TYPES.get(type(event).__name__)
-    if name is None:
+    by_class = _CLASS_TYPES.get(type(event).__name__)
+    if by_class is None:
         raise NormalizeError(
             f"cannot tell the type of event {event!r}: give it a 'type' field or name its class "
             "Progress, Reasoning, Content or ToolCallDelta"
         )
-    return name
+    return by_class
 
 
 # The reference's own events, read without the generic machinery (they are most of every run).

@@ -559,21 +559,21 @@ def _failure_message(
     ended_by = capture.watch.ended_by
     if isinstance(failure, TimeoutError):
         return (
-            f"timed out after {timeout:g} s with {capture.watch.payloads} payloads received",
+            f"timed out after {timeout:g} s, {_payloads(capture.watch.payloads)} received",
             "raise --timeout or lower max_tokens",
         )
     if failure is not None and ended_by not in ("[DONE]", "server error"):
         return (
             (
-                f"connection closed after {capture.watch.payloads} payloads, before the stream "
-                f"ended ({_reason(failure)})"
+                f"connection closed after {_payloads(capture.watch.payloads)}, before the stream "
+                f"ended: {_reason(failure)}"
             ),
             "the server stopped or crashed mid-stream; see its log and record again",
         )
     if ended_by is None:
         return (
             (
-                f"the stream ended after {capture.watch.payloads} payloads without [DONE], "
+                f"the stream ended after {_payloads(capture.watch.payloads)} without [DONE], "
                 "a finish_reason or an error"
             ),
             "the server stopped mid-stream; see its log and record again",
@@ -589,10 +589,20 @@ def _failure_message(
 
 
 def _reason(exc: BaseException | None) -> str:
+    """The most telling words about a transport failure (the OS error underneath, if any)."""
     if exc is None:
         return "unknown error"
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, OSError) and seen.errno is not None:
+            return os.strerror(seen.errno).lower()
+        seen = seen.__cause__ or seen.__context__
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+def _payloads(count: int) -> str:
+    return f"{count} payload" if count == 1 else f"{count} payloads"
 
 
 def _error_detail(capture: Capture) -> str:

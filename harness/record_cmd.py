@@ -11,7 +11,10 @@ from typing import Any
 
 import click
 
+from harness import golden as golden_files
 from harness import record as recorder
+from harness.errors import ConformError
+from harness.suite import Suite
 
 _DEFAULT_TIMEOUT = 300.0
 
@@ -198,16 +201,24 @@ def record(
         f"Recorded {result.path}: {result.payloads} payloads, {result.body_bytes} bytes ({ended})."
     )
     if golden:
-        golden_path = _write_golden(suite, result.case_id)
+        try:
+            golden_path = _write_golden(suite, result.case_id)
+        except ConformError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            sys.exit(2)
         click.echo(_summarize_golden(golden_path))
 
 
 def _write_golden(suite_dir: Path, case_id: str) -> Path:
-    """Write golden/<case_id>.json for one case with the reference assembler; return its path.
-
-    TODO(lead): call the golden machinery in harness/golden.py once it exists.
-    """
-    raise NotImplementedError("conform record --golden: golden writing is not wired in yet")
+    """Write golden/<case_id>.json for one case with the reference assembler; return its path."""
+    suite = Suite.open(suite_dir)
+    for case in suite.cases((case_id,)):
+        if case.case_id == case_id:
+            golden_files.update(suite, [case])
+            return case.golden
+    raise ConformError(
+        f"no case '{case_id}' in {suite.root}", hint="this is a bug in conform record"
+    )
 
 
 def _summarize_golden(path: Path) -> str:

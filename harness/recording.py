@@ -106,7 +106,8 @@ def _skip_http_head(path: Path, lines: Iterator[tuple[int, str]]) -> None:
 
     def next_line(what: str) -> str:
         nonlocal seen
-        for seen, line in lines:
+        for number, line in lines:
+            seen = number
             return line
         raise RecordingError(
             path,

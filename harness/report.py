@@ -8,9 +8,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.compare import ABSENT
-from harness.runner import CRASHED, FAILED, PASSED, CaseResult, Mismatch
+from harness.runner import CRASHED, FAILED, PASSED, TIMED_OUT, CaseResult, Mismatch
 
-_LABEL = {PASSED: "PASS", FAILED: "FAIL", CRASHED: "CRASH"}
+_LABEL = {PASSED: "PASS", FAILED: "FAIL", CRASHED: "CRASH", TIMED_OUT: "TIMEOUT"}
 _SHOWN_CHARS = 300
 #: Mismatches listed per case in text; reports in files (JSON, JUnit) carry all of them.
 MAX_SHOWN_MISMATCHES = 12
@@ -40,7 +40,9 @@ def describe_case(result: CaseResult) -> list[str]:
         if m.step != last_step and m.payload is not None:
             lines.append(f"    payload pushed at {_where(m)}: {m.payload}")
         last_step = m.step
-        lines.append(f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}")
+        lines.append(
+            f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
+        )
     hidden = len(result.mismatches) - MAX_SHOWN_MISMATCHES
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
@@ -57,7 +59,8 @@ def describe_case(result: CaseResult) -> list[str]:
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
     counts = Counter(r.status for r in results)
-    order = [PASSED, FAILED, CRASHED] + sorted(set(counts) - {PASSED, FAILED, CRASHED})
+    order = [PASSED, FAILED, CRASHED, TIMED_OUT]
+    order += sorted(set(counts) - set(order))
     parts = [f"{counts[s]} {s}" for s in order if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 

@@ -18,11 +18,12 @@ from harness.golden import read_golden
 from harness.inject import mutator
 from harness.recording import iter_payloads
 from harness.suite import Case
-from harness.target import Factory, TargetCrash, finish_step, new_assembler, push_step
+from harness.target import Driver, TargetCrash, TargetTimeout
 
 PASSED = "passed"
 FAILED = "failed"
 CRASHED = "crashed"
+TIMED_OUT = "timed-out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +78,7 @@ def _mismatches(
 
 
 def run_case(
-    case: Case, golden: dict[str, Any], factory: Factory, *, mode: str, seed: int
+    case: Case, golden: dict[str, Any], driver: Driver, *, mode: str, seed: int
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made."""
     started = time.perf_counter()
@@ -101,11 +102,11 @@ def run_case(
         )
 
     try:
-        assembler = new_assembler(factory)
+        driver.start_case()
         ended_early = False
         consumed = 0
         for step_index, payload in enumerate(iter_payloads(case.recording)):
-            consumed += 1
+            consumed = step_index + 1
             if step_index >= len(expected_steps):
                 raise _stale(case, f"the recording has more than {len(expected_steps)} payloads")
             expected = expected_steps[step_index]
@@ -113,7 +114,7 @@ def run_case(
             if expected["line"] != line:
                 raise _stale(case, f"step {step_index} is at line {line}, not {expected['line']}")
             pushed = payload.data if mutate is None else mutate(step_index, payload.data)
-            actual = push_step(assembler, pushed, line)
+            actual = driver.push(pushed, line)
             shown = None if mutate is None else pushed
             found += _mismatches(
                 differences(expected, actual, prefix=f"steps[{step_index}]"),
@@ -132,7 +133,7 @@ def run_case(
             if ended_early:
                 found.append(Mismatch("finish", golden["finish"], ABSENT))
             else:
-                actual_finish = finish_step(assembler, capped)
+                actual_finish = driver.finish(capped)
                 found += _mismatches(
                     differences(golden["finish"], actual_finish, prefix="finish"),
                     step=None,
@@ -141,15 +142,16 @@ def run_case(
                 )
     except TargetCrash as crash:
         shown = None if mutate is None else pushed
-        return result(CRASHED, Crash(crash.message, crash.details, step_index, line, shown))
+        status = TIMED_OUT if isinstance(crash, TargetTimeout) else CRASHED
+        return result(status, Crash(crash.message, crash.details, step_index, line, shown))
     return result(FAILED if found else PASSED)
 
 
 def run(
-    cases: Sequence[Case], factory: Factory, *, modes: Sequence[str], seed: int
+    cases: Sequence[Case], driver: Driver, *, modes: Sequence[str], seed: int
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode, in order; each golden file is read once."""
     for case in cases:
         golden = read_golden(case)
         for mode in modes:
-            yield run_case(case, golden, factory, mode=mode, seed=seed)
+            yield run_case(case, golden, driver, mode=mode, seed=seed)

@@ -35,7 +35,8 @@ def default_suite_root() -> Path:
         if (root / "recordings").is_dir():
             return root
     raise SuiteError(
-        "the shipped suite is missing from this installation", hint="reinstall conform or pass --suite"
+        "the shipped suite is missing from this installation",
+        hint="reinstall conform or pass --suite",
     )
 
 

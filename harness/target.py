@@ -15,7 +15,7 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness.errors import TargetError
 from harness.normalize import (
@@ -38,6 +38,27 @@ class TargetCrash(Exception):
         super().__init__(message)
         self.message = message
         self.details = details
+
+
+class TargetTimeout(TargetCrash):
+    """The target did not answer within the time allowed for a case."""
+
+
+class Driver(Protocol):
+    """How the runner talks to a target, wherever it runs: one case at a time, one call a step.
+
+    `push` and `finish` return golden-schema objects; anything outside the contract raises
+    `TargetCrash` (or `TargetTimeout`), after which the runner calls `start_case` again before
+    the next case (a driver that runs the target elsewhere restarts it there).
+    """
+
+    def start_case(self) -> None: ...
+
+    def push(self, data: str, line: int) -> dict[str, Any]: ...
+
+    def finish(self, thinking_capped: bool) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -121,7 +142,9 @@ def _crash(exc: BaseException, doing: str) -> TargetCrash:
     frames = traceback.extract_tb(exc.__traceback__)[1:][-_TRACEBACK_FRAMES:]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
-    return TargetCrash(f"{doing} raised {type(exc).__name__}: {exc}", details="".join(lines).rstrip())
+    return TargetCrash(
+        f"{doing} raised {type(exc).__name__}: {exc}", details="".join(lines).rstrip()
+    )
 
 
 def new_assembler(factory: Factory) -> Any:
@@ -162,3 +185,23 @@ def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
         return {"completion": normalize_completion(completion)}
     except NormalizeError as exc:
         raise TargetCrash(f"finish returned something conform cannot read: {exc}") from None
+
+
+class InProcessDriver:
+    """Drives a Python target in this process (fast, but shares the harness's fate)."""
+
+    def __init__(self, factory: Factory) -> None:
+        self._factory = factory
+        self._assembler: Any = None
+
+    def start_case(self) -> None:
+        self._assembler = new_assembler(self._factory)
+
+    def push(self, data: str, line: int) -> dict[str, Any]:
+        return push_step(self._assembler, data, line)
+
+    def finish(self, thinking_capped: bool) -> dict[str, Any]:
+        return finish_step(self._assembler, thinking_capped)
+
+    def close(self) -> None:
+        self._assembler = None

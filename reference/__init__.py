@@ -1,9 +1,9 @@
 """conform's reference assembler: the executable form of the contract (docs/spec.md).
 
-    from reference import Assembler
-    asm = Assembler()
-    events = asm.push(payload)          # one `data:` payload -> its events
-    completion = asm.finish(False)      # or InferError
+from reference import Assembler
+asm = Assembler()
+events = asm.push(payload)          # one `data:` payload -> its events
+completion = asm.finish(False)      # or InferError
 """
 
 from __future__ import annotations

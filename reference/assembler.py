@@ -202,7 +202,9 @@ class Assembler:
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
         if self._finish_reason is None:
-            raise InferError(ErrorKind.STREAM_CLOSED_EARLY, "the stream ended without a finish reason")
+            raise InferError(
+                ErrorKind.STREAM_CLOSED_EARLY, "the stream ended without a finish reason"
+            )
         if self._id is None:
             raise _protocol("no chunk carried an id")
         tool_calls = []

@@ -18,7 +18,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
-class ErrorKind(str, enum.Enum):
+class ErrorKind(enum.StrEnum):
     """Why an assembly failed (contract section 2)."""
 
     PROTOCOL = "protocol"
@@ -35,7 +35,7 @@ class InferError(Exception):
         self.message = message
 
 
-class FinishReason(str, enum.Enum):
+class FinishReason(enum.StrEnum):
     """Why the server stopped generating."""
 
     STOP = "stop"
