@@ -65,7 +65,7 @@ def differences(expected: Any, actual: Any, *, prefix: str) -> list[Difference]:
     from deepdiff import DeepDiff
 
     found: list[Difference] = []
-    tree = DeepDiff(expected, actual, view="tree", verbose_level=2)
+    tree = DeepDiff(expected, actual, view="tree", verbose_level=2, threshold_to_diff_deeper=0)
     for levels in tree.values():
         for level in levels:
             old, new = level.t1, level.t2

@@ -1,0 +1,41 @@
+"""`conform run` fails every miniature, at the field its broken rule governs, and passes the reference."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from tests.miniatures import BATTERY
+
+MINIATURES = str(Path(__file__).with_name("miniatures.py"))
+
+
+def conform(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args))
+    return result.exit_code, result.output
+
+
+def test_the_reference_passes_every_case_in_every_mode() -> None:
+    code, output = conform("run", "reference:Assembler")
+    assert code == 0, output
+    assert re.search(r"totals: \d+ passed \(", output), output
+
+
+@pytest.mark.parametrize("name", sorted(BATTERY))
+def test_each_miniature_fails_where_its_rule_is(name: str) -> None:
+    mode, pattern = BATTERY[name]
+    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", mode)
+    assert code == 1, output
+    assert re.search(pattern, output), f"{name}: no mismatch matching {pattern!r} in:\n{output}"
+
+
+def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields() -> None:
+    code, output = conform("run", f"{MINIATURES}:RejectsUnknownFields", "--mode", "plain")
+    assert code == 0, output
+    code, output = conform("run", f"{MINIATURES}:RejectsUnknownFields", "--mode", "unknown-fields")
+    assert code == 1
+    assert "[unknown-fields]" in output and "[plain]" not in output
