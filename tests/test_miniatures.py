@@ -1,4 +1,4 @@
-"""`conform run` fails every miniature, at the field its broken rule governs, and passes the reference."""
+"""`conform run` fails each miniature at the field its broken rule governs; the reference passes."""
 
 from __future__ import annotations
 
