@@ -1,0 +1,137 @@
+"""Reading a target's events, state, completion and errors into the golden schema."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import msgspec
+import pytest
+
+import reference
+from harness.normalize import (
+    NormalizeError,
+    normalize_completion,
+    normalize_error,
+    normalize_events,
+    read_state,
+)
+
+
+@dataclass(frozen=True)
+class Content:
+    text: str
+
+
+class ToolCallDelta(NamedTuple):
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+class Progress(msgspec.Struct):
+    total: int | None
+    cache: int | None
+    processed: int | None
+    time_ms: int | None
+
+
+class Kind(enum.Enum):
+    PROTOCOL = 1
+    SERVER = 2
+
+
+class EventType(enum.Enum):
+    REASONING = "reasoning"
+
+
+def test_events_of_every_kind_of_class() -> None:
+    events: list[Any] = [
+        Content("a"),
+        ToolCallDelta(0, "x", None, ""),
+        Progress(1, 2, 3, None),
+        {"type": "reasoning", "text": "r"},
+        {"type": EventType.REASONING, "text": "e"},
+        reference.Content("ref"),
+    ]
+    assert normalize_events(events) == [
+        {"type": "content", "text": "a"},
+        {"type": "tool_call_delta", "index": 0, "id": "x", "name": None, "arguments": ""},
+        {"type": "progress", "total": 1, "cache": 2, "processed": 3, "time_ms": None},
+        {"type": "reasoning", "text": "r"},
+        {"type": "reasoning", "text": "e"},
+        {"type": "content", "text": "ref"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ("text", "list of events"),
+        ([{"text": "no type"}], "cannot tell the type"),
+        ([{"type": "poem", "text": "x"}], "unknown type"),
+        ([{"type": "content"}], "no field 'text'"),
+        ([Content(["not", "scalar"])], "not a JSON scalar"),  # type: ignore[arg-type]
+    ],
+)
+def test_unreadable_events(events: Any, message: str) -> None:
+    with pytest.raises(NormalizeError, match=message):
+        normalize_events(events)
+
+
+def test_state_from_properties_or_methods() -> None:
+    class Methods:
+        def id(self) -> str:
+            return "c"
+
+        def reasoning_tokens(self) -> int:
+            return 3
+
+        def in_reasoning(self) -> bool:
+            return True
+
+        def is_finished(self) -> bool:
+            return False
+
+    expected = {"id": "c", "reasoning_tokens": 3, "in_reasoning": True, "is_finished": False}
+    assert read_state(Methods()) == expected
+    with pytest.raises(NormalizeError, match="no 'id' reader"):
+        read_state(object())
+
+
+def test_completion_with_enum_finish_reason_and_mapping_timings() -> None:
+    completion = {
+        "id": "c",
+        "content": None,
+        "reasoning_content": "r",
+        "tool_calls": [{"id": "t", "name": "n", "arguments": "{}"}],
+        "finish_reason": reference.FinishReason.TOOL_CALLS,
+        "timings": {name: 1 for name in reference.Timings.__struct_fields__},
+        "reasoning_tokens": 2,
+        "thinking_capped": True,
+    }
+    normalized = normalize_completion(completion)
+    assert normalized["finish_reason"] == "tool_calls"
+    assert normalized["tool_calls"] == [{"id": "t", "name": "n", "arguments": "{}"}]
+    assert list(normalized["timings"]) == list(reference.Timings.__struct_fields__)
+    with pytest.raises(NormalizeError, match="no field 'prompt_n'"):
+        normalize_completion({**completion, "timings": {"cache_n": 1}})
+
+
+def test_errors_by_kind() -> None:
+    class Failure(Exception):
+        def __init__(self, kind: Any, message: str = "m") -> None:
+            super().__init__(message)
+            self.kind = kind
+
+    assert normalize_error(Failure("protocol")) == {"kind": "protocol"}
+    assert normalize_error(Failure(Kind.PROTOCOL)) == {"kind": "protocol"}
+    assert normalize_error(Failure(Kind.SERVER, "boom")) == {"kind": "server", "message": "boom"}
+    assert normalize_error(reference.InferError(reference.ErrorKind.SERVER, "x")) == {
+        "kind": "server",
+        "message": "x",
+    }
+    assert normalize_error(Failure("oops")) is None
+    assert normalize_error(ValueError("no kind")) is None
