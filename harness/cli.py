@@ -16,10 +16,11 @@ import click
 from harness import golden as golden_files
 from harness.errors import ConformError
 from harness.inject import DEFAULT_SEED, MODES
+from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
 from harness.report import render, totals_line
 from harness.runner import PASSED, CaseResult, run
 from harness.suite import Case, Suite
-from harness.target import InProcessDriver, load_target, split_spec
+from harness.target import Driver, InProcessDriver, load_target, split_spec
 
 
 class _SetupFailure(click.ClickException):
@@ -80,6 +81,33 @@ def _progress(done: int, total: int, result: CaseResult) -> None:
             click.echo("\r\033[K", err=True, nl=False)
 
 
+def _driver(
+    target: str | None,
+    exec_command: str | None,
+    *,
+    in_process: bool,
+    timeout: float,
+    validate_protocol: bool,
+) -> Driver:
+    """The driver for TARGET or --exec, started (so a program that cannot start stops here)."""
+    if (target is None) == (exec_command is None):
+        raise click.UsageError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
+    if exec_command is not None:
+        if in_process:
+            raise click.UsageError("--in-process runs a Python TARGET; it does not go with --exec")
+        driver = ProcessDriver.from_command_line(
+            exec_command, timeout=timeout, validate=validate_protocol
+        )
+    elif in_process:
+        if validate_protocol:
+            raise click.UsageError("--validate-protocol checks a worker, not --in-process")
+        return InProcessDriver(load_target(str(target)))
+    else:
+        driver = python_target_driver(str(target), timeout=timeout, validate=validate_protocol)
+    driver.start()
+    return driver
+
+
 @click.group(cls=_ConformGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="conform", prog_name="conform")
 def main() -> None:
@@ -87,7 +115,31 @@ def main() -> None:
 
 
 @main.command("run")
-@click.argument("target", type=TargetType())
+@click.argument("target", type=TargetType(), required=False)
+@click.option(
+    "--exec",
+    "exec_command",
+    metavar="'COMMAND ARGS'",
+    help="Run a program speaking conform's line protocol (docs/protocol.md) instead of TARGET.",
+)
+@click.option(
+    "--in-process",
+    is_flag=True,
+    help="Run TARGET inside conform's own process: faster, but a hang or crash stops the run.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each case before it is timed-out (not with --in-process).",
+)
+@click.option(
+    "--validate-protocol",
+    is_flag=True,
+    help="Check every reply against the protocol's JSON Schemas (needs jsonschema).",
+)
 @_suite_option
 @click.option(
     "--mode",
@@ -102,7 +154,11 @@ def main() -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
 def run_command(
-    target: str,
+    target: str | None,
+    exec_command: str | None,
+    in_process: bool,
+    timeout: float,
+    validate_protocol: bool,
     suite_dir: Path | None,
     modes: tuple[str, ...],
     patterns: tuple[str, ...],
@@ -111,19 +167,31 @@ def run_command(
 ) -> None:
     """Run TARGET (module:Class, module:factory or file.py:Class) over the suite's cases.
 
+    TARGET runs in a worker process (python -m harness.adapter TARGET), so a hang or crash fails
+    only its case; --exec runs a program in any language that speaks the same protocol.
+
     Exits 0 when every case passes in every mode, 1 on any mismatch or crash, 2 on a usage or
     setup error.
     """
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
-    driver = InProcessDriver(load_target(target))
+    driver = _driver(
+        target,
+        exec_command,
+        in_process=in_process,
+        timeout=timeout,
+        validate_protocol=validate_protocol,
+    )
     chosen = modes or MODES
     started = time.perf_counter()
     results: list[CaseResult] = []
     total = len(cases) * len(chosen)
-    for result in run(cases, driver, modes=chosen, seed=seed):
-        results.append(result)
-        _progress(len(results), total, result)
+    try:
+        for result in run(cases, driver, modes=chosen, seed=seed):
+            results.append(result)
+            _progress(len(results), total, result)
+    finally:
+        driver.close()
     for line in render(results, verbose=verbose):
         click.echo(line)
     click.echo(totals_line(results, time.perf_counter() - started))

@@ -1,0 +1,568 @@
+"""Driving a target that runs as another program, over conform's line protocol (docs/protocol.md).
+
+`ProcessDriver` starts the program once, shakes hands, and turns each `push` and `finish` into one
+request line and one reply line. Everything outside the protocol is a result, never a harness
+failure: a program that dies, writes a line that is not a reply, answers out of order, reports a
+crash or says nothing for longer than the case's time limit fails that case (`TargetCrash` or
+`TargetTimeout`, with the tail of what it wrote to stderr) and is replaced before the next case.
+
+One thread does all the I/O with the program, waiting on its stdout and stderr together with a
+deadline (POSIX `selectors`). Reading stderr in the same loop as the replies keeps the order the
+program wrote them in: whatever it logged before a reply is in the buffer when the reply is read,
+so a crash report always carries it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from selectors import EVENT_READ, DefaultSelector
+from typing import Any
+
+from harness.errors import ConformError, TargetError
+from harness.normalize import ERROR_KINDS
+from harness.target import TargetCrash, TargetTimeout
+
+PROTOCOL_VERSION = 1
+DEFAULT_TIMEOUT = 10.0
+
+_STDERR_KEPT = 64 * 1024  # bytes of stderr kept; older output is dropped
+_STDERR_SHOWN_LINES = 20
+_STDERR_SHOWN_CHARS = 2000
+_QUOTED_CHARS = 300
+_MAX_REPLY = 256 * 1024 * 1024  # a "line" longer than this is garbage, not a reply
+_READ_SIZE = 64 * 1024
+_GRACE = 1.0  # seconds a program has to exit after `bye`, or to flush stderr after dying
+_SCHEMAS = {
+    "hello": "reply-hello",
+    "new": "reply-ok",
+    "push": "reply-push",
+    "finish": "reply-finish",
+    "bye": "reply-ok",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramInfo:
+    """What the program said about itself in the handshake."""
+
+    name: str
+    version: str
+    language: str
+
+
+def quoted(text: str, limit: int = _QUOTED_CHARS) -> str:
+    """`text` on one line, shortened to `limit` characters."""
+    text = text.rstrip("\r\n")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shortened_stderr(data: bytes, *, dropped: bool = False) -> str:
+    """The last lines of what a program wrote to stderr, with a header; "" when it wrote nothing."""
+    text = data.decode("utf-8", errors="replace").rstrip()
+    if not text:
+        return ""
+    lines = text.splitlines()
+    kept = lines[-_STDERR_SHOWN_LINES:]
+    shown = "\n".join(kept)
+    if len(shown) > _STDERR_SHOWN_CHARS:
+        shown = "…" + shown[-(_STDERR_SHOWN_CHARS - 1) :]
+    cut = dropped or len(kept) < len(lines) or shown.startswith("…")
+    header = "stderr (last part):" if cut else "stderr:"
+    return header + "\n" + "\n".join("  " + line for line in shown.splitlines())
+
+
+class _Refused(TargetCrash):
+    """The program answered `bad_request`: it and the harness disagree about the protocol."""
+
+    def __init__(self, message: str, *, details: str, reason: str) -> None:
+        super().__init__(message, details=details)
+        self.reason = reason
+
+
+class _Worker:
+    """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None) -> None:
+        try:
+            self.proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                env=None if env is None else dict(env),
+                # Its own process group, so a timeout kills whatever it started too.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TargetError(
+                f"cannot start '{command[0]}': {exc.strerror or exc}",
+                hint="check the command given to --exec",
+            ) from None
+        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
+        self._in = self.proc.stdin.fileno()
+        self._out = self.proc.stdout.fileno()
+        self._err = self.proc.stderr.fileno()
+        for fd in (self._in, self._out, self._err):
+            os.set_blocking(fd, False)
+        self._selector = DefaultSelector()
+        self._selector.register(self._out, EVENT_READ)
+        self._selector.register(self._err, EVENT_READ)
+        self._pending = bytearray()  # stdout read but not yet taken as a reply
+        self._stderr = bytearray()
+        self._stderr_total = 0  # bytes ever written to stderr, for marks
+        self._out_open = True
+        self._err_open = True
+        self.seq = 0
+
+    # -- stderr -------------------------------------------------------------------------------
+
+    def stderr_mark(self) -> int:
+        """A position in the program's stderr, to show only what it wrote after it."""
+        return self._stderr_total
+
+    def stderr_since(self, mark: int) -> str:
+        """What the program wrote to stderr after `mark`, shortened for a report."""
+        self._drain(0.0)
+        new = self._stderr_total - mark
+        kept = bytes(self._stderr[-new:]) if new > 0 else b""
+        return shortened_stderr(kept, dropped=new > len(self._stderr))
+
+    def _keep_stderr(self, chunk: bytes) -> None:
+        self._stderr += chunk
+        self._stderr_total += len(chunk)
+        if len(self._stderr) > _STDERR_KEPT:
+            del self._stderr[: len(self._stderr) - _STDERR_KEPT]
+
+    # -- I/O ----------------------------------------------------------------------------------
+
+    def _read(self, fd: int) -> None:
+        try:
+            chunk = os.read(fd, _READ_SIZE)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if fd == self._out:
+            if chunk:
+                self._pending += chunk
+            else:
+                self._out_open = False
+                self._selector.unregister(fd)
+        elif chunk:
+            self._keep_stderr(chunk)
+        else:
+            self._err_open = False
+            self._selector.unregister(fd)
+
+    def _drain(self, wait: float) -> None:
+        """Read whatever is ready (waiting up to `wait` seconds for the first of it)."""
+        if not (self._out_open or self._err_open):
+            return
+        for key, _ in self._selector.select(wait):
+            self._read(key.fd)
+        while self._out_open or self._err_open:
+            ready = self._selector.select(0)
+            if not ready:
+                return
+            for key, _ in ready:
+                self._read(key.fd)
+
+    def send(self, line: bytes, deadline: float) -> bool:
+        """Write one request line; False when the deadline passed first. OSError when it died."""
+        view = memoryview(line)
+        while view:
+            try:
+                written = os.write(self._in, view)
+            except BlockingIOError:
+                written = 0
+            view = view[written:]
+            if view:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                # Keep reading while the program cannot take more: it may be writing too.
+                self._drain(min(remaining, 0.05))
+        return True
+
+    def receive(self, deadline: float) -> bytes | None:
+        """The next line of stdout, without its end; None on timeout, EOFError when it closed."""
+        while True:
+            end = self._pending.find(b"\n")
+            if end >= 0:
+                line = bytes(self._pending[:end])
+                del self._pending[: end + 1]
+                return line
+            if len(self._pending) > _MAX_REPLY:
+                line = bytes(self._pending[:_QUOTED_CHARS])
+                self._pending.clear()
+                return line  # quoted as garbage: it cannot be a reply
+            if not self._out_open:
+                raise EOFError
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self._drain(remaining)
+
+    def exit_status(self) -> str:
+        """How the program ended, after it closed its stdout (waiting a moment for it to exit)."""
+        try:
+            code = self.proc.wait(_GRACE)
+        except subprocess.TimeoutExpired:
+            return "closed its stdout"
+        self._drain_stderr_to_end()
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"was killed by {name}"
+        return f"exited with status {code}"
+
+    def _drain_stderr_to_end(self) -> None:
+        deadline = time.monotonic() + _GRACE
+        while self._err_open:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return  # something it started still holds stderr open
+            self._drain(remaining)
+
+    def stop(self, *, kill: bool) -> None:
+        """End the program: kill it (and its process group) or give it a grace period first."""
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()  # type: ignore[union-attr]
+        if not kill:
+            try:
+                self.proc.wait(_GRACE)
+            except subprocess.TimeoutExpired:
+                kill = True
+        if kill:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._selector.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+class _Validator:
+    """Checks replies against the protocol's JSON Schemas (`--validate-protocol`)."""
+
+    def __init__(self) -> None:
+        try:
+            import jsonschema  # type: ignore[import-untyped]
+        except ImportError:
+            raise ConformError(
+                "--validate-protocol needs the jsonschema package",
+                hint="pip install 'jsonschema>=4.20'",
+            ) from None
+        folder = resources.files("harness").joinpath("schemas")
+        self._validators: dict[str, Any] = {}
+        for op, name in _SCHEMAS.items():
+            schema = json.loads(folder.joinpath(f"{name}.schema.json").read_text("utf-8"))
+            self._validators[op] = jsonschema.Draft202012Validator(schema)
+        self._best_match = jsonschema.exceptions.best_match
+
+    def problem(self, op: str, reply: Any) -> str | None:
+        """What is wrong with `reply` to `op`, or None when it follows the schema."""
+        error = self._best_match(self._validators[op].iter_errors(reply))
+        if error is None:
+            return None
+        where = error.json_path
+        return f"{error.message} (at {where})" if where != "$" else str(error.message)
+
+
+class ProcessDriver:
+    """Drives a target that is another program speaking the protocol over stdin and stdout.
+
+    The program starts with `start` (or the first case) and is restarted after a case that broke
+    the protocol. `timeout` is the time allowed for each case, in seconds. With `own_errors`,
+    the program's own messages for a refused handshake and a crash are shown as they are (the
+    adapter's words for a TARGET that cannot load or that raised, as an in-process run has them).
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        validate: bool = False,
+        env: Mapping[str, str] | None = None,
+        label: str | None = None,
+        own_errors: bool = False,
+    ) -> None:
+        if not command:
+            raise TargetError("the command is empty", hint="give --exec 'COMMAND ARGS'")
+        self._command = list(command)
+        self.label = label or shlex.join(self._command)
+        self._timeout = timeout
+        self._validator = _Validator() if validate else None
+        self._env = env
+        self._own_errors = own_errors
+        self._worker: _Worker | None = None
+        self._deadline = 0.0
+        self._case_mark = 0
+        self._request: dict[str, Any] = {}
+        self.program: ProgramInfo | None = None
+
+    @classmethod
+    def from_command_line(cls, command_line: str, **options: Any) -> ProcessDriver:
+        """A driver for a command given as one string, split like a POSIX shell would."""
+        try:
+            command = shlex.split(command_line)
+        except ValueError as exc:
+            raise TargetError(f"cannot read the command {command_line!r}: {exc}") from None
+        return cls(command, label=command_line, **options)
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running program (None when none runs)."""
+        return None if self._worker is None else self._worker.proc.pid
+
+    def __enter__(self) -> ProcessDriver:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the Driver protocol ------------------------------------------------------------------
+
+    def start(self) -> ProgramInfo:
+        """Start the program (unless it runs) and shake hands; TargetError when that fails."""
+        if self._worker is None:
+            self._worker = _Worker(self._command, self._env)
+            self._case_mark = 0
+            self._deadline = time.monotonic() + max(self._timeout, 5.0)
+            try:
+                reply = self._exchange("hello", {"protocol": PROTOCOL_VERSION})
+                self.program = self._read_hello(reply)
+            except _Refused as exc:
+                if self._own_errors:  # the adapter's own words for a target that cannot load
+                    raise TargetError(exc.reason) from None
+                raise TargetError(
+                    f"{self.label} refused the handshake: {exc.reason}", hint="see docs/protocol.md"
+                ) from None
+            except TargetCrash as exc:
+                self._discard()
+                details = f"\n{exc.details}" if exc.details else ""
+                raise TargetError(
+                    f"{self.label} failed the handshake: {exc.message}{details}",
+                    hint="see docs/protocol.md",
+                ) from None
+        assert self.program is not None
+        return self.program
+
+    def start_case(self) -> None:
+        """Start a case: a fresh assembler in the program (restarted first when needed)."""
+        self.start()
+        assert self._worker is not None
+        self._case_mark = self._worker.stderr_mark()
+        self._deadline = time.monotonic() + self._timeout
+        self._call("new", {})
+
+    def push(self, data: str, line: int) -> dict[str, Any]:
+        """One payload; the golden step the program's reply stands for."""
+        reply = self._call("push", {"data": data})
+        if "error" in reply:
+            return {"line": line, "error": _contract_error(reply)}
+        events, state = reply.get("events"), reply.get("state")
+        if not isinstance(events, list) or not isinstance(state, dict):
+            raise self._garbage(
+                reply, "a reply to push needs a list 'events' and an object 'state'"
+            )
+        return {"line": line, "events": events, "state": state}
+
+    def finish(self, thinking_capped: bool) -> dict[str, Any]:
+        """`finish`; the golden finish object the program's reply stands for."""
+        reply = self._call("finish", {"thinking_capped": thinking_capped})
+        if "error" in reply:
+            return {"error": _contract_error(reply)}
+        completion = reply.get("completion")
+        if not isinstance(completion, dict):
+            raise self._garbage(reply, "a reply to finish needs an object 'completion'")
+        return {"completion": completion}
+
+    def close(self) -> None:
+        """Say `bye` and let the program exit (killing it after a grace period)."""
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        line = json.dumps({"seq": worker.seq + 1, "op": "bye"}).encode() + b"\n"
+        deadline = time.monotonic() + _GRACE
+        try:
+            if worker.send(line, deadline):
+                worker.receive(deadline)
+        except (OSError, EOFError):
+            pass
+        worker.stop(kill=False)
+
+    # -- the exchange -------------------------------------------------------------------------
+
+    def _exchange(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """Send one request and read its reply: a JSON object with the right `seq`."""
+        worker = self._worker
+        assert worker is not None
+        worker.seq += 1
+        request = {"seq": worker.seq, "op": op, **fields}
+        self._request = request
+        line = json.dumps(request, ensure_ascii=True).encode("ascii") + b"\n"
+        try:
+            sent = worker.send(line, self._deadline)
+            raw = worker.receive(self._deadline) if sent else None
+        except (OSError, EOFError):
+            status = worker.exit_status()
+            raise self._broken(f"the program {status} before answering {op}") from None
+        if raw is None:
+            stderr = worker.stderr_since(self._case_mark)
+            self._discard()
+            raise TargetTimeout(
+                f"no reply to {op} within {self._timeout:g} s (the time allowed for a case); "
+                "the program was stopped",
+                details=self._details(stderr=stderr),
+            )
+        try:
+            reply = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            text = raw.decode("utf-8", errors="replace")
+            raise self._broken(
+                f"the program wrote a line that is not JSON in reply to {op}: {quoted(text)}"
+            ) from None
+        if not isinstance(reply, dict):
+            raise self._garbage(reply, "a reply must be a JSON object")
+        if _is_error_reply(reply) and reply["error"].get("kind") == "bad_request":
+            message = str(reply["error"].get("message"))
+            refused = self._garbage(reply, f"the program refused the request: {message}")
+            raise _Refused(refused.message, details=refused.details, reason=message)
+        seq = reply.get("seq")
+        if seq != request["seq"] or isinstance(seq, bool):
+            raise self._garbage(
+                reply,
+                f"it carries seq {json.dumps(seq)}, not {request['seq']} (out of order, or a stray "
+                "line)",
+            )
+        if self._validator is not None:
+            problem = self._validator.problem(op, reply)
+            if problem is not None:
+                raise self._garbage(reply, f"it breaks the protocol's schema: {problem}")
+        if "error" in reply and not _is_error_reply(reply):
+            raise self._garbage(reply, "'error' must be an object")
+        return reply
+
+    def _call(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+        """`_exchange`, with error replies outside the contract's three kinds as crashes."""
+        reply = self._exchange(op, fields)
+        if "error" not in reply:
+            return reply
+        kind = reply["error"].get("kind")
+        if kind in ERROR_KINDS and op in ("push", "finish"):
+            return reply
+        message = reply["error"].get("message")
+        text = message if isinstance(message, str) else json.dumps(message)
+        headline, _, rest = text.partition("\n")
+        assert self._worker is not None
+        stderr = self._worker.stderr_since(self._case_mark)
+        # The program is still in step with the harness: a crash reply needs no restart.
+        details = "\n".join(part for part in (rest.rstrip(), stderr) if part)
+        if kind == "crash" and self._own_errors:  # the adapter's words, as an in-process run's
+            raise TargetCrash(headline, details=details)
+        what = "crashed" if kind == "crash" else f"answered {op} with error {json.dumps(kind)}"
+        raise TargetCrash(f"the program {what} in {op}: {headline}", details=details)
+
+    def _read_hello(self, reply: dict[str, Any]) -> ProgramInfo:
+        if "error" in reply:
+            raise TargetCrash(f"it answered with an error: {reply['error'].get('message')}")
+        protocol = reply.get("protocol")
+        if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
+            raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {PROTOCOL_VERSION}")
+        fields = [reply.get(name) for name in ("name", "version", "language")]
+        texts = [value for value in fields if isinstance(value, str) and value]
+        if len(texts) != len(fields):
+            raise TargetCrash(f"the reply to hello needs name, version and language: {reply}")
+        return ProgramInfo(*texts)
+
+    # -- failures -----------------------------------------------------------------------------
+
+    def _details(self, *, stderr: str, reply: str | None = None) -> str:
+        parts = [f"request: {quoted(json.dumps(self._request, ensure_ascii=False))}"]
+        if reply is not None:
+            parts.append(f"reply: {quoted(reply)}")
+        if stderr:
+            parts.append(stderr)
+        return "\n".join(parts)
+
+    def _broken(self, message: str) -> TargetCrash:
+        """The program can no longer be talked to: a crash for this case, and a restart."""
+        assert self._worker is not None
+        stderr = self._worker.stderr_since(self._case_mark)
+        self._discard()
+        return TargetCrash(message, details=self._details(stderr=stderr))
+
+    def _garbage(self, reply: Any, why: str) -> TargetCrash:
+        """A reply the harness cannot take: a crash for this case, and a restart."""
+        assert self._worker is not None
+        stderr = self._worker.stderr_since(self._case_mark)
+        self._discard()
+        op = self._request["op"]
+        shown = json.dumps(reply, ensure_ascii=False)
+        return TargetCrash(
+            f"bad reply to {op}: {why}", details=self._details(stderr=stderr, reply=shown)
+        )
+
+    def _discard(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.stop(kill=True)
+
+
+# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could.
+_BOOTSTRAP = (
+    "import json, os, sys; "
+    "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
+    "from harness.adapter import main; "
+    "main(prog_name='python -m harness.adapter')"
+)
+
+
+def python_target_driver(
+    spec: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate: bool = False,
+    max_memory: int | None = None,
+) -> ProcessDriver:
+    """A driver running the Python target `spec` in a worker process (`harness.adapter`).
+
+    The worker is this interpreter, in the current directory, with this process's `sys.path`;
+    `max_memory` (MiB) overrides the adapter's default address-space limit.
+    """
+    path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path)}
+    command = [sys.executable, "-c", _BOOTSTRAP, spec]
+    if max_memory is not None:
+        command += ["--max-memory", str(max_memory)]
+    return ProcessDriver(
+        command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
+    )
+
+
+def _is_error_reply(reply: dict[str, Any]) -> bool:
+    return isinstance(reply.get("error"), dict)
+
+
+def _contract_error(reply: dict[str, Any]) -> dict[str, Any]:
+    """The golden error object of an error reply of one of the contract's kinds."""
+    error = reply["error"]
+    if error["kind"] == "server":
+        return {"kind": "server", "message": error.get("message")}
+    return {"kind": error["kind"]}

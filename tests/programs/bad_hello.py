@@ -1,0 +1,11 @@
+"""Claims to speak protocol 2 in its handshake."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+for line in sys.stdin:
+    request = json.loads(line)
+    hello = {"name": "bad-hello", "version": "0", "language": "python", "protocol": 2}
+    print(json.dumps({"seq": request["seq"], **hello}), flush=True)
