@@ -1,11 +1,23 @@
 """Input modes: how each payload is changed before it is pushed, without changing what it means.
 
-`plain` pushes payloads as recorded. `unknown-fields` adds keys at every object level the chunk
-shape knows (top, each choice, `delta`, each tool call, `function`, `timings`, `prompt_progress`,
-`usage`, `error`), with values of every JSON type, including names that are read at another level
-(`content` inside `timings`, `index` inside `delta`) but never a name read at that level. The
-expected result is the same golden file. Every change is a pure function of (seed, case id, step),
-so a failure is reproduced by the same command, and the exact payload is shown in its report.
+- `plain` pushes payloads as recorded.
+- `unknown-fields` adds keys at every object level the chunk shape knows (top, each choice,
+  `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`, `error`), with values
+  of every JSON type, including names that are read at another level (`content` inside `timings`,
+  `index` inside `delta`) but never a name read at that level.
+- `key-order` shuffles the members of every object, at every depth.
+- `whitespace` puts random insignificant white space (space, tab, LF, CR) between all tokens.
+- `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
+  (surrogate pairs outside the BMP).
+- `truncated` pushes plain payloads but ends the recording after each payload in turn, expecting
+  what the reference returns on that prefix (`harness.truncated`).
+
+The expected result is always the golden file (for `truncated`, its steps up to the cut). The last
+three rewrite the original text token by token (`harness.jsontext`), so numbers keep their exact
+text; a payload that cannot be rewritten without changing its meaning (invalid JSON, `NaN`, an
+unpaired surrogate escape, nesting beyond the limit, and for `unknown-fields` duplicate keys) is
+pushed unchanged. Every change is a pure function of (seed, case id, step), so a failure is
+reproduced by the same command, and the exact payload is shown in its report.
 """
 
 from __future__ import annotations
@@ -16,9 +28,17 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from harness import jsontext
+
 PLAIN = "plain"
 UNKNOWN_FIELDS = "unknown-fields"
-MODES = (PLAIN, UNKNOWN_FIELDS)
+KEY_ORDER = "key-order"
+WHITESPACE = "whitespace"
+ESCAPES = "escapes"
+TRUNCATED = "truncated"
+MODES = (PLAIN, UNKNOWN_FIELDS, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
+#: Modes whose outcome depends on `--seed` (failures name the seed to reproduce them).
+SEEDED = (UNKNOWN_FIELDS, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
 
 DEFAULT_SEED = 20261129
 
@@ -82,10 +102,22 @@ def _finite_float(text: str) -> float:
     return value
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("duplicate key")  # parsing would keep only the last one
+    return found
+
+
 def _parse(data: str) -> Any:
     """The payload's JSON value, or None where re-serializing could change its meaning."""
     try:
-        return json.loads(data, parse_constant=_strict_constant, parse_float=_finite_float)
+        return json.loads(
+            data,
+            parse_constant=_strict_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_no_duplicates,
+        )
     except (ValueError, RecursionError):
         return None
 
@@ -145,13 +177,60 @@ def unknown_fields(data: str, rng: random.Random) -> str:
     return mutated
 
 
+_REWRITE: dict[str, Callable[[list[str], random.Random], str]] = {
+    KEY_ORDER: jsontext.with_keys_shuffled,
+    WHITESPACE: jsontext.with_whitespace,
+    ESCAPES: jsontext.with_escapes,
+}
+
+
+def rewrite(mode: str, data: str, rng: random.Random) -> str:
+    """The payload rewritten as `mode` says; unchanged where that could change its meaning."""
+    found = jsontext.tokens(data)
+    return data if found is None else _REWRITE[mode](found, rng)
+
+
 Mutator = Callable[[int, str], str]
+
+
+def _rng(seed: int, case_id: str, step: int) -> random.Random:
+    return random.Random(f"{seed}:{case_id}:{step}")
+
+
+def mutate(mode: str, data: str, *, seed: int, case_id: str, step: int) -> str:
+    """Payload `step` of case `case_id` as `mode` pushes it (the same text on every call)."""
+    change = mutator(mode, seed=seed, case_id=case_id)
+    return data if change is None else change(step, data)
 
 
 def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
     """The function that changes payload `step` of case `case_id` in `mode` (None: unchanged)."""
-    if mode == PLAIN:
+    if mode in (PLAIN, TRUNCATED):
         return None
     if mode == UNKNOWN_FIELDS:
-        return lambda step, data: unknown_fields(data, random.Random(f"{seed}:{case_id}:{step}"))
+        return lambda step, data: unknown_fields(data, _rng(seed, case_id, step))
+    if mode in _REWRITE:
+        return lambda step, data: rewrite(mode, data, _rng(seed, case_id, step))
     raise ValueError(f"unknown mode {mode!r}")
+
+
+#: Recordings whose golden file has at most this many steps are cut after every payload.
+TRUNCATE_EVERY_UP_TO = 128
+_TRUNCATE_HEAD = 4
+_TRUNCATE_SAMPLED = 3
+
+
+def truncation_points(steps: int, *, seed: int, case_id: str) -> list[int]:
+    """After which payloads the `truncated` mode cuts a recording whose golden has `steps` steps.
+
+    Cutting after the last step is the plain run, so the cuts are 1 to `steps - 1`: all of them up
+    to `TRUNCATE_EVERY_UP_TO` steps (at most 8,128 pushes). A longer recording would cost O(n²)
+    that way, so it is cut after payloads 1 to 4, after its last but one, and after three more
+    drawn from (seed, case id): 8 passes, 2.5 times a plain run's pushes on average (4 at most).
+    """
+    last = steps - 1
+    if last <= TRUNCATE_EVERY_UP_TO:
+        return list(range(1, last + 1))
+    rng = random.Random(f"{seed}:{case_id}:truncated")
+    drawn = rng.sample(range(_TRUNCATE_HEAD + 1, last), _TRUNCATE_SAMPLED)
+    return sorted({*range(1, _TRUNCATE_HEAD + 1), *drawn, last})

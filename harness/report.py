@@ -31,14 +31,30 @@ def _where(m: Mismatch) -> str:
     return f"line {m.line}" if m.line is not None else "finish"
 
 
+def exact(payload: str) -> str:
+    """A pushed payload as a JSON string literal: every character of it visible and unambiguous."""
+    return json.dumps(payload, ensure_ascii=False)
+
+
+def _reproduce(result: CaseResult) -> str:
+    """`  (--seed 7)` for a mode that depends on the seed; `truncated` names its cut too."""
+    parts = []
+    if "seed" in result.extra:
+        parts.append(f"--seed {result.extra['seed']}")
+    if "prefix" in result.extra:
+        parts.append(f"cut after payload {result.extra['prefix']}")
+    return f"  ({', '.join(parts)})" if parts else ""
+
+
 def describe_case(result: CaseResult) -> list[str]:
     """The lines that explain one case's result (its header, then what went wrong)."""
     label = _LABEL.get(result.status, result.status.upper())
-    lines = [f"{label} {result.case_id} [{result.mode}]  recordings/{result.recording}"]
+    header = f"{label} {result.case_id} [{result.mode}]"
+    lines = [f"{header}  recordings/{result.recording}{_reproduce(result)}"]
     last_step: object = object()
     for m in result.mismatches[:MAX_SHOWN_MISMATCHES]:
         if m.step != last_step and m.payload is not None:
-            lines.append(f"    payload pushed at {_where(m)}: {m.payload}")
+            lines.append(f"    payload pushed at {_where(m)}: {exact(m.payload)}")
         last_step = m.step
         lines.append(
             f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
@@ -51,7 +67,7 @@ def describe_case(result: CaseResult) -> list[str]:
         where = f"step {crash.step} (line {crash.line})" if crash.step is not None else "finish"
         lines.append(f"  crashed at {where}: {crash.message}")
         if crash.payload is not None:
-            lines.append(f"    payload pushed: {crash.payload}")
+            lines.append(f"    payload pushed: {exact(crash.payload)}")
         lines.extend("    " + line for line in crash.details.splitlines())
     return lines
 

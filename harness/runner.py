@@ -8,17 +8,18 @@ check first and deepdiff only on a difference (`harness.compare`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.compare import ABSENT, Difference, differences
+import reference
+from harness.compare import ABSENT, Difference, differences, same
 from harness.errors import GoldenError
 from harness.golden import read_golden
-from harness.inject import mutator
+from harness.inject import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
 from harness.recording import iter_payloads
 from harness.suite import Case
-from harness.target import Driver, TargetCrash, TargetTimeout
+from harness.target import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 
 PASSED = "passed"
 FAILED = "failed"
@@ -77,74 +78,148 @@ def _mismatches(
     return [Mismatch(d.path, d.expected, d.actual, step, line, payload) for d in found]
 
 
+class _Play:
+    """A target's pass over a recording (or its first payloads), each step compared as it comes.
+
+    `found` collects mismatches across passes; `step`, `line` and `pushed` say where the latest
+    call was, for a crash's report.
+    """
+
+    def __init__(self, case: Case, driver: Driver, mutate: Mutator | None) -> None:
+        self.case = case
+        self.driver = driver
+        self.mutate = mutate
+        self.found: list[Mismatch] = []
+        self.step: int | None = None
+        self.line: int | None = None
+        self.pushed: str | None = None
+        self.cut: int | None = None  # truncated mode: the payloads pushed before `finish`
+
+    def push_all(self, expected_steps: Iterable[dict[str, Any]], *, limit: int | None) -> bool:
+        """Push the payloads (the first `limit`); True if the target erred where golden did not."""
+        case, driver, mutate = self.case, self.driver, self.mutate
+        prefix = "" if self.cut is None else f"prefix[{self.cut}]."
+        expected_iter = iter(expected_steps)
+        count = 0
+        for index, payload in enumerate(iter_payloads(case.recording)):
+            if index == limit:
+                return False
+            expected = next(expected_iter, None)
+            if expected is None:
+                raise _stale(case, f"the recording has more than {index} payloads")
+            line = payload.line
+            if expected["line"] != line:
+                raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
+            self.step, self.line = index, line
+            count = index + 1
+            pushed = payload.data if mutate is None else mutate(index, payload.data)
+            self.pushed = pushed
+            actual = driver.push(pushed, line)
+            if not same(expected, actual):
+                self.found += _mismatches(
+                    differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                    step=index,
+                    line=line,
+                    payload=None if mutate is None else pushed,
+                )
+            if "error" in expected or "error" in actual:
+                return "error" in actual and "error" not in expected
+        if limit is None and next(expected_iter, None) is not None:
+            raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
+        return False
+
+    def finish(self, expected: dict[str, Any], *, capped: bool, ended_early: bool) -> None:
+        """Call `finish` (unless the target already ended in an error) and compare."""
+        self.step, self.line, self.pushed = None, None, None
+        path = "finish" if self.cut is None else f"prefix[{self.cut}].finish"
+        if ended_early:
+            self.found.append(Mismatch(path, expected, ABSENT))
+            return
+        actual = self.driver.finish(capped)
+        if not same(expected, actual):
+            self.found += _mismatches(
+                differences(expected, actual, prefix=path), step=None, line=None, payload=None
+            )
+
+
+def _prefix_finishes(
+    case: Case, points: Sequence[int], capped: bool
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """For each cut in `points` (ascending), what the reference's `finish` returns there.
+
+    One reference pass serves every cut: the reference's `finish` only reads its state, so it is
+    called mid-stream and the pass goes on (tests/test_modes.py checks this against fresh runs).
+    """
+    assembler = reference.Assembler()
+    wanted = iter(points)
+    cut = next(wanted, None)
+    for index, payload in enumerate(iter_payloads(case.recording)):
+        if cut is None:
+            return
+        if "error" in push_step(assembler, payload.data, payload.line):
+            raise _stale(case, f"the reference fails at step {index}, before the golden file does")
+        if index + 1 == cut:
+            yield cut, finish_step(assembler, capped)
+            cut = next(wanted, None)
+    if cut is not None:
+        raise _stale(case, f"the recording has fewer than {cut} payloads")
+
+
+def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int) -> None:
+    """The truncated mode: cut the recording after payload k, for each k that mode picks.
+
+    Stops at the first cut that fails, so the report names one prefix to reproduce.
+    """
+    steps = golden["steps"]
+    capped: bool = golden["thinking_capped"]
+    points = truncation_points(len(steps), seed=seed, case_id=play.case.case_id)
+    for cut, expected in _prefix_finishes(play.case, points, capped):
+        play.cut = cut
+        play.driver.start_case()
+        ended_early = play.push_all(steps, limit=cut)
+        play.finish(expected, capped=capped, ended_early=ended_early)
+        if play.found:
+            return
+
+
 def run_case(
     case: Case, golden: dict[str, Any], driver: Driver, *, mode: str, seed: int
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made."""
     started = time.perf_counter()
-    mutate = mutator(mode, seed=seed, case_id=case.case_id)
-    expected_steps: list[dict[str, Any]] = golden["steps"]
-    capped: bool = golden["thinking_capped"]
-    found: list[Mismatch] = []
-    step_index: int | None = None
-    line: int | None = None
-    pushed: str | None = None
-
-    def result(status: str, crash: Crash | None = None) -> CaseResult:
-        return CaseResult(
-            case.case_id,
-            mode,
-            case.recording_name,
-            status,
-            time.perf_counter() - started,
-            tuple(found),
-            crash,
-        )
-
+    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id))
+    crash: Crash | None = None
     try:
-        driver.start_case()
-        ended_early = False
-        consumed = 0
-        for step_index, payload in enumerate(iter_payloads(case.recording)):
-            consumed = step_index + 1
-            if step_index >= len(expected_steps):
-                raise _stale(case, f"the recording has more than {len(expected_steps)} payloads")
-            expected = expected_steps[step_index]
-            line = payload.line
-            if expected["line"] != line:
-                raise _stale(case, f"step {step_index} is at line {line}, not {expected['line']}")
-            pushed = payload.data if mutate is None else mutate(step_index, payload.data)
-            actual = driver.push(pushed, line)
-            shown = None if mutate is None else pushed
-            found += _mismatches(
-                differences(expected, actual, prefix=f"steps[{step_index}]"),
-                step=step_index,
-                line=line,
-                payload=shown,
-            )
-            if "error" in expected or "error" in actual:
-                ended_early = "error" in actual and "error" not in expected
-                break
+        if mode == TRUNCATED:
+            _play_truncated(play, golden, seed=seed)
         else:
-            if consumed != len(expected_steps):
-                raise _stale(case, f"the recording has fewer than {len(expected_steps)} payloads")
-        if "finish" in golden:
-            step_index, line, pushed = None, None, None
-            if ended_early:
-                found.append(Mismatch("finish", golden["finish"], ABSENT))
-            else:
-                actual_finish = driver.finish(capped)
-                found += _mismatches(
-                    differences(golden["finish"], actual_finish, prefix="finish"),
-                    step=None,
-                    line=None,
-                    payload=None,
-                )
-    except TargetCrash as crash:
-        shown = None if mutate is None else pushed
-        status = TIMED_OUT if isinstance(crash, TargetTimeout) else CRASHED
-        return result(status, Crash(crash.message, crash.details, step_index, line, shown))
-    return result(FAILED if found else PASSED)
+            driver.start_case()
+            ended_early = play.push_all(golden["steps"], limit=None)
+            if "finish" in golden:
+                capped: bool = golden["thinking_capped"]
+                play.finish(golden["finish"], capped=capped, ended_early=ended_early)
+    except TargetCrash as exc:
+        status = TIMED_OUT if isinstance(exc, TargetTimeout) else CRASHED
+        message = exc.message
+        if play.cut is not None:
+            message += f" (the recording cut after {play.cut} payload(s))"
+        shown = None if play.mutate is None else play.pushed
+        crash = Crash(message, exc.details, play.step, play.line, shown)
+    else:
+        status = FAILED if play.found else PASSED
+    extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
+    if play.cut is not None and status != PASSED:
+        extra["prefix"] = play.cut
+    return CaseResult(
+        case.case_id,
+        mode,
+        case.recording_name,
+        status,
+        time.perf_counter() - started,
+        tuple(play.found),
+        crash,
+        extra,
+    )
 
 
 def run(
