@@ -133,7 +133,7 @@ class _Worker:
 
     def stderr_since(self, mark: int) -> str:
         """What the program wrote to stderr after `mark`, shortened for a report."""
-        self._drain(0.0)
+        self._drain_ready()
         new = self._stderr_total - mark
         kept = bytes(self._stderr[-new:]) if new > 0 else b""
         return shortened_stderr(kept, dropped=new > len(self._stderr))
@@ -165,18 +165,19 @@ class _Worker:
             self._err_open = False
             self._selector.unregister(fd)
 
-    def _drain(self, wait: float) -> None:
-        """Read whatever is ready (waiting up to `wait` seconds for the first of it)."""
+    def _drain(self, wait: float) -> bool:
+        """Read once from whichever pipe is ready, waiting up to `wait` s; False when none was."""
         if not (self._out_open or self._err_open):
-            return
-        for key, _ in self._selector.select(wait):
+            return False
+        ready = self._selector.select(wait)
+        for key, _ in ready:
             self._read(key.fd)
-        while self._out_open or self._err_open:
-            ready = self._selector.select(0)
-            if not ready:
-                return
-            for key, _ in ready:
-                self._read(key.fd)
+        return bool(ready)
+
+    def _drain_ready(self) -> None:
+        """Read everything the program has written so far."""
+        while self._drain(0.0):
+            pass
 
     def send(self, line: bytes, deadline: float) -> bool:
         """Write one request line; False when the deadline passed first. OSError when it died."""
