@@ -6,8 +6,13 @@ check`), 2 a usage or setup error, printed as one `Error:` line with a hint (her
 
 from __future__ import annotations
 
+import functools
+import os
 import sys
+import threading
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +22,21 @@ from harness import golden as golden_files
 from harness.errors import ConformError
 from harness.inject import DEFAULT_SEED, MODES
 from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
+from harness.progress import ProgressBar, paint_line, wants_colour
 from harness.report import render, totals_line
-from harness.runner import PASSED, CaseResult, run
+from harness.reports import (
+    RunInfo,
+    failed,
+    github_annotations,
+    on_github_actions,
+    write_github_summary,
+    write_json,
+    write_junit,
+)
+from harness.runner import CaseResult, in_order, run_parallel
 from harness.suite import Case, Suite
 from harness.target import Driver, InProcessDriver, load_target, split_spec
+from harness.xfail import XfailList, write_baseline
 
 
 class _SetupFailure(click.ClickException):
@@ -74,11 +90,50 @@ def _cases(suite: Suite, patterns: tuple[str, ...]) -> list[Case]:
     return cases
 
 
-def _progress(done: int, total: int, result: CaseResult) -> None:
-    if sys.stderr.isatty():
-        click.echo(f"\r[{done}/{total}] {result.case_id} [{result.mode}]\033[K", err=True, nl=False)
-        if done == total:
-            click.echo("\r\033[K", err=True, nl=False)
+class _Drivers:
+    """Makes the drivers of a run: the first one up front (so a target that cannot start stops
+    the run before it begins), more on demand for `-j`, each on the thread that uses it."""
+
+    def __init__(self, make: Callable[[], Driver]) -> None:
+        self._make = make
+        self._spare: list[Driver] = [make()]
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Driver:
+        with self._lock:
+            if self._spare:
+                return self._spare.pop()
+        return self._make()
+
+    def close_unused(self) -> None:
+        with self._lock:
+            spare, self._spare = self._spare, []
+        for driver in spare:
+            driver.close()
+
+
+def _write_reports(
+    results: list[CaseResult],
+    info: RunInfo,
+    *,
+    junit: Path | None,
+    json_path: Path | None,
+    write_xfail: Path | None,
+) -> None:
+    if write_xfail is not None:
+        written = write_baseline(write_xfail, results)
+        click.echo(f"wrote {written} expected failure(s) to {write_xfail}")
+    if junit is not None:
+        write_junit(junit, results, info)
+    if json_path is not None:
+        write_json(json_path, results, info)
+    if on_github_actions():
+        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+        for command in github_annotations(results, info, workspace=workspace):
+            click.echo(command)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            write_github_summary(results, info, path=Path(summary))
 
 
 def _driver(
@@ -153,6 +208,43 @@ def main() -> None:
     "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
 )
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the totals only (no progress, no cases).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Run cases in N worker processes at once; results are the same whatever N is.",
+)
+@click.option(
+    "--junit-xml",
+    "junit",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write a JUnit XML report (one testcase per case and mode) for CI test reporters.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the JSON report: each case's status, time and mismatches (docs/json-report.md).",
+)
+@click.option(
+    "--xfail",
+    "xfail_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Expected failures, lines 'CASE_GLOB [MODE_GLOBS]  # reason'; a pass among them fails.",
+)
+@click.option(
+    "--write-xfail",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write this run's failures to FILE as the expected-failures baseline, and exit 0.",
+)
 def run_command(
     target: str | None,
     exec_command: str | None,
@@ -164,38 +256,65 @@ def run_command(
     patterns: tuple[str, ...],
     seed: int,
     verbose: bool,
+    quiet: bool,
+    jobs: int,
+    junit: Path | None,
+    json_path: Path | None,
+    xfail_file: Path | None,
+    write_xfail: Path | None,
 ) -> None:
     """Run TARGET (module:Class, module:factory or file.py:Class) over the suite's cases.
 
     TARGET runs in a worker process (python -m harness.adapter TARGET), so a hang or crash fails
     only its case; --exec runs a program in any language that speaks the same protocol.
 
-    Exits 0 when every case passes in every mode, 1 on any mismatch or crash, 2 on a usage or
-    setup error.
+    Exits 0 when every case passes in every mode (or fails as --xfail expects), 1 on any
+    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error.
     """
+    if jobs > 1 and in_process:
+        raise click.UsageError("-j runs worker processes; it does not go with --in-process")
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
-    driver = _driver(
-        target,
-        exec_command,
-        in_process=in_process,
-        timeout=timeout,
-        validate_protocol=validate_protocol,
-    )
     chosen = modes or MODES
-    started = time.perf_counter()
+    expected = None if xfail_file is None else XfailList.load(xfail_file)
+    if expected is not None:
+        expected.check([case.case_id for case in suite.cases()], MODES)
+    drivers = _Drivers(
+        functools.partial(
+            _driver,
+            target,
+            exec_command,
+            in_process=in_process,
+            timeout=timeout,
+            validate_protocol=validate_protocol,
+        )
+    )
+    began, started = datetime.now(UTC), time.perf_counter()
     results: list[CaseResult] = []
-    total = len(cases) * len(chosen)
+    bar = ProgressBar(
+        len(cases) * len(chosen),
+        stream=sys.stderr,
+        enabled=not quiet and sys.stderr.isatty(),
+        colour=wants_colour(sys.stderr),
+    )
     try:
-        for result in run(cases, driver, modes=chosen, seed=seed):
-            results.append(result)
-            _progress(len(results), total, result)
+        with bar:
+            for result in run_parallel(cases, drivers, modes=chosen, seed=seed, jobs=jobs):
+                results.append(result if expected is None else expected.apply(result))
+                bar.advance(results[-1])
     finally:
-        driver.close()
-    for line in render(results, verbose=verbose):
-        click.echo(line)
-    click.echo(totals_line(results, time.perf_counter() - started))
-    if any(r.status != PASSED for r in results):
+        drivers.close_unused()
+    results = in_order(results, cases, chosen)
+    label = target if target is not None else str(exec_command)
+    duration = time.perf_counter() - started
+    info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began)
+    if not quiet:
+        colour = wants_colour(sys.stdout)
+        for line in render(results, verbose=verbose):
+            click.echo(paint_line(line, colour=colour))
+    click.echo(totals_line(results, info.duration))
+    _write_reports(results, info, junit=junit, json_path=json_path, write_xfail=write_xfail)
+    if failed(results) and write_xfail is None:
         sys.exit(1)
 
 

@@ -8,9 +8,25 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.compare import ABSENT
-from harness.runner import CRASHED, FAILED, PASSED, TIMED_OUT, CaseResult, Mismatch
+from harness.runner import (
+    CRASHED,
+    FAILED,
+    PASSED,
+    TIMED_OUT,
+    XFAILED,
+    XPASSED,
+    CaseResult,
+    Mismatch,
+)
 
-_LABEL = {PASSED: "PASS", FAILED: "FAIL", CRASHED: "CRASH", TIMED_OUT: "TIMEOUT"}
+_LABEL = {
+    PASSED: "PASS",
+    FAILED: "FAIL",
+    CRASHED: "CRASH",
+    TIMED_OUT: "TIMEOUT",
+    XFAILED: "XFAIL",
+    XPASSED: "XPASS",
+}
 _SHOWN_CHARS = 300
 #: Mismatches listed per case in text; reports in files (JSON, JUnit) carry all of them.
 MAX_SHOWN_MISMATCHES = 12
@@ -31,6 +47,21 @@ def _where(m: Mismatch) -> str:
     return f"line {m.line}" if m.line is not None else "finish"
 
 
+def label(status: str) -> str:
+    """The word a status is shown as (`FAIL`, `XPASS`)."""
+    return _LABEL.get(status, status.upper())
+
+
+def _expectation_line(result: CaseResult) -> str | None:
+    expectation = result.expectation
+    if expectation is None:
+        return None
+    why = f": {expectation.reason}" if expectation.reason else ""
+    if result.status == XPASSED:
+        return f"  passes, but {expectation.source} expects a failure{why} (remove that line)"
+    return f"  expected failure ({expectation.was}), {expectation.source}{why}"
+
+
 def exact(payload: str) -> str:
     """A pushed payload as a JSON string literal: every character of it visible and unambiguous."""
     return json.dumps(payload, ensure_ascii=False)
@@ -46,20 +77,26 @@ def _reproduce(result: CaseResult) -> str:
     return f"  ({', '.join(parts)})" if parts else ""
 
 
-def describe_case(result: CaseResult) -> list[str]:
-    """The lines that explain one case's result (its header, then what went wrong)."""
-    label = _LABEL.get(result.status, result.status.upper())
-    header = f"{label} {result.case_id} [{result.mode}]"
+def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> list[str]:
+    """The lines that explain one case's result (its header, then what went wrong).
+
+    At most `limit` mismatches are listed (all of them when None).
+    """
+    header = f"{label(result.status)} {result.case_id} [{result.mode}]"
     lines = [f"{header}  recordings/{result.recording}{_reproduce(result)}"]
+    expected = _expectation_line(result)
+    if expected is not None:
+        lines.append(expected)
     last_step: object = object()
-    for m in result.mismatches[:MAX_SHOWN_MISMATCHES]:
+    shown_mismatches = result.mismatches if limit is None else result.mismatches[:limit]
+    for m in shown_mismatches:
         if m.step != last_step and m.payload is not None:
             lines.append(f"    payload pushed at {_where(m)}: {exact(m.payload)}")
         last_step = m.step
         lines.append(
             f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
         )
-    hidden = len(result.mismatches) - MAX_SHOWN_MISMATCHES
+    hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
     crash = result.crash
@@ -75,19 +112,20 @@ def describe_case(result: CaseResult) -> list[str]:
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
     counts = Counter(r.status for r in results)
-    order = [PASSED, FAILED, CRASHED, TIMED_OUT]
+    order = [PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED]
     order += sorted(set(counts) - set(order))
     parts = [f"{counts[s]} {s}" for s in order if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 
 
 def render(results: Iterable[CaseResult], *, verbose: bool = False) -> list[str]:
-    """Every non-passing case explained (all cases with `verbose`)."""
+    """Every non-passing case explained (all cases with `verbose`); expected failures briefly."""
     lines: list[str] = []
     for result in results:
         if result.status == PASSED:
             if verbose:
                 lines.append(f"PASS {result.case_id} [{result.mode}]")
             continue
-        lines.extend(describe_case(result))
+        described = describe_case(result)
+        lines.extend(described if verbose or result.status != XFAILED else described[:2])
     return lines

@@ -7,8 +7,10 @@ check first and deepdiff only on a difference (`harness.compare`).
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +27,10 @@ PASSED = "passed"
 FAILED = "failed"
 CRASHED = "crashed"
 TIMED_OUT = "timed-out"
+XFAILED = "xfailed"  # failed, crashed or timed out, as an --xfail line expected
+XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
+#: The statuses of a target that does not conform (before expected failures are applied).
+FAILURES = (FAILED, CRASHED, TIMED_OUT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +56,15 @@ class Crash:
     payload: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """The expected-failure line that matched a result (`harness.xfail`)."""
+
+    reason: str
+    source: str  # "FILE:LINE"
+    was: str  # the status before the expectation applied: passed, failed, crashed, timed-out
+
+
 @dataclass(frozen=True)
 class CaseResult:
     """The outcome of one case in one mode."""
@@ -62,6 +77,7 @@ class CaseResult:
     mismatches: tuple[Mismatch, ...] = ()
     crash: Crash | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    expectation: Expectation | None = None
 
 
 def _stale(case: Case, why: str) -> GoldenError:
@@ -230,3 +246,85 @@ def run(
         golden = read_golden(case)
         for mode in modes:
             yield run_case(case, golden, driver, mode=mode, seed=seed)
+
+
+DriverFactory = Callable[[], Driver]
+_WORKER_DONE = object()
+
+
+def run_parallel(
+    cases: Sequence[Case], make_driver: DriverFactory, *, modes: Sequence[str], seed: int, jobs: int
+) -> Iterator[CaseResult]:
+    """Results for every case in every mode from `jobs` drivers, as they complete.
+
+    Each worker thread makes and owns one driver and takes whole cases from a shared queue (so a
+    golden file is still read once). Threads suffice because a driver that runs its target in
+    another process waits on it there. Completion order depends on timing: `in_order` gives the
+    order reports use. A harness error in any worker (a stale golden file) stops the run and is
+    raised here, once every worker has stopped and closed its driver.
+    """
+    if jobs <= 1:
+        driver = make_driver()
+        try:
+            yield from run(cases, driver, modes=modes, seed=seed)
+        finally:
+            driver.close()
+        return
+    pending: queue.SimpleQueue[Case] = queue.SimpleQueue()
+    for case in cases:
+        pending.put(case)
+    done: queue.SimpleQueue[object] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            driver = make_driver()
+        except BaseException as exc:
+            done.put(exc)
+            done.put(_WORKER_DONE)
+            return
+        try:
+            while not stop.is_set():
+                try:
+                    case = pending.get_nowait()
+                except queue.Empty:
+                    break
+                golden = read_golden(case)
+                for mode in modes:
+                    done.put(run_case(case, golden, driver, mode=mode, seed=seed))
+        except BaseException as exc:
+            done.put(exc)
+        finally:
+            driver.close()
+            done.put(_WORKER_DONE)
+
+    workers = [
+        threading.Thread(target=work, name=f"conform-worker-{n}", daemon=True)
+        for n in range(min(jobs, max(len(cases), 1)))
+    ]
+    for worker in workers:
+        worker.start()
+    running = len(workers)
+    try:
+        while running:
+            item = done.get()
+            if item is _WORKER_DONE:
+                running -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                assert isinstance(item, CaseResult)
+                yield item
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+
+
+def in_order(
+    results: Iterable[CaseResult], cases: Sequence[Case], modes: Sequence[str]
+) -> list[CaseResult]:
+    """`results` sorted by case (in the order of `cases`), then mode (in the order of `modes`)."""
+    case_rank = {case.case_id: index for index, case in enumerate(cases)}
+    mode_rank = {mode: index for index, mode in enumerate(modes)}
+    return sorted(results, key=lambda r: (case_rank[r.case_id], mode_rank[r.mode]))

@@ -1,0 +1,135 @@
+"""`-j N`: cases run on N drivers at once, one per thread; the reports are the same as with -j 1."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.errors import GoldenError
+from harness.runner import PASSED, in_order, run, run_parallel
+from harness.suite import Suite
+from harness.target import InProcessDriver
+
+HERE = Path(__file__).resolve().parent
+#: Wrong in one rule, and raises outside the contract on tool-call streams: passes, failures and
+#: crashes. (A worker that dies or hangs is reported with the request it was sent, whose `seq`
+#: depends on the cases that worker ran before; tests/test_process.py covers those.)
+UNEVEN = """
+from tests.miniatures import LastIdWins
+
+
+class Uneven(LastIdWins):
+    def push(self, data):
+        if '"tool_calls":[{' in data.replace(" ", ""):
+            raise RuntimeError("tool calls are not done yet")
+        return super().push(data)
+"""
+CASES = ("-k", "llama-server/*", "-k", "synthetic/r9_*", "-k", "synthetic/r2_*")
+
+
+def json_report(tmp_path: Path, target: str, *args: str) -> dict[str, Any]:
+    out = tmp_path / f"report{len(list(tmp_path.glob('report*')))}.json"
+    result = CliRunner().invoke(main, ["run", target, *CASES, "--json", str(out), *args])
+    assert result.exit_code == 1, result.output
+    document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return document
+
+
+def without_durations(document: dict[str, Any]) -> dict[str, Any]:
+    for result in document["results"]:
+        result.pop("duration")
+    document.pop("duration")
+    return document
+
+
+def test_two_jobs_give_the_same_json_report_as_one(tmp_path: Path) -> None:
+    path = tmp_path / "uneven.py"
+    path.write_text(UNEVEN, encoding="utf-8")
+    one = without_durations(json_report(tmp_path, f"{path}:Uneven", "-j", "1"))
+    two = without_durations(json_report(tmp_path, f"{path}:Uneven", "-j", "2"))
+    statuses = {result["status"] for result in one["results"]}
+    assert statuses == {"passed", "failed", "crashed"}, statuses  # the comparison means something
+    assert one == two
+
+
+class SlowFirstDriver(InProcessDriver):
+    """The reference, but the first case a driver gets takes a while: completion order shuffles."""
+
+    made: ClassVar[list[SlowFirstDriver]] = []
+    lock = threading.Lock()
+
+    def __init__(self) -> None:
+        import reference
+
+        super().__init__(reference.Assembler)
+        self.thread = threading.get_ident()
+        self.cases = 0
+        self.closed = False
+        with self.lock:
+            self.made.append(self)
+
+    def start_case(self) -> None:
+        assert threading.get_ident() == self.thread  # a driver stays on the thread that made it
+        self.cases += 1
+        if self.cases == 1 and len(self.made) == 1:
+            time.sleep(0.2)
+        super().start_case()
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+
+
+@pytest.fixture
+def slow_first() -> type[SlowFirstDriver]:
+    SlowFirstDriver.made = []
+    return SlowFirstDriver
+
+
+def test_results_arrive_as_they_complete_and_in_order_sorts_them(
+    suite: Suite, slow_first: type[SlowFirstDriver]
+) -> None:
+    cases = suite.cases(("synthetic/r1_*",))
+    modes = ("plain", "escapes")
+    arrived = list(run_parallel(cases, slow_first, modes=modes, seed=1, jobs=3))
+    expected = list(
+        run(cases, InProcessDriver(__import__("reference").Assembler), modes=modes, seed=1)
+    )
+    assert len(slow_first.made) == 3 and all(d.closed for d in slow_first.made)
+    assert sum(d.cases for d in slow_first.made) == len(cases) * len(modes)
+    key = [(r.case_id, r.mode) for r in expected]
+    assert [(r.case_id, r.mode) for r in arrived] != key  # the slow first case finished late
+    assert [(r.case_id, r.mode) for r in in_order(arrived, cases, modes)] == key
+    assert all(r.status == PASSED for r in arrived)
+
+
+def test_a_harness_error_in_a_worker_stops_the_run_and_closes_every_driver(
+    suite_copy: Suite, slow_first: type[SlowFirstDriver]
+) -> None:
+    cases = suite_copy.cases(("synthetic/r1_*",))
+    cases[-1].golden.unlink()
+    with pytest.raises(GoldenError):
+        list(run_parallel(cases, slow_first, modes=("plain",), seed=1, jobs=2))
+    assert slow_first.made and all(d.closed for d in slow_first.made)
+
+
+def test_one_job_uses_one_driver_and_closes_it(
+    suite: Suite, slow_first: type[SlowFirstDriver]
+) -> None:
+    cases = suite.cases(("synthetic/r1_*",))
+    results = list(run_parallel(cases, slow_first, modes=("plain",), seed=1, jobs=1))
+    assert len(results) == len(cases)
+    assert len(slow_first.made) == 1 and slow_first.made[0].closed
+
+
+def test_jobs_with_in_process_is_a_usage_error() -> None:
+    result = CliRunner().invoke(main, ["run", "reference:Assembler", "--in-process", "-j", "2"])
+    assert result.exit_code == 2
+    assert "-j runs worker processes" in result.output
