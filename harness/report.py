@@ -102,7 +102,9 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     crash = result.crash
     if crash is not None:
         where = f"step {crash.step} (line {crash.line})" if crash.step is not None else "finish"
-        lines.append(f"  crashed at {where}: {crash.message}")
+        was = result.expectation.was if result.expectation is not None else result.status
+        stopped = "timed out" if was == TIMED_OUT else "crashed"
+        lines.append(f"  {stopped} at {where}: {crash.message}")
         if crash.payload is not None:
             lines.append(f"    payload pushed: {exact(crash.payload)}")
         lines.extend("    " + line for line in crash.details.splitlines())
