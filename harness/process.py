@@ -394,6 +394,10 @@ class ProcessDriver:
             raise self._garbage(reply, "a reply to finish needs an object 'completion'")
         return {"completion": completion}
 
+    def case_stderr(self) -> str:
+        """What the program wrote to stderr in the current case, shortened ("" when nothing)."""
+        return "" if self._worker is None else self._worker.stderr_since(self._case_mark)
+
     def close(self) -> None:
         """Say `bye` and let the program exit (killing it after a grace period)."""
         worker, self._worker = self._worker, None

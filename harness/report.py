@@ -99,6 +99,8 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
+    if "stderr" in result.extra:
+        lines.extend("  " + line for line in str(result.extra["stderr"]).splitlines())
     crash = result.crash
     if crash is not None:
         where = f"step {crash.step} (line {crash.line})" if crash.step is not None else "finish"

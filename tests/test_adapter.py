@@ -4,7 +4,6 @@ and a target that hangs, dies, segfaults, exhausts memory or prints cannot take 
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import subprocess
 import sys
@@ -66,14 +65,28 @@ def test_a_broken_target_gets_the_same_records_in_a_worker(suite: Suite, target:
     assert any(r[2] != "passed" for r in worker)
 
 
-def test_conform_run_exec_the_adapter_exits_0() -> None:
+def _report(path: Path) -> dict[str, Any]:
+    """A JSON report without what differs from run to run (durations) or by how it ran (target)."""
+    report = json.loads(path.read_text())
+    del report["duration"], report["target"]
+    for result in report["results"]:
+        del result["duration"]
+    return report
+
+
+@pytest.mark.parametrize(("target", "code"), [("reference:Assembler", 0), ("DropsReasoning", 1)])
+def test_exec_the_adapter_gives_the_same_json_report_as_in_process(
+    tmp_path: Path, target: str, code: int
+) -> None:
+    spec = target if ":" in target else f"{TARGETS}:{target}"
+    adapter = shlex.join([sys.executable, "-m", "harness.adapter", spec])
     modes = ("--mode", PLAIN, "--mode", UNKNOWN_FIELDS)
-    code, output = conform("run", "--exec", ADAPTER, *modes)
-    assert code == 0, output
-    code, in_process = conform("run", "reference:Assembler", "--in-process", *modes)
-    assert code == 0, in_process
-    totals = re.compile(r"totals: (.*) \(")
-    assert totals.search(output)[1] == totals.search(in_process)[1]  # type: ignore[index]
+    worker, in_process = tmp_path / "worker.json", tmp_path / "in-process.json"
+    assert conform("run", "--exec", adapter, *modes, "--json", str(worker))[0] == code
+    assert conform("run", spec, "--in-process", *modes, "--json", str(in_process))[0] == code
+    assert _report(worker) == _report(in_process)
+    statuses = {r["status"] for r in _report(worker)["results"]}
+    assert statuses == ({"passed"} if code == 0 else {"passed", "failed"})
 
 
 @pytest.mark.parametrize(

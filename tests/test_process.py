@@ -129,6 +129,7 @@ def test_a_reply_that_breaks_the_schema_is_reported_with_its_request(mini: Suite
     code, output = run_program(mini, "breaks_schema")
     assert code == 1
     assert "steps[2].state.is_finished (line 5): expected false, got (absent)" in output
+    assert "  stderr:\n    breaks-schema: leaving out is_finished\n" in output
     assert "totals: 2 passed, 1 failed" in output
 
 
