@@ -9,28 +9,37 @@ from harness.errors import ConformError, GoldenError, RecordingError, SuiteError
 from harness.golden import build_golden, read_golden, serialize
 from harness.inject import MODES
 from harness.recording import Payload, iter_payloads, read_info
-from harness.runner import CaseResult, Mismatch, run, run_case
+from harness.reports import RunInfo, json_report, junit_xml
+from harness.runner import CaseResult, Expectation, Mismatch, in_order, run, run_case, run_parallel
 from harness.suite import Case, Suite
 from harness.target import load_target
+from harness.xfail import XfailList
 
 __all__ = [
     "MODES",
     "Case",
     "CaseResult",
     "ConformError",
+    "Expectation",
     "GoldenError",
     "Mismatch",
     "Payload",
     "RecordingError",
+    "RunInfo",
     "Suite",
     "SuiteError",
     "TargetError",
+    "XfailList",
     "build_golden",
+    "in_order",
     "iter_payloads",
+    "json_report",
+    "junit_xml",
     "load_target",
     "read_golden",
     "read_info",
     "run",
     "run_case",
+    "run_parallel",
     "serialize",
 ]

@@ -271,3 +271,9 @@ def test_off_github_actions_there_are_no_annotations(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     code, output = conform("run", f"{MINIATURES}:ServerErrorAsProtocol", *FEW_CASES)
     assert code == 1 and "::error" not in output
+
+
+def test_the_example_in_the_json_report_docs_follows_the_schema(report_schema: Any) -> None:
+    text = (HERE.parent / "docs" / "json-report.md").read_text(encoding="utf-8")
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    report_schema.validate(json.loads(example))

@@ -1,0 +1,250 @@
+"""The pytest plugin: `pytest --conform-target mypkg:Assembler` runs the suite as pytest tests.
+
+Registered through the `pytest11` entry point, it does nothing unless `--conform-target` or
+`--conform-exec` is given. Then it adds one test per case and mode, named like conform's JUnit
+report (`conform/llama-server::tool_call[plain]`), each failing with the text `conform run` prints
+for it; `-k` also matches the case id (`-k llama-server/tool_call`) and the mode. Targets run
+the way `conform run` runs them: in a worker process (each pytest-xdist worker has its own), or in
+pytest's process with `--conform-in-process`. `--conform-xfail FILE` marks the cases an
+expected-failures file lists as strict xfails, so a case that starts passing fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from harness.runner import CaseResult
+    from harness.suite import Case
+    from harness.target import Driver
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("conform", "conformance of a llama-server stream assembler (conform)")
+    group.addoption(
+        "--conform-target",
+        metavar="TARGET",
+        help="Run conform's suite against TARGET (module:Class, module:factory or file.py:Class).",
+    )
+    group.addoption(
+        "--conform-exec",
+        metavar="COMMAND",
+        help="Run conform's suite against a program speaking conform's line protocol.",
+    )
+    group.addoption(
+        "--conform-suite",
+        metavar="DIR",
+        help="A folder with recordings/ and golden/ (default: the suite shipped with conform).",
+    )
+    group.addoption(
+        "--conform-mode",
+        action="append",
+        default=[],
+        metavar="MODE",
+        help="Input mode; repeatable (default: every mode).",
+    )
+    group.addoption(
+        "--conform-xfail",
+        metavar="FILE",
+        help="Expected failures (as for 'conform run --xfail'): its cases are strict xfails.",
+    )
+    group.addoption(
+        "--conform-seed", type=int, default=None, metavar="N", help="Seed of mutating modes."
+    )
+    group.addoption(
+        "--conform-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Time allowed for each case in the worker process (default: as conform run).",
+    )
+    group.addoption(
+        "--conform-in-process",
+        action="store_true",
+        default=False,
+        help="Run the Python target inside pytest's process instead of a worker process.",
+    )
+
+
+class ConformFailure(Exception):
+    """A case that did not pass; pytest shows its result as `conform run` would."""
+
+    def __init__(self, result: CaseResult) -> None:
+        super().__init__(f"{result.case_id} [{result.mode}]: {result.status}")
+        self.result = result
+
+
+class _Run:
+    """What every conform test of one pytest process shares: the options, goldens and a driver."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        from harness.inject import DEFAULT_SEED, MODES
+
+        self.target: str | None = config.getoption("conform_target")
+        self.exec_command: str | None = config.getoption("conform_exec")
+        self.in_process: bool = config.getoption("conform_in_process")
+        self.timeout: float | None = config.getoption("conform_timeout")
+        seed = config.getoption("conform_seed")
+        self.seed: int = DEFAULT_SEED if seed is None else seed
+        modes: list[str] = config.getoption("conform_mode")
+        unknown = [mode for mode in modes if mode not in MODES]
+        if unknown:
+            raise pytest.UsageError(
+                f"--conform-mode {unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}"
+            )
+        self.modes: tuple[str, ...] = tuple(dict.fromkeys(modes)) or MODES
+        if self.target is not None and self.exec_command is not None:
+            raise pytest.UsageError("give --conform-target or --conform-exec, not both")
+        suite: str | None = config.getoption("conform_suite")
+        self.suite_dir = None if suite is None else Path(suite)
+        xfail: str | None = config.getoption("conform_xfail")
+        self.xfail_path = None if xfail is None else Path(xfail)
+        self._goldens: dict[str, dict[str, Any]] = {}
+        self._driver: Driver | None = None
+
+    def golden(self, case: Case) -> dict[str, Any]:
+        from harness.golden import read_golden
+
+        if case.case_id not in self._goldens:
+            self._goldens[case.case_id] = read_golden(case)
+        return self._goldens[case.case_id]
+
+    def make_driver(self) -> Driver:
+        from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
+        from harness.target import InProcessDriver, load_target
+
+        timeout = DEFAULT_TIMEOUT if self.timeout is None else self.timeout
+        if self.exec_command is not None:
+            process = ProcessDriver.from_command_line(self.exec_command, timeout=timeout)
+        elif self.in_process:
+            return InProcessDriver(load_target(str(self.target)))
+        else:
+            process = python_target_driver(str(self.target), timeout=timeout)
+        process.start()
+        return process
+
+    def driver(self) -> Driver:
+        if self._driver is None:
+            self._driver = self.make_driver()
+        return self._driver
+
+    def close(self) -> None:
+        driver, self._driver = self._driver, None
+        if driver is not None:
+            driver.close()
+
+
+_RUN = pytest.StashKey[_Run]()
+
+
+def _active(config: pytest.Config) -> bool:
+    return bool(config.getoption("conform_target") or config.getoption("conform_exec"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _active(config):
+        config.stash[_RUN] = _Run(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    run = config.stash.get(_RUN, None)
+    if run is not None:
+        run.close()
+
+
+class ConformGroup(pytest.Collector):
+    """The cases of one folder of the suite (`conform/llama-server`)."""
+
+    def collect(self) -> list[pytest.Item | pytest.Collector]:  # pragma: no cover - never called
+        return []
+
+
+class ConformItem(pytest.Item):
+    """One case in one mode."""
+
+    def __init__(self, *, case: Case, mode: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.case = case
+        self.mode = mode
+        self.extra_keyword_matches.update({case.case_id, mode})
+
+    def runtest(self) -> None:
+        from harness.errors import ConformError
+        from harness.runner import PASSED, run_case
+
+        run = self.config.stash[_RUN]
+        try:
+            driver = run.driver()
+            result = run_case(
+                self.case, run.golden(self.case), driver, mode=self.mode, seed=run.seed
+            )
+        except ConformError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if result.status != PASSED:
+            raise ConformFailure(result)
+
+    def repr_failure(
+        self,
+        excinfo: pytest.ExceptionInfo[BaseException],
+        style: Any = None,
+    ) -> str | Any:
+        if isinstance(excinfo.value, ConformFailure):
+            from harness.report import describe_case
+
+            return "\n".join(describe_case(excinfo.value.result))
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.case.recording, None, f"{self.case.case_id} [{self.mode}]"
+
+
+def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
+    from harness.errors import ConformError
+    from harness.inject import MODES
+    from harness.suite import Suite
+    from harness.target import load_target
+    from harness.xfail import XfailList
+
+    try:
+        suite = Suite.open(run.suite_dir)
+        cases = suite.cases()
+        expected = None if run.xfail_path is None else XfailList.load(run.xfail_path)
+        if expected is not None:
+            expected.check([case.case_id for case in cases], MODES)
+        if run.target is not None:
+            load_target(run.target)  # an unimportable target is a usage error, found now
+    except ConformError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    groups: dict[str, ConformGroup] = {}
+    items: list[pytest.Item] = []
+    for case in cases:
+        folder, _, leaf = case.case_id.rpartition("/")
+        group_id = f"conform/{folder}" if folder else "conform"
+        group = groups.get(group_id)
+        if group is None:
+            group = ConformGroup.from_parent(
+                session, name=group_id, nodeid=group_id, path=suite.recordings_dir
+            )
+            groups[group_id] = group
+        for mode in run.modes:
+            item = ConformItem.from_parent(group, name=f"{leaf}[{mode}]", case=case, mode=mode)
+            entry = None if expected is None else expected.find(case.case_id, mode)
+            if entry is not None:
+                where = f"{expected.path}:{entry.line}" if expected is not None else ""
+                reason = f"{where}: {entry.reason}" if entry.reason else where
+                item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            items.append(item)
+    return items
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    # tryfirst: the conform tests are in place before -k, -m and xdist look at the items.
+    run = config.stash.get(_RUN, None)
+    if run is not None:
+        items[:0] = _conform_items(session, run)
