@@ -104,6 +104,7 @@ class _Run:
         self.xfail_path = None if xfail is None else Path(xfail)
         self._goldens: dict[str, dict[str, Any]] = {}
         self._driver: Driver | None = None
+        self._broken: str | None = None  # why the driver could not be made: not tried again
 
     def golden(self, case: Case) -> dict[str, Any]:
         from harness.golden import read_golden
@@ -127,8 +128,16 @@ class _Run:
         return process
 
     def driver(self) -> Driver:
+        from harness.errors import ConformError
+
+        if self._broken is not None:
+            raise ConformError(self._broken)
         if self._driver is None:
-            self._driver = self.make_driver()
+            try:
+                self._driver = self.make_driver()
+            except ConformError as exc:
+                self._broken = str(exc)
+                raise
         return self._driver
 
     def close(self) -> None:
@@ -181,8 +190,8 @@ class ConformItem(pytest.Item):
             result = run_case(
                 self.case, run.golden(self.case), driver, mode=self.mode, seed=run.seed
             )
-        except ConformError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        except ConformError as exc:  # the target cannot start, a golden file is stale
+            pytest.fail(f"conform: {exc}", pytrace=False)
         if result.status != PASSED:
             raise ConformFailure(result)
 

@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from harness.compare import ABSENT
+from harness.errors import ConformError
 from harness.golden import write_atomically
 from harness.report import describe_case, label, shown
 from harness.runner import (
@@ -353,8 +354,11 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
 
 def write_github_summary(results: Sequence[CaseResult], info: RunInfo, *, path: Path) -> None:
     """Append the summary to the step summary file (other steps may have written there)."""
-    with path.open("a", encoding="utf-8") as out:
-        out.write(github_summary(results, info))
+    try:
+        with path.open("a", encoding="utf-8") as out:
+            out.write(github_summary(results, info))
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
 
 
 def on_github_actions() -> bool:
@@ -365,11 +369,25 @@ def on_github_actions() -> bool:
 # -- writing ------------------------------------------------------------------------------------
 
 
+def _unwritable(path: Path, exc: OSError) -> ConformError:
+    return ConformError(
+        f"cannot write {path}: {exc.strerror or exc}", hint="check the path and its folder"
+    )
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write a report's text to `path`, atomically; ConformError when that cannot be done."""
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+
+
 def write_junit(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:
     """Write the JUnit XML report to `path`, atomically."""
-    write_atomically(path, junit_xml(results, info))
+    write_report(path, junit_xml(results, info))
 
 
 def write_json(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:
     """Write the JSON report to `path`, atomically."""
-    write_atomically(path, json_text(results, info))
+    write_report(path, json_text(results, info))

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConformError
-from harness.golden import write_atomically
 from harness.report import shown
+from harness.reports import write_report
 from harness.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 
 _REASON_CHARS = 200
@@ -178,5 +178,5 @@ def baseline_text(results: Iterable[CaseResult]) -> str:
 def write_baseline(path: Path, results: Iterable[CaseResult]) -> int:
     """Write the baseline of `results` to `path` atomically; the number of entries written."""
     text = baseline_text(results)
-    write_atomically(path, text)
+    write_report(path, text)
     return sum(1 for line in text.splitlines() if line and not line.startswith("#"))

@@ -147,6 +147,16 @@ def test_exec_runs_a_protocol_program(pytester: pytest.Pytester) -> None:
     assert result.ret == 1 and outcomes(result)["failed"] >= 2
 
 
+def test_a_program_that_cannot_start_fails_every_test_with_the_reason(
+    pytester: pytest.Pytester, r8_cases: list[str]
+) -> None:
+    args = ["--conform-exec", "./no-such-program", "--conform-mode", "plain", "-k", "r8_"]
+    result = pytester.runpytest(*args)
+    assert result.ret == 1 and outcomes(result)["failed"] >= len(r8_cases)
+    reasons = [line for line in result.stdout.lines if "conform: cannot start" in line]
+    assert len(reasons) >= len(r8_cases)
+
+
 def test_worker_processes_and_xdist(pytester: pytest.Pytester, r8_cases: list[str]) -> None:
     result = pytester.runpytest_subprocess(
         "--conform-target", BROKEN, "--conform-mode", "plain", "-k", "r8_ or r1_", "-n", "2"

@@ -277,3 +277,16 @@ def test_the_example_in_the_json_report_docs_follows_the_schema(report_schema: A
     text = (HERE.parent / "docs" / "json-report.md").read_text(encoding="utf-8")
     example = text.split("```json\n", 1)[1].split("```", 1)[0]
     report_schema.validate(json.loads(example))
+
+
+@pytest.mark.parametrize("option", ["--junit-xml", "--json", "--write-xfail"])
+def test_a_report_that_cannot_be_written_is_exit_2(tmp_path: Path, option: str) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    target = str(blocker / "report")  # its folder is a file
+    result = CliRunner().invoke(
+        main, ["run", "reference:Assembler", "--in-process", "-k", "synthetic/r1_*", option, target]
+    )
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1].startswith(f"Error: cannot write {target}: ")
+    assert "Traceback" not in result.output
