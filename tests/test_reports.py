@@ -290,3 +290,50 @@ def test_a_report_that_cannot_be_written_is_exit_2(tmp_path: Path, option: str) 
     assert result.exit_code == 2
     assert result.output.splitlines()[-1].startswith(f"Error: cannot write {target}: ")
     assert "Traceback" not in result.output
+
+
+HANGS_OR_DIES = """
+import os
+import sys
+import time
+
+import reference
+
+
+class Target(reference.Assembler):
+    def push(self, data):
+        if "prompt_progress" in data:
+            print("\\x1b[31mabout to hang\\x00", file=sys.stderr, flush=True)
+            time.sleep(60)
+        if "tool_calls" in data:
+            print("about to die", file=sys.stderr, flush=True)
+            os._exit(3)
+        return super().push(data)
+"""
+
+
+def test_reports_of_a_target_that_hangs_and_dies_in_a_worker_stay_valid(
+    tmp_path: Path, junit_schema: Any, report_schema: Any
+) -> None:
+    path = tmp_path / "hangs_or_dies.py"
+    path.write_text(HANGS_OR_DIES, encoding="utf-8")
+    junit, report = tmp_path / "conform.xml", tmp_path / "conform.json"
+    args = ["-k", "llama-server/progress_cached_prompt", "-k", "llama-server/tool_cal[l]"]
+    code, output = conform(
+        "run", f"{path}:Target", *args, "--mode", "plain", "--timeout", "1",
+        "--junit-xml", str(junit), "--json", str(report), "-j", "2",
+    )  # fmt: skip
+    assert code == 1, output
+    junit_schema.validate(str(junit))
+    document = json.loads(report.read_text(encoding="utf-8"))
+    report_schema.validate(document)
+    statuses = {r["case"]: r["status"] for r in document["results"]}
+    assert statuses == {
+        "llama-server/progress_cached_prompt": "timed-out",
+        "llama-server/tool_call": "crashed",
+    }
+    details = {r["case"]: r["crash"]["details"] for r in document["results"]}
+    assert "about to hang" in details["llama-server/progress_cached_prompt"]
+    assert "about to die" in details["llama-server/tool_call"]
+    errors = [e.text or "" for e in ET.parse(junit).getroot().iter("error")]
+    assert len(errors) == 2 and any("about to die" in text for text in errors)
