@@ -275,6 +275,7 @@ def run_command(
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
+    suite.require_recordings(patterns)
     chosen = modes or MODES
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
@@ -322,9 +323,16 @@ def run_command(
 @_suite_option
 @_pattern_option
 def list_command(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """List the suite's cases, one id a line."""
-    for case in _cases(Suite.open(suite_dir), patterns):
+    """List the suite's cases, one id a line (golden files without a recording on stderr)."""
+    suite = Suite.open(suite_dir)
+    for case in _cases(suite, patterns):
         click.echo(case.case_id)
+    _warn_orphans(suite, patterns)
+
+
+def _warn_orphans(suite: Suite, patterns: tuple[str, ...]) -> None:
+    for path in suite.orphaned_golden(patterns):
+        click.echo(f"warning: {path}: a golden file without a recording", err=True)
 
 
 @main.group("golden")
@@ -342,6 +350,7 @@ def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
     for change in changes:
         if change.status != "unchanged":
             click.echo(f"{change.status}: {change.path}")
+    _warn_orphans(suite, patterns)
     changed = sum(c.status != "unchanged" for c in changes)
     click.echo(f"{changed} of {len(changes)} golden files written")
 

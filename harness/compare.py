@@ -11,6 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+_encode = msgspec.json.encode
+
 
 class _Absent:
     def __repr__(self) -> str:
@@ -32,19 +36,32 @@ class Difference:
 
 def same(expected: Any, actual: Any) -> bool:
     """Golden equality: numbers by value, booleans only equal to booleans, exact structure."""
+    # The fast path, for the usual equal step: `==` in C, where `True == 1` and `1 == 1.0`, so
+    # the JSON texts must match too (`true` is not `1`; `1` and `1.0` differ, and go the slow
+    # way). msgspec refuses subclasses of str and int, which `_same` judges.
+    if expected == actual:
+        try:
+            if _encode(expected) == _encode(actual):
+                return True
+        except (TypeError, ValueError, OverflowError):
+            pass
+    return _same(expected, actual)
+
+
+def _same(expected: Any, actual: Any) -> bool:
     if type(expected) is bool or type(actual) is bool:
         return type(expected) is type(actual) and expected == actual
     if isinstance(expected, dict):
         return (
             isinstance(actual, dict)
             and expected.keys() == actual.keys()
-            and all(same(value, actual[key]) for key, value in expected.items())
+            and all(_same(value, actual[key]) for key, value in expected.items())
         )
     if isinstance(expected, list):
         return (
             isinstance(actual, list)
             and len(expected) == len(actual)
-            and all(same(e, a) for e, a in zip(expected, actual, strict=True))
+            and all(_same(e, a) for e, a in zip(expected, actual, strict=True))
         )
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
         return expected == actual

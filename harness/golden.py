@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 import reference
+from harness import golden_stream
 from harness.errors import GoldenError
 from harness.recording import iter_payloads, read_info
 from harness.suite import Case, Suite
@@ -65,9 +68,9 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def _check_shape(path: Path, golden: Any) -> None:
+def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
     if not isinstance(golden, dict):
-        raise GoldenError(path, "not a golden file: the top level must be an object")
+        raise GoldenError(path, "not a golden file: the top level must be an object", hint=hint)
     if golden.get("schema") != SCHEMA:
         raise GoldenError(
             path,
@@ -76,23 +79,51 @@ def _check_shape(path: Path, golden: Any) -> None:
         )
     steps = golden.get("steps")
     if not isinstance(steps, list) or not isinstance(golden.get("thinking_capped"), bool):
-        raise GoldenError(path, "not a golden file: 'steps' or 'thinking_capped' is missing")
+        raise GoldenError(
+            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=hint
+        )
     for index, step in enumerate(steps):
         if not isinstance(step, dict) or not isinstance(step.get("line"), int):
-            raise GoldenError(path, f"steps[{index}] is not a step with a line")
+            raise GoldenError(path, f"steps[{index}] is not a step with a line", hint=hint)
         if "error" not in step and not ("events" in step and "state" in step):
-            raise GoldenError(path, f"steps[{index}] has neither events and state nor error")
+            raise GoldenError(
+                path, f"steps[{index}] has neither events and state nor error", hint=hint
+            )
     if steps and "error" in steps[-1]:
         if "finish" in golden:
-            raise GoldenError(path, "a golden file that ends in an error step has no finish")
+            raise GoldenError(
+                path, "a golden file that ends in an error step has no finish", hint=hint
+            )
     elif not isinstance(golden.get("finish"), dict):
-        raise GoldenError(path, "'finish' is missing")
+        raise GoldenError(path, "'finish' is missing", hint=hint)
+
+
+def _regenerate(case: Case) -> str:
+    return f"golden files are generated: run 'conform golden update -k {case.case_id}'"
+
+
+def _decode(text: str) -> Any:
+    """JSON text as `json.loads` reads it, parsed by msgspec (several times faster) when it can.
+
+    msgspec refuses a little that `json.loads` takes (`1e400`, a lone surrogate escape); the
+    stdlib then decides, and names the line and column of any error.
+    """
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return json.loads(text)
 
 
 def read_golden(case: Case) -> dict[str, Any]:
-    """The golden document of `case`; GoldenError when it is missing or malformed."""
+    """The golden document of `case`; GoldenError when it is missing or malformed.
+
+    A file above `golden_stream.STREAM_ABOVE` bytes is not parsed whole: its `steps` is then a
+    lazy `GoldenSteps`, read from disk on each iteration (`harness.golden_stream`).
+    """
     path = case.golden
     try:
+        if path.stat().st_size > golden_stream.STREAM_ABOVE:
+            return golden_stream.read_streamed(path, schema=SCHEMA)
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise GoldenError(
@@ -100,17 +131,26 @@ def read_golden(case: Case) -> dict[str, Any]:
             f"no golden file for '{case.case_id}'",
             hint=f"run 'conform golden update -k {case.case_id}'",
         ) from None
-    except UnicodeDecodeError:
-        raise GoldenError(path, "not valid UTF-8") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise GoldenError(
+            path,
+            f"not valid UTF-8 (line {line})",
+            hint=_regenerate(case),
+        ) from None
+    except OSError as exc:  # a folder, no permission: one line, never a traceback
+        raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
-        golden = json.loads(text)
+        golden = _decode(text)
     except json.JSONDecodeError as exc:
         raise GoldenError(
             path,
             f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-            hint=f"golden files are generated: run 'conform golden update -k {case.case_id}'",
+            hint=_regenerate(case),
         ) from None
-    _check_shape(path, golden)
+    except RecursionError:
+        raise GoldenError(path, "nests too deep to be a golden file") from None
+    _check_shape(path, golden, hint=_regenerate(case))
     return golden  # type: ignore[no-any-return]
 
 
@@ -124,10 +164,13 @@ class GoldenChange:
 
 
 def _current_text(path: Path) -> str | None:
+    """The file's text (invalid UTF-8 replaced, so that it differs), or None when it is missing."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
         return None
+    except OSError as exc:
+        raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def update(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:

@@ -177,7 +177,7 @@ def unknown_fields(data: str, rng: random.Random) -> str:
     return mutated
 
 
-_REWRITE: dict[str, Callable[[list[str], random.Random], str]] = {
+_REWRITE: dict[str, Callable[[str, random.Random], str]] = {
     KEY_ORDER: jsontext.with_keys_shuffled,
     WHITESPACE: jsontext.with_whitespace,
     ESCAPES: jsontext.with_escapes,
@@ -186,8 +186,7 @@ _REWRITE: dict[str, Callable[[list[str], random.Random], str]] = {
 
 def rewrite(mode: str, data: str, rng: random.Random) -> str:
     """The payload rewritten as `mode` says; unchanged where that could change its meaning."""
-    found = jsontext.tokens(data)
-    return data if found is None else _REWRITE[mode](found, rng)
+    return _REWRITE[mode](data, rng) if jsontext.rewritable(data) else data
 
 
 Mutator = Callable[[int, str], str]

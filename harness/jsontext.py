@@ -1,11 +1,13 @@
 """Rewriting a JSON text without changing what it means, working on the original text's tokens.
 
-`tokens` splits a payload into its lexemes (white space included) with one strict regular
-expression, so numbers keep their exact text and strings their exact escapes; a mode rewrites only
-what it means to change. A payload is rewritten only when changing its text cannot change its
-meaning under any reading docs/spec.md allows: one RFC 8259 text, no `NaN` or `Infinity`, no
-unpaired surrogate escape, at most `MAX_DEPTH` levels of nesting. Anything else (invalid JSON
-included) is pushed as it was, since its only meaning is the error it must cause.
+A mode rewrites only what it means to change and copies every other character, so numbers keep
+their exact text and strings their exact escapes. A payload is rewritten only when changing its
+text cannot change its meaning under any reading docs/spec.md allows (`rewritable`): one RFC 8259
+text (no `NaN` or `Infinity`, no unpaired surrogate escape, nothing after the value) nested at most
+`MAX_DEPTH` levels. Anything else, invalid JSON included, is pushed as it was, since its only
+meaning is the error it must cause. msgspec's untyped decoder is the check, several times faster
+than `json.loads`; what it refuses is asked again of `json.loads`, which also takes numbers beyond
+a double's range (valid JSON, and fine in ignored fields).
 """
 
 from __future__ import annotations
@@ -13,54 +15,57 @@ from __future__ import annotations
 import json
 import random
 import re
+from json.encoder import encode_basestring
+
+import msgspec
 
 #: Nesting beyond this is a protocol error (docs/spec.md); such payloads are never rewritten.
 MAX_DEPTH = 128
 
-_TOKEN = re.compile(
-    r"[ \t\n\r]+"
-    r'|"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
-    r"|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
-    r"|true|false|null|[{}\[\],:]"
-)
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+#: The tokens of a valid JSON text, white space skipped (strings first would be slower: most
+#: tokens are punctuation).
+_SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
+#: The same with the runs of white space as tokens of their own.
+_TOKEN = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
+_STRINGS = re.compile(_STRING)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_BRACKETS = re.compile(r"[\[\]{}]")
 _WHITE = frozenset(" \t\n\r")
 _OPEN = frozenset("{[")
 #: What the `whitespace` mode puts between tokens: nothing, or runs of all four JSON white spaces.
 _GAPS = ("", "", "", " ", "  ", "\t", "\n", "\r", "\r\n", " \n\t", "\n\n  ", "\t\r ", "\n ")
-_HEX_FORMATS = ("\\u%04x", "\\u%04X")
 
 
-def tokens(data: str) -> list[str] | None:
-    """The lexemes of `data` (white space runs included), or None when it must not be rewritten."""
-    found: list[str] = _TOKEN.findall(data)
-    if sum(map(len, found)) != len(data):
-        return None  # a character no JSON token holds: invalid JSON, NaN, a raw control character
-    if found.count("{") + found.count("[") > MAX_DEPTH and _depth(found) > MAX_DEPTH:
-        return None
-    if "\\u" in data and any(_SURROGATE_ESCAPE.search(t) and _unpaired(t) for t in found):
-        return None
+def rewritable(data: str) -> bool:
+    """True when `data` is one JSON text whose text may be rewritten without changing meaning."""
+    if data.count("{") + data.count("[") > MAX_DEPTH and _depth(data) > MAX_DEPTH:
+        return False
     try:
-        json.loads(data)  # the grammar (tokens in a valid order, nothing after the value)
+        msgspec.json.decode(data)
+    except RecursionError:
+        return False
+    except msgspec.DecodeError:
+        return _rewritable_slowly(data)
+    return True
+
+
+def _reject(name: str) -> None:
+    raise ValueError(name)
+
+
+def _rewritable_slowly(data: str) -> bool:
+    """The check again with the stdlib, which unlike msgspec takes numbers like `1e400`."""
+    try:
+        json.loads(data, parse_constant=_reject)
     except (ValueError, RecursionError):
-        return None
-    return found
-
-
-def _depth(found: list[str]) -> int:
-    depth = deepest = 0
-    for token in found:
-        if token in _OPEN:
-            depth += 1
-            deepest = max(deepest, depth)
-        elif token == "}" or token == "]":
-            depth -= 1
-    return deepest
+        return False
+    return not any(_unpaired(match.group()) for match in _STRINGS.finditer(data))
 
 
 def _unpaired(token: str) -> bool:
     """True when a string token holds an escaped surrogate that is not half of a pair."""
-    if token[0] != '"':
+    if not _SURROGATE_ESCAPE.search(token):
         return False
     try:
         json.loads(token).encode("utf-8")
@@ -69,57 +74,87 @@ def _unpaired(token: str) -> bool:
     return False
 
 
+def _depth(data: str) -> int:
+    """How deep `data` nests at the end, or at the first point deeper than `MAX_DEPTH`."""
+    depth = 0
+    for match in _BRACKETS.finditer(_STRINGS.sub("", data)):
+        if match.group() in _OPEN:
+            depth += 1
+            if depth > MAX_DEPTH:
+                break
+        else:
+            depth -= 1
+    return depth
+
+
 def _decoded(token: str) -> str:
     text: str = json.loads(token) if "\\" in token else token[1:-1]
     return text
 
 
-def with_whitespace(found: list[str], rng: random.Random) -> str:
-    """The tokens with random white space (space, tab, LF, CR) between all of them and around."""
-    solid = [t for t in found if t[0] not in _WHITE]
+def with_whitespace(data: str, rng: random.Random) -> str:
+    """The text with random white space (space, tab, LF, CR) between all tokens and around."""
+    solid = _SOLID.findall(data)
     gaps = rng.choices(_GAPS, k=len(solid) + 1)
     if len(solid) > 1 and not any("\n" in gap for gap in gaps):
         gaps[rng.randrange(1, len(solid))] = "\n"  # every payload of two tokens or more gets one
     return "".join([gap + token for gap, token in zip(gaps, solid, strict=False)]) + gaps[-1]
 
 
-def with_escapes(found: list[str], rng: random.Random) -> str:
-    """The tokens with about a quarter of every string's characters (keys too) `\\u` escaped."""
-    return "".join([_escape(t, rng) if t[0] == '"' else t for t in found])
+def with_escapes(data: str, rng: random.Random) -> str:
+    """The text with a random run of every string's characters (keys too) `\\u` escaped.
+
+    The run is one to a third of the string's characters, at a random place; one run per string
+    (rather than scattered characters) keeps this mode's cost near the others'.
+    """
+    return _STRINGS.sub(lambda match: _escape(match.group(), rng), data)
 
 
 def _escape(token: str, rng: random.Random) -> str:
     text = _decoded(token)
-    if not text:
+    size = len(text)
+    if not size:
         return token
-    picked = sorted(rng.sample(range(len(text)), k=1 + len(text) // 4))
-    form = rng.choice(_HEX_FORMATS)
-    parts = ['"']
-    start = 0
-    for at in picked:
-        if at > start:
-            parts.append(json.dumps(text[start:at], ensure_ascii=False)[1:-1])
-        code = ord(text[at])
+    bits = rng.getrandbits(48)  # one draw for the run's length, place and hex case
+    length = 1 + bits % (size // 3 + 1) if size > 2 else size
+    start = (bits >> 16) % (size - length + 1)
+    escaped = text[start : start + length].translate(_ESCAPES[bits >> 47])
+    head = encode_basestring(text[:start])[:-1]
+    tail = encode_basestring(text[start + length :])[1:]
+    return head + escaped + tail
+
+
+class _EscapeTable(dict[int, str]):
+    """A `str.translate` table from each character to its `\\u` escape, filled as met."""
+
+    def __init__(self, form: str) -> None:
+        super().__init__()
+        self.form = form
+
+    def __missing__(self, code: int) -> str:
+        form = self.form
         if code > 0xFFFF:  # outside the BMP: a surrogate pair
             code -= 0x10000
-            parts.append(form % (0xD800 + (code >> 10)) + form % (0xDC00 + (code & 0x3FF)))
+            value = form % (0xD800 + (code >> 10)) + form % (0xDC00 + (code & 0x3FF))
         else:
-            parts.append(form % code)
-        start = at + 1
-    if start < len(text):
-        parts.append(json.dumps(text[start:], ensure_ascii=False)[1:-1])
-    parts.append('"')
-    return "".join(parts)
+            value = form % code
+        self[code] = value
+        return value
 
 
-def with_keys_shuffled(found: list[str], rng: random.Random) -> str:
+_ESCAPES = (_EscapeTable("\\u%04x"), _EscapeTable("\\u%04X"))
+
+
+def with_keys_shuffled(data: str, rng: random.Random) -> str:
     """The text with every object's members in a random order, at every depth.
 
     A member keeps its own white space; members with the same key (compared decoded, so `"a"` and
     `"\\u0061"` are one key) keep their order among themselves, so whichever reading of duplicate
     keys a target has, last wins or all validated, means the same.
     """
-    text, _ = _value(found, 0, rng)
+    if "{" not in data:
+        return data
+    text, _ = _value(_TOKEN.findall(data), 0, rng)
     return text
 
 

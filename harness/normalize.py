@@ -41,6 +41,8 @@ _CLASS_TYPES = {
     "ToolCallDelta": "tool_call_delta",
 }
 STATE_FIELDS = ("id", "reasoning_tokens", "in_reasoning", "is_finished")
+#: Scalars that need no conversion (the fast path of reading the state).
+_PLAIN = frozenset({str, int, float, bool, type(None)})
 _MISSING = object()
 
 
@@ -124,6 +126,8 @@ def normalize_event(event: Any) -> dict[str, Any]:
 
 def normalize_events(events: Any) -> list[dict[str, Any]]:
     """What `push` returned, as a list of event objects."""
+    if type(events) is list:  # the usual answer, spared the abstract-class checks below
+        return [normalize_event(event) for event in events]
     if isinstance(events, (str, bytes, Mapping)) or not isinstance(events, Iterable):
         raise NormalizeError(f"push must return a list of events, not {type(events).__name__}")
     return [normalize_event(event) for event in events]
@@ -138,7 +142,7 @@ def read_state(assembler: Any) -> dict[str, Any]:
             raise NormalizeError(f"the assembler has no '{name}' reader")
         if callable(value):
             value = value()
-        state[name] = _scalar(value, f"state.{name}")
+        state[name] = value if type(value) in _PLAIN else _scalar(value, f"state.{name}")
     return state
 
 

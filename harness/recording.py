@@ -8,6 +8,7 @@ constant memory.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,20 +37,16 @@ class RecordingInfo:
     comments: tuple[str, ...]
 
 
-def _strip_eol(raw: str) -> str:
-    if raw.endswith("\r\n"):
-        return raw[:-2]
-    if raw.endswith(("\n", "\r")):
-        return raw[:-1]
-    return raw
-
-
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
     """Lines without their ends (LF, CRLF or CR), numbered from 1; bad UTF-8 named by line."""
     try:
         with path.open(encoding="utf-8", newline="") as stream:
             for number, raw in enumerate(stream, start=1):
-                yield number, _strip_eol(raw)
+                # The line end: LF, CRLF or CR (inline: this runs twice per payload).
+                if raw[-1:] == "\n":
+                    yield number, raw[:-2] if raw[-2:-1] == "\r" else raw[:-1]
+                else:
+                    yield number, raw[:-1] if raw[-1:] == "\r" else raw
     except FileNotFoundError:
         raise RecordingError(path, "no such recording") from None
     except IsADirectoryError:
@@ -61,6 +58,8 @@ def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
             line=_first_bad_utf8_line(path),
             hint="recordings are UTF-8 text; re-record the case or fix its encoding",
         ) from None
+    except OSError as exc:  # permissions, a vanished disk: still one line, never a traceback
+        raise RecordingError(path, f"cannot be read: {exc.strerror or exc}") from None
 
 
 def _first_bad_utf8_line(path: Path) -> int:
@@ -100,6 +99,12 @@ def read_info(path: Path) -> RecordingInfo:
     return RecordingInfo(thinking_capped=capped, comments=tuple(comments))
 
 
+_HTTP_LAYOUT = (
+    "an .http recording is: request line, headers, blank line, body, blank line, "
+    "status line, headers, blank line, event stream"
+)
+
+
 def _skip_http_head(path: Path, lines: Iterator[tuple[int, str]]) -> None:
     """Consume comments, the request and the response head, leaving `lines` at the body."""
     seen = 0
@@ -109,13 +114,9 @@ def _skip_http_head(path: Path, lines: Iterator[tuple[int, str]]) -> None:
         for number, line in lines:
             seen = number
             return line
-        raise RecordingError(
-            path,
-            f"ends before {what}",
-            line=seen + 1,
-            hint="an .http recording is: request line, headers, blank line, body, blank line, "
-            "status line, headers, blank line, event stream",
-        )
+        if not seen:
+            raise RecordingError(path, "is empty", hint=_HTTP_LAYOUT)
+        raise RecordingError(path, f"the file ends before {what}", line=seen + 1, hint=_HTTP_LAYOUT)
 
     line = next_line("the request line")
     while line.startswith("#"):
@@ -125,7 +126,7 @@ def _skip_http_head(path: Path, lines: Iterator[tuple[int, str]]) -> None:
     next_line("the request body")
     if next_line("the blank line after the request body"):
         raise RecordingError(path, "the request body must be a single line", line=seen)
-    line = next_line("the response part (no response part)")
+    line = next_line("the response status line: no response part")
     if not line.startswith("HTTP/"):
         raise RecordingError(path, "expected the response status line (HTTP/1.1 ...)", line=seen)
     while line:  # the status line and headers
@@ -137,14 +138,16 @@ def iter_payloads(path: Path) -> Iterator[Payload]:
     lines = _numbered_lines(path)
     if path.suffix == ".http":
         _skip_http_head(path, lines)
+    opening = next(lines, None)
+    if opening is None:
+        return
+    lines = itertools.chain([(opening[0], opening[1].removeprefix("\ufeff"))], lines)
     parts: list[str] = []
     first = 0
-    at_start = True
     for number, line in lines:
-        if at_start:
-            line = line.removeprefix("\ufeff")
-            at_start = False
-        if not line:
+        if line[:5] == "data:":  # the usual line first
+            value = line[6:] if line[5:6] == " " else line[5:]
+        elif not line:
             if parts:
                 data = "\n".join(parts)
                 if data == "[DONE]":
@@ -152,13 +155,10 @@ def iter_payloads(path: Path) -> Iterator[Payload]:
                 yield Payload(first, data)
                 parts = []
             continue
-        if line[0] == ":":
-            continue
-        name, colon, value = line.partition(":")
-        if name != "data":
-            continue
-        if colon and value[:1] == " ":
-            value = value[1:]
+        elif line == "data":  # a field name without a colon: an empty value
+            value = ""
+        else:
+            continue  # a comment, or a field other than data
         if not parts:
             first = number
         parts.append(value)

@@ -7,6 +7,7 @@ check first and deepdiff only on a difference (`harness.compare`).
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -19,7 +20,7 @@ from harness.compare import ABSENT, Difference, differences, same
 from harness.errors import GoldenError
 from harness.golden import read_golden
 from harness.inject import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
-from harness.recording import iter_payloads
+from harness.recording import Payload, iter_payloads
 from harness.suite import Case
 from harness.target import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 
@@ -111,13 +112,24 @@ class _Play:
         self.pushed: str | None = None
         self.cut: int | None = None  # truncated mode: the payloads pushed before `finish`
 
-    def push_all(self, expected_steps: Iterable[dict[str, Any]], *, limit: int | None) -> bool:
-        """Push the payloads (the first `limit`); True if the target erred where golden did not."""
+    def push_all(
+        self,
+        expected_steps: Iterable[dict[str, Any]],
+        *,
+        limit: int | None,
+        payloads: Iterable[Payload] | None = None,
+    ) -> bool:
+        """Push the payloads (the first `limit`); True if the target erred where golden did not.
+
+        `payloads` are the recording's, read beforehand (by default they are read as they go).
+        """
         case, driver, mutate = self.case, self.driver, self.mutate
         prefix = "" if self.cut is None else f"prefix[{self.cut}]."
         expected_iter = iter(expected_steps)
         count = 0
-        for index, payload in enumerate(iter_payloads(case.recording)):
+        if payloads is None:
+            payloads = iter_payloads(case.recording)
+        for index, payload in enumerate(payloads):
             if index == limit:
                 return False
             expected = next(expected_iter, None)
@@ -159,7 +171,7 @@ class _Play:
 
 
 def _prefix_finishes(
-    case: Case, points: Sequence[int], capped: bool
+    case: Case, points: Sequence[int], capped: bool, payloads: Iterable[Payload] | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """For each cut in `points` (ascending), what the reference's `finish` returns there.
 
@@ -169,7 +181,9 @@ def _prefix_finishes(
     assembler = reference.Assembler()
     wanted = iter(points)
     cut = next(wanted, None)
-    for index, payload in enumerate(iter_payloads(case.recording)):
+    if payloads is None:
+        payloads = iter_payloads(case.recording)
+    for index, payload in enumerate(payloads):
         if cut is None:
             return
         if "error" in push_step(assembler, payload.data, payload.line):
@@ -188,11 +202,15 @@ def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int) -> None:
     """
     steps = golden["steps"]
     capped: bool = golden["thinking_capped"]
-    points = truncation_points(len(steps), seed=seed, case_id=play.case.case_id)
-    for cut, expected in _prefix_finishes(play.case, points, capped):
+    count = len(steps)
+    points = truncation_points(count, seed=seed, case_id=play.case.case_id)
+    payloads: list[Payload] | None = None
+    if len(points) == count - 1:  # every cut, of a short recording: read it once
+        payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
+    for cut, expected in _prefix_finishes(play.case, points, capped, payloads):
         play.cut = cut
         play.driver.start_case()
-        ended_early = play.push_all(steps, limit=cut)
+        ended_early = play.push_all(steps, limit=cut, payloads=payloads)
         play.finish(expected, capped=capped, ended_early=ended_early)
         if play.found:
             return

@@ -88,16 +88,29 @@ class Suite:
             found[case_id] = Case(case_id, path, self.golden_path(case_id))
         return [found[key] for key in sorted(found)]
 
-    def orphaned_golden(self) -> list[Path]:
-        """Golden files whose recording is gone."""
+    def orphaned_golden(self, patterns: tuple[str, ...] = ()) -> list[Path]:
+        """Golden files whose recording is gone (with patterns, those whose id matches one)."""
         ids = {case.case_id for case in self.cases()}
         if not self.golden_dir.is_dir():
             return []
-        return [
-            path
-            for path in sorted(self.golden_dir.rglob("*.json"))
-            if path.relative_to(self.golden_dir).with_suffix("").as_posix() not in ids
-        ]
+        found = []
+        for path in sorted(self.golden_dir.rglob("*.json")):
+            case_id = path.relative_to(self.golden_dir).with_suffix("").as_posix()
+            if case_id in ids or (patterns and not any(_matches(case_id, p) for p in patterns)):
+                continue
+            found.append(path)
+        return found
+
+    def require_recordings(self, patterns: tuple[str, ...] = ()) -> None:
+        """SuiteError naming a golden file without its recording: a case was lost, not passed."""
+        orphans = self.orphaned_golden(patterns)
+        if orphans:
+            more = f" (and {len(orphans) - 1} more)" if len(orphans) > 1 else ""
+            raise SuiteError(
+                f"{orphans[0]}: a golden file without a recording{more}",
+                hint="restore the recording (.http or .sse) or delete the golden file; "
+                "'conform golden check' lists them all",
+            )
 
 
 def _matches(case_id: str, pattern: str) -> bool:

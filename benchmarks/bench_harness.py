@@ -1,0 +1,277 @@
+"""How much time the harness adds per payload, against the time the assembler itself takes.
+
+Two workloads, each in every mode:
+
+- the shipped suite (`recordings/`), and
+- a generated suite of 1,000 recordings (`benchmarks/synth.py`, 60 payloads each by default; in
+  plain mode only unless `--generated-modes` names more, since `truncated` pushes every prefix).
+
+For each, in one process and interleaved repeat by repeat:
+
+- `run`: the whole run as `conform run reference:Assembler --in-process` does it
+  (`harness.runner.run` with an in-process driver): read, inject, push, normalize, compare;
+- `assembler`: the reference alone on the same workload: the payloads each mode pushes
+  (prepared beforehand), fresh assemblers where the run makes them, the same `finish` calls.
+
+Harness overhead is `run - assembler`, shown per payload pushed and as a ratio to the
+assembler's own time per payload (the target: below 1.0, in plain mode). A breakdown of the
+overhead follows for plain mode: reading the recordings, `inject`, normalizing (`push_step`
+minus `push`), and comparing with the golden steps. Each figure is the median of the repeats, with
+the garbage collector off while a contender runs. The script also checks that each golden file is
+parsed once per run and that deepdiff is never imported when every case passes.
+
+`conform run` end to end (a child process, startup included) is timed once per mode too.
+
+Run: `python benchmarks/bench_harness.py` (`--help` for the options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import synth  # noqa: E402
+
+import reference  # noqa: E402
+from harness import golden as golden_files  # noqa: E402
+from harness import runner  # noqa: E402
+from harness.compare import same  # noqa: E402
+from harness.inject import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
+from harness.recording import iter_payloads  # noqa: E402
+from harness.suite import Case, Suite  # noqa: E402
+from harness.target import InProcessDriver, push_step  # noqa: E402
+
+SEED = 20261129
+
+
+# --- the workload of one mode, prepared ------------------------------------------------------
+
+
+def workload(cases: Sequence[Case], mode: str) -> list[tuple[list[str], bool]]:
+    """Every assembler the run makes in `mode`: the payloads it is pushed, and the finish flag.
+
+    A run stops a case at an error step (no finish); the golden files say where.
+    """
+    passes: list[tuple[list[str], bool]] = []
+    for case in cases:
+        golden = golden_files.read_golden(case)
+        steps = len(golden["steps"])
+        payloads = [p.data for p in iter_payloads(case.recording)][:steps]
+        finishes = "finish" in golden
+        if mode == TRUNCATED:
+            for cut in truncation_points(steps, seed=SEED, case_id=case.case_id):
+                passes.append((payloads[:cut], True))
+            continue
+        change = mutator(mode, seed=SEED, case_id=case.case_id)
+        if change is not None:
+            payloads = [change(index, data) for index, data in enumerate(payloads)]
+        passes.append((payloads, finishes))
+    return passes
+
+
+def assemble(passes: list[tuple[list[str], bool]]) -> None:
+    """The reference alone, over a prepared workload."""
+    error = reference.InferError
+    for payloads, finishes in passes:
+        assembler = reference.Assembler()
+        try:
+            for data in payloads:
+                assembler.push(data)
+            if finishes:
+                assembler.finish(False)
+        except error:
+            pass
+
+
+# --- timing ----------------------------------------------------------------------------------
+
+
+def timed(action: Callable[[], Any]) -> float:
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        action()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def medians(contenders: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """The median time of each contender, run interleaved repeat by repeat."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    for _ in range(repeats):
+        for name, action in contenders.items():
+            times[name].append(timed(action))
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+def run_all(cases: Sequence[Case], mode: str) -> None:
+    results = list(runner.run(cases, InProcessDriver(reference.Assembler), modes=[mode], seed=SEED))
+    failed = [r for r in results if r.status != runner.PASSED]
+    if failed:
+        raise SystemExit(f"the reference failed {failed[0].case_id} [{mode}]: not a benchmark")
+
+
+def us(seconds: float, count: int) -> str:
+    return f"{seconds / count * 1e6:8.2f} µs"
+
+
+def report_modes(title: str, cases: Sequence[Case], modes: Sequence[str], repeats: int) -> None:
+    print(f"\n{title}: {len(cases)} recordings, median of {repeats}")
+    print(
+        f"{'mode':<15}{'pushes':>9}  {'run/payload':>12}  {'assembler':>11}  "
+        f"{'harness':>11}  harness/assembler"
+    )
+    for mode in modes:
+        passes = workload(cases, mode)
+        pushes = sum(len(p) for p, _ in passes)
+        got = medians(
+            {"run": lambda m=mode: run_all(cases, m), "assembler": lambda p=passes: assemble(p)},
+            repeats,
+        )
+        overhead = got["run"] - got["assembler"]
+        print(
+            f"{mode:<15}{pushes:>9}  {us(got['run'], pushes)}  {us(got['assembler'], pushes)}  "
+            f"{us(overhead, pushes)}  {overhead / got['assembler']:6.2f}"
+        )
+
+
+def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
+    """Where plain mode's overhead goes."""
+    goldens = [golden_files.read_golden(case) for case in cases]
+    payloads = [[p.data for p in iter_payloads(case.recording)] for case in cases]
+    pairs = []
+    for golden, texts in zip(goldens, payloads, strict=True):
+        assembler = reference.Assembler()
+        for expected, data in zip(golden["steps"], texts, strict=False):
+            pairs.append((expected, push_step(assembler, data, expected["line"])))
+    count = len(pairs)
+
+    def read() -> None:
+        for case in cases:
+            for _ in iter_payloads(case.recording):
+                pass
+
+    def push_only() -> None:
+        for texts in payloads:
+            assembler = reference.Assembler()
+            try:
+                for data in texts:
+                    assembler.push(data)
+            except reference.InferError:
+                pass
+
+    def push_and_normalize() -> None:
+        for texts in payloads:
+            assembler = reference.Assembler()
+            for data in texts:
+                if "error" in push_step(assembler, data, 0):
+                    break
+
+    def compare() -> None:
+        for expected, actual in pairs:
+            same(expected, actual)
+
+    def parse_golden() -> None:
+        for case in cases:
+            golden_files.read_golden(case)
+
+    got = medians(
+        {
+            "read": read,
+            "push": push_only,
+            "push_step": push_and_normalize,
+            "compare": compare,
+            "golden": parse_golden,
+        },
+        repeats,
+    )
+    print(f"\nplain mode, where the harness's time goes ({count} steps, median of {repeats})")
+    print(f"  reading the recordings    {us(got['read'], count)}")
+    print(f"  normalizing (push_step - push) {us(got['push_step'] - got['push'], count)}")
+    print(f"  comparing with golden     {us(got['compare'], count)}")
+    print(f"  parsing golden (once/run) {us(got['golden'], count)}")
+    print(f"  the assembler's push      {us(got['push'], count)}")
+    for mode in MODES:
+        change = mutator(mode, seed=SEED, case_id="x")
+        if change is None:
+            continue
+        spent = medians(
+            {mode: lambda c=change: [c(i, d) for t in payloads for i, d in enumerate(t)]},
+            repeats,
+        )[mode]
+        print(f"  inject {mode:<18} {us(spent, count)}")
+
+
+def check_claims(cases: Sequence[Case]) -> None:
+    parsed: list[str] = []
+    real = runner.read_golden
+
+    def counting(case: Case) -> Any:
+        parsed.append(case.case_id)
+        return real(case)
+
+    runner.read_golden = counting  # type: ignore[assignment]
+    try:
+        list(runner.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=SEED))
+    finally:
+        runner.read_golden = real  # type: ignore[assignment]
+    once = len(parsed) == len(set(parsed)) == len(cases)
+    print(f"\ngolden files parsed once per run, all modes: {'yes' if once else 'NO'}")
+    print(f"deepdiff imported during passing runs: {'YES' if 'deepdiff' in sys.modules else 'no'}")
+
+
+def report_cli(suite_root: Path | None, modes: Sequence[str]) -> None:
+    print("\n`conform run reference:Assembler --in-process` end to end (startup included), one run")
+    suite = [] if suite_root is None else ["--suite", str(suite_root)]
+    for mode in modes:
+        command = [sys.executable, "-m", "harness", "run", "reference:Assembler", "--in-process"]
+        started = time.perf_counter()
+        done = subprocess.run(
+            [*command, *suite, "--mode", mode, "-q"], capture_output=True, text=True, check=False
+        )
+        seconds = time.perf_counter() - started
+        print(f"  {mode:<15}{seconds:7.2f} s  exit {done.returncode}  {done.stdout.strip()}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per figure (default 5)")
+    parser.add_argument("--recordings", type=int, default=1000, help="generated recordings")
+    parser.add_argument("--payloads", type=int, default=60, help="payloads per generated one")
+    parser.add_argument(
+        "--generated-modes",
+        default=PLAIN,
+        help=f"modes for the generated suite, comma-separated (default plain; all: {MODES})",
+    )
+    parser.add_argument("--skip-cli", action="store_true", help="skip the end-to-end CLI runs")
+    args = parser.parse_args(argv)
+    shipped = Suite.open(ROOT).cases()
+    report_modes("shipped suite", shipped, MODES, args.repeats)
+    report_breakdown(shipped, args.repeats)
+    check_claims(shipped)
+    if not args.skip_cli:
+        report_cli(None, MODES)
+    with tempfile.TemporaryDirectory(prefix="conform-bench-") as folder:
+        sizes = {f"gen/{n:04d}": args.payloads for n in range(args.recordings)}
+        generated = synth.write_suite(Path(folder), sizes).cases()
+        modes = [m for m in args.generated_modes.split(",") if m]
+        report_modes("generated suite", generated, modes, max(1, args.repeats // 2))
+        report_breakdown(generated, max(1, args.repeats // 2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,265 @@
+"""Golden files too large to hold in memory: read one step at a time, or written the same way.
+
+A golden file of a million steps is some 300 MB of text and several GB as Python objects, so
+`read_golden` hands files above `STREAM_ABOVE` bytes to `read_streamed`: the header and the finish
+are parsed at once, and `GoldenSteps` parses the steps lazily, each time it is iterated (once per
+mode). It relies on the fixed layout `golden.serialize` writes (two-space indent, so a step is the
+text from a line `    {` to a line `    }`, and JSON strings hold no raw line breaks); a large
+file in any other layout is refused with a hint to regenerate it. Every check `read_golden` makes
+is made here too, on each step as it is read, naming the file and line.
+
+`iter_serialized` is the writing side: the exact text of `serialize(build_golden(case))`, made
+one step at a time, so that `write_streamed` can produce a golden file of any length.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import msgspec
+
+import reference
+from harness.errors import GoldenError
+from harness.recording import iter_payloads, read_info
+from harness.suite import Case
+from harness.target import finish_step, push_step
+
+#: Golden files larger than this (bytes) are streamed rather than parsed whole.
+STREAM_ABOVE = 4 * 2**20
+
+_BLOCK = 2**20
+_STEPS_OPEN = b'\n  "steps": ['
+_STEP_START = b"\n    {"
+_STEP_END = b"\n    }"
+_FINISH = b'\n  "finish": '
+_END_AFTER_ERROR = b"\n  ]\n}\n"
+
+
+_REGENERATE = "golden files are generated: regenerate it with 'conform golden update'"
+
+
+def _layout_error(path: Path, what: str, line: int | None = None) -> GoldenError:
+    where = f" at line {line}" if line is not None else ""
+    return GoldenError(
+        path,
+        f"{what}{where}: a golden file this large must be in the layout conform writes",
+        hint=_REGENERATE,
+    )
+
+
+def _loads(path: Path, text: bytes, first_line: int, where: str = "") -> Any:
+    """`text` parsed; GoldenError naming the line (counted from `first_line`, in `where`)."""
+    try:
+        return msgspec.json.decode(text)  # the fast way; the stdlib decides what it refuses
+    except (msgspec.DecodeError, RecursionError):
+        pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GoldenError(
+            path,
+            f"invalid JSON{where} at line {first_line + exc.lineno - 1}, column {exc.colno}: "
+            f"{exc.msg}",
+            hint=_REGENERATE,
+        ) from None
+    except UnicodeDecodeError:
+        raise GoldenError(
+            path, f"not valid UTF-8{where} (near line {first_line})", hint=_REGENERATE
+        ) from None
+
+
+def _check_step(path: Path, index: int, step: Any, line: int) -> None:
+    if not isinstance(step, dict) or not isinstance(step.get("line"), int):
+        raise GoldenError(
+            path, f"steps[{index}] (line {line}) is not a step with a line", hint=_REGENERATE
+        )
+    if "error" not in step and not ("events" in step and "state" in step):
+        raise GoldenError(
+            path,
+            f"steps[{index}] (line {line}) has neither events and state nor error",
+            hint=_REGENERATE,
+        )
+
+
+class GoldenSteps:
+    """The steps of a streamed golden file: iterable any number of times, each pass from disk."""
+
+    def __init__(self, path: Path, *, start: int, end: int, line: int, finished: bool) -> None:
+        self.path = path
+        self._start = start  # the byte after `"steps": [`
+        self._end = end  # the byte of the newline before the closing `]`
+        self._line = line  # the line of `"steps": [`
+        self._finished = finished  # the file has a `finish`
+        self._count: int | None = None
+
+    def __len__(self) -> int:
+        if self._count is None:
+            count, carry = 0, b""
+            with self.path.open("rb") as stream:
+                for block in _blocks(stream, self._start, self._end):
+                    data = carry + block
+                    count += data.count(_STEP_START)
+                    carry = data[-(len(_STEP_START) - 1) :]
+            self._count = count
+        return self._count
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        path = self.path
+        line = self._line
+        index = 0
+        last_error = False
+        with path.open("rb") as stream:
+            blocks = _blocks(stream, self._start, self._end)
+            buf, pos = b"", 0
+            while True:
+                end = buf.find(_STEP_END, pos)
+                if end < 0:
+                    block = next(blocks, None)
+                    if block is None:
+                        if buf[pos:].strip(b", \n"):
+                            raise _layout_error(path, "a step does not end", line + 1)
+                        break
+                    buf, pos = buf[pos:] + block, 0
+                    continue
+                stop = end + len(_STEP_END)
+                text = buf[pos:stop]
+                pos = stop
+                if text[:1] == b",":
+                    text = text[1:]
+                if not text.startswith(_STEP_START):
+                    raise _layout_error(path, "a step does not start on its own line", line + 1)
+                if last_error:
+                    raise GoldenError(
+                        path, f"steps[{index}] (line {line + 1}) follows an error step"
+                    )
+                step = _loads(path, text, line)
+                _check_step(path, index, step, line + 1)
+                last_error = "error" in step
+                yield step
+                line += text.count(b"\n")
+                index += 1
+        self._count = index
+        if last_error and self._finished:
+            raise GoldenError(
+                path, "a golden file that ends in an error step has no finish", hint=_REGENERATE
+            )
+        if not last_error and not self._finished:
+            raise GoldenError(path, "'finish' is missing", hint=_REGENERATE)
+
+
+def _blocks(stream: BinaryIO, start: int, end: int) -> Iterator[bytes]:
+    stream.seek(start)
+    remaining = end - start
+    while remaining > 0:
+        block = stream.read(min(_BLOCK, remaining))
+        if not block:
+            return
+        remaining -= len(block)
+        yield block
+
+
+def read_streamed(path: Path, *, schema: int) -> dict[str, Any]:
+    """A large golden file's header and finish, with its steps as a lazy `GoldenSteps`."""
+    size = path.stat().st_size
+    with path.open("rb") as stream:
+        head = stream.read(min(size, 64 * 1024))
+        opening = head.find(_STEPS_OPEN)
+        if opening < 0 or not head.startswith(b"{\n"):
+            raise _layout_error(path, "no '\"steps\": [' line near the top")
+        header = _loads(path, head[:opening] + b'\n  "steps": []\n}', 1)
+        start = opening + len(_STEPS_OPEN)
+        line = head[:start].count(b"\n") + 1
+        end, finish = _read_finish(path, stream, size=size, start=start)
+    if not isinstance(header, dict) or header.get("schema") != schema:
+        found = header.get("schema") if isinstance(header, dict) else None
+        raise GoldenError(
+            path,
+            f"golden schema {found!r} is not {schema}",
+            hint="regenerate it with 'conform golden update' or upgrade conform",
+        )
+    if not isinstance(header.get("thinking_capped"), bool):
+        raise GoldenError(
+            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=_REGENERATE
+        )
+    steps = GoldenSteps(path, start=start, end=end, line=line, finished=finish is not None)
+    golden = {**header, "steps": steps}
+    if finish is not None:
+        golden["finish"] = finish
+    return golden
+
+
+def _read_finish(
+    path: Path, stream: BinaryIO, *, size: int, start: int
+) -> tuple[int, dict[str, Any] | None]:
+    """Where the steps end, and the parsed `finish` (None when the file ends in an error step)."""
+    stream.seek(max(start, size - len(_END_AFTER_ERROR)))
+    if stream.read() == _END_AFTER_ERROR:
+        return size - len(_END_AFTER_ERROR), None
+    span = 64 * 1024
+    while True:  # the finish is the last member: read back from the end until its key shows
+        begin = max(start, size - span)
+        stream.seek(begin)
+        tail = stream.read()
+        marker = tail.rfind(_FINISH)
+        if marker >= 0:
+            break
+        if begin == start:
+            raise _layout_error(path, "no '\"finish\":' line and no error step at the end")
+        span *= 4
+    if not tail[:marker].endswith(b"\n  ],") or not tail.endswith(b"\n}\n"):
+        raise _layout_error(path, "the end of the file is not '],' then \"finish\"")
+    text = tail[marker + len(_FINISH) : -len(b"\n}\n")]
+    finish = _loads(path, text, 1, " in 'finish'")
+    if not isinstance(finish, dict):
+        raise GoldenError(path, "'finish' is not an object", hint=_REGENERATE)
+    return begin + marker - len(b"\n  ],") + 1, finish
+
+
+def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
+    """The text `serialize(build_golden(case))` returns, in pieces, one step in memory at a time."""
+    capped = read_info(case.recording).thinking_capped
+    header = json.dumps(
+        {"schema": schema, "recording": case.recording_name, "thinking_capped": capped},
+        indent=2,
+        ensure_ascii=False,
+    )
+    assembler = reference.Assembler()
+    separator = header[:-2] + ',\n  "steps": [\n    '
+    ended = False
+    for payload in iter_payloads(case.recording):
+        step = push_step(assembler, payload.data, payload.line)
+        yield separator + json.dumps(step, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+        separator = ",\n    "
+        if "error" in step:
+            ended = True
+            break
+    if separator != ",\n    ":  # no steps at all
+        yield header[:-2] + ',\n  "steps": []'
+    else:
+        yield "\n  ]"
+    if not ended:
+        finish = json.dumps(finish_step(assembler, capped), indent=2, ensure_ascii=False)
+        yield ',\n  "finish": ' + finish.replace("\n", "\n  ")
+    yield "\n}\n"
+
+
+def write_streamed(case: Case, *, schema: int) -> None:
+    """Write the golden file of a recording of any length, atomically, in constant memory."""
+    golden = case.golden
+    golden.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=golden.parent, prefix=f".{golden.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+            for piece in iter_serialized(case, schema=schema):
+                out.write(piece)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, golden)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
