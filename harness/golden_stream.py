@@ -9,7 +9,9 @@ file in any other layout is refused with a hint to regenerate it. Every check `r
 is made here too, on each step as it is read, naming the file and line.
 
 `iter_serialized` is the writing side: the exact text of `serialize(build_golden(case))`, made
-one step at a time, so that `write_streamed` can produce a golden file of any length.
+one step at a time, so that `write_streamed` can produce a golden file of any length, and
+`golden update` and `golden check` can handle recordings above `STREAM_ABOVE` bytes in constant
+memory (`update_streamed`, `check_streamed`).
 """
 
 from __future__ import annotations
@@ -263,3 +265,33 @@ def write_streamed(case: Case, *, schema: int) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _differs(case: Case, *, schema: int) -> bool | None:
+    """Whether the golden file's text differs from what the reference makes now (None: missing)."""
+    try:
+        stream = case.golden.open(encoding="utf-8", errors="replace", newline="")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GoldenError(case.golden, f"cannot be read: {exc.strerror or exc}") from None
+    with stream:
+        for piece in iter_serialized(case, schema=schema):
+            if stream.read(len(piece)) != piece:
+                return True
+        return stream.read(1) != ""
+
+
+def update_streamed(case: Case, *, schema: int) -> str:
+    """`golden update` for a long recording, in constant memory: created, changed or unchanged."""
+    differs = _differs(case, schema=schema)
+    if differs is False:
+        return "unchanged"
+    write_streamed(case, schema=schema)
+    return "created" if differs is None else "changed"
+
+
+def check_streamed(case: Case, *, schema: int) -> str | None:
+    """`golden check` for a long recording, in constant memory: missing, drifted, or None."""
+    differs = _differs(case, schema=schema)
+    return "missing" if differs is None else "drifted" if differs else None

@@ -15,7 +15,7 @@ import pytest
 import reference
 from harness import golden_stream
 from harness.errors import GoldenError
-from harness.golden import SCHEMA, build_golden, read_golden, serialize, update
+from harness.golden import SCHEMA, build_golden, check, read_golden, serialize, update
 from harness.inject import MODES
 from harness.runner import FAILED, PASSED, run
 from harness.suite import Suite
@@ -142,3 +142,21 @@ def test_no_finish(big: Path) -> None:
     big.write_text(text[: text.index('\n  "finish"') - 1] + "\n}\n")
     with pytest.raises(GoldenError, match="'finish' is missing"):
         read(big)
+
+
+def test_update_and_check_stream_long_recordings(suite_copy: Suite, streaming: None) -> None:
+    cases = suite_copy.cases()
+    assert {c.status for c in update(suite_copy, cases)} == {"unchanged"}
+    assert check(suite_copy, cases) == []
+    deleted, edited = cases[0], cases[1]
+    deleted.golden.unlink()
+    edited.golden.write_text(edited.golden.read_text().replace("false", "true", 1))
+    assert [(p.case_id, p.status) for p in check(suite_copy, cases)] == [
+        (deleted.case_id, "missing"),
+        (edited.case_id, "drifted"),
+    ]
+    changes = {c.case_id: c.status for c in update(suite_copy, cases)}
+    assert changes[deleted.case_id] == "created" and changes[edited.case_id] == "changed"
+    for case in (deleted, edited):
+        assert case.golden.read_text(encoding="utf-8") == serialize(build_golden(case))
+    assert check(suite_copy, cases) == []
