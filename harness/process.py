@@ -499,7 +499,11 @@ class ProcessDriver:
     # -- failures -----------------------------------------------------------------------------
 
     def _details(self, *, stderr: str, reply: str | None = None) -> str:
-        parts = [f"request: {quoted(json.dumps(self._request, ensure_ascii=False))}"]
+        # Quoted without its seq, which counts every request this program got before, so depends
+        # on the cases it ran earlier (and on -j): reports must not. A seq that matters is named in
+        # the message itself ("it carries seq 8, not 9").
+        request = {key: value for key, value in self._request.items() if key != "seq"}
+        parts = [f"request: {quoted(json.dumps(request, ensure_ascii=False))}"]
         if reply is not None:
             parts.append(f"reply: {quoted(reply)}")
         if stderr:

@@ -18,10 +18,11 @@ from harness.suite import Suite
 from harness.target import InProcessDriver
 
 HERE = Path(__file__).resolve().parent
-#: Wrong in one rule, and raises outside the contract on tool-call streams: passes, failures and
-#: crashes. (A worker that dies or hangs is reported with the request it was sent, whose `seq`
-#: depends on the cases that worker ran before; tests/test_process.py covers those.)
+#: Wrong in one rule, raises outside the contract on tool-call streams and dies outright (the
+#: worker is replaced) on prompt progress: passes, failures and both kinds of crash.
 UNEVEN = """
+import os
+
 from tests.miniatures import LastIdWins
 
 
@@ -29,6 +30,8 @@ class Uneven(LastIdWins):
     def push(self, data):
         if '"tool_calls":[{' in data.replace(" ", ""):
             raise RuntimeError("tool calls are not done yet")
+        if "prompt_progress" in data:
+            os._exit(3)
         return super().push(data)
 """
 CASES = ("-k", "llama-server/*", "-k", "synthetic/r9_*", "-k", "synthetic/r2_*")
@@ -56,6 +59,9 @@ def test_two_jobs_give_the_same_json_report_as_one(tmp_path: Path) -> None:
     two = without_durations(json_report(tmp_path, f"{path}:Uneven", "-j", "2"))
     statuses = {result["status"] for result in one["results"]}
     assert statuses == {"passed", "failed", "crashed"}, statuses  # the comparison means something
+    messages = {r["crash"]["message"] for r in one["results"] if r["crash"] is not None}
+    assert any("exited with status 3" in m for m in messages), messages
+    assert any("RuntimeError" in m for m in messages), messages
     assert one == two
 
 

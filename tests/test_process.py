@@ -103,7 +103,7 @@ def test_a_misbehaving_program_fails_its_case_and_the_run_goes_on(
 def test_the_request_is_quoted_with_a_bad_reply(mini: Suite) -> None:
     code, output = run_program(mini, "wrong_seq")
     assert code == 1
-    assert '    request: {"seq": 9, "op": "push", "data": ' in output
+    assert '    request: {"op": "push", "data": ' in output
     assert '    reply: {"seq": 8, "events": [' in output
 
 
@@ -122,7 +122,7 @@ def test_a_reply_that_breaks_the_schema_is_reported_with_its_request(mini: Suite
     assert code == 1
     assert "bad reply to push: it breaks the protocol's schema:" in output
     assert "'is_finished' is a required property" in output
-    assert '    request: {"seq": 9, "op": "push"' in output
+    assert '    request: {"op": "push"' in output
     assert "totals: 2 passed, 1 crashed" in output
 
     # Unchecked, the same reply is only a wrong answer: the missing field is a mismatch.
