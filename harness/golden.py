@@ -53,11 +53,18 @@ def serialize(golden: dict[str, Any]) -> str:
     return json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace `path` with `text` in one step: a reader sees the old file or the new, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             out.write(text)
             out.flush()
