@@ -4,7 +4,7 @@ Generates, in a temporary suite (the files are large: about 480 MB of recording 
 golden file per million payloads, so they are never committed), one llama-server-shaped recording
 per size (`benchmarks/synth.py`) and its golden file, written a step at a time. Then, for each
 mode and size, runs `conform run reference:Assembler --in-process --mode MODE` in a child process
-and reports its wall time and peak resident memory (the child's own `ru_maxrss`), then the ratio
+and reports its wall time and peak resident memory (the child's own high-water mark), then the ratio
 of the largest size to the smallest: linear time shows as a time ratio near the size ratio (10),
 and bounded memory as peak RSS that does not grow with the recording. The target (issue 6): a
 million payloads under 300 MB in every mode.
@@ -29,10 +29,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 from harness.inject import MODES  # noqa: E402
+from harness.suite import Suite  # noqa: E402
 
 LIMIT_MB = 300
 
 # The child: one `conform run` in this interpreter, then its own peak RSS on stderr's last line.
+# The peak is the kernel's high-water mark of the child's own memory (VmHWM): `ru_maxrss` would
+# not do, as Linux carries the parent's peak over into a child across fork and exec.
 _CHILD = """
 import resource, sys
 from harness.cli import main
@@ -42,7 +45,11 @@ except SystemExit as exc:
     code = exc.code
 else:
     code = 0
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+try:
+    with open("/proc/self/status") as status:
+        peak = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
 print(f"peak-rss-kib {peak} exit {code}", file=sys.stderr)
 """
 
@@ -66,7 +73,9 @@ def main(argv: list[str] | None = None) -> None:
         "--sizes", default="100000,1000000", help="payload counts, comma-separated (smallest first)"
     )
     parser.add_argument("--modes", default=",".join(MODES), help="modes, comma-separated")
-    parser.add_argument("--keep", type=Path, help="build the suite here and keep it")
+    parser.add_argument(
+        "--keep", type=Path, help="build the suites here and keep them (reused when present)"
+    )
     args = parser.parse_args(argv)
     sizes = sorted(int(size) for size in args.sizes.split(","))
     modes = [mode for mode in args.modes.split(",") if mode]
@@ -75,13 +84,18 @@ def main(argv: list[str] | None = None) -> None:
         print(f"suites (one case each) in {root}")
         for size in sizes:
             started = time.perf_counter()
-            [case] = synth.write_suite(root / str(size), {"scale": size}).cases()
-            built = time.perf_counter() - started
+            folder = root / str(size)
+            kept = args.keep is not None and (folder / "golden" / "scale.json").is_file()
+            if kept:
+                [case] = Suite.open(folder).cases()  # built by an earlier run
+            else:
+                [case] = synth.write_suite(folder, {"scale": size}).cases()
+            built = f"written in {time.perf_counter() - started:.0f} s" if not kept else "kept"
             recording_mb = case.recording.stat().st_size / 2**20
             golden_mb = case.golden.stat().st_size / 2**20
             print(
                 f"  {size:>9,} payloads: recording {recording_mb:.0f} MB, "
-                f"golden {golden_mb:.0f} MB (written in {built:.0f} s)"
+                f"golden {golden_mb:.0f} MB ({built})"
             )
         header = "".join(f"{size:>12,} pl. {'peak':>8}" for size in sizes)
         print(f"\n{'mode':<15}{header}   time ratio  (size ratio {sizes[-1] / sizes[0]:.0f})")

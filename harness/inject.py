@@ -23,12 +23,15 @@ reproduced by the same command, and the exact payload is shown in its report.
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
+
 from harness import jsontext
+
+_dumps = json.JSONEncoder(ensure_ascii=False).encode
 
 PLAIN = "plain"
 UNKNOWN_FIELDS = "unknown-fields"
@@ -68,6 +71,10 @@ _READ_AT = {
 }
 _ALL_READ = sorted(set().union(*_READ_AT.values()))
 _NEW_NAMES = ["x_future", "logprobs", "n_probs", "__proto__", "", "ünïcode_ключ", "type", "model"]
+#: The names injection may add at each level.
+_UNREAD_AT = {
+    level: [n for n in _ALL_READ + _NEW_NAMES if n not in read] for level, read in _READ_AT.items()
+}
 
 _VALUES: list[Any] = [
     None,
@@ -91,44 +98,36 @@ _VALUES: list[Any] = [
 ]
 
 
-def _strict_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(text)
-    return value
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    found = dict(pairs)
-    if len(found) != len(pairs):
-        raise ValueError("duplicate key")  # parsing would keep only the last one
-    return found
+def _members(value: Any) -> int:
+    """How many members the objects in `value` hold, all depths together."""
+    if isinstance(value, dict):
+        return len(value) + sum(_members(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_members(v) for v in value)
+    return 0
 
 
 def _parse(data: str) -> Any:
-    """The payload's JSON value, or None where re-serializing could change its meaning."""
+    """The payload's JSON value, or None where re-serializing could change its meaning.
+
+    msgspec refuses `NaN`, numbers beyond a double's range and unpaired surrogate escapes, and
+    parsing would keep only the last of duplicate keys, so those are refused too: each member of
+    the text has one colon outside strings, and the parsed objects must hold as many.
+    """
     try:
-        return json.loads(
-            data,
-            parse_constant=_strict_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_no_duplicates,
-        )
-    except (ValueError, RecursionError):
+        value = msgspec.json.decode(data)
+    except (msgspec.DecodeError, RecursionError):
         return None
+    if jsontext.colons(data) != _members(value):
+        return None
+    return value
 
 
 def _add_fields(obj: dict[str, Any], level: str, rng: random.Random) -> dict[str, Any]:
-    read = _READ_AT[level]
-    names = [n for n in _ALL_READ + _NEW_NAMES if n not in read and n not in obj]
-    extra = {name: rng.choice(_VALUES) for name in rng.sample(names, k=min(3, len(names)))}
+    names = [n for n in _UNREAD_AT[level] if n not in obj]
     items = list(obj.items())
-    for name, value in extra.items():
-        items.insert(rng.randint(0, len(items)), (name, value))
+    for name in rng.sample(names, k=min(3, len(names))):
+        items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
     return dict(items)
 
 
@@ -170,9 +169,8 @@ def unknown_fields(data: str, rng: random.Random) -> str:
     if not isinstance(chunk, dict):
         return data
     try:
-        mutated = json.dumps(_inject(chunk, rng), ensure_ascii=False)
-        mutated.encode("utf-8")  # a lone surrogate must stay the escape it was
-    except (RecursionError, UnicodeEncodeError):
+        mutated = _dumps(_inject(chunk, rng))
+    except RecursionError:
         return data
     return mutated
 

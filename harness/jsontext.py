@@ -87,6 +87,11 @@ def _depth(data: str) -> int:
     return depth
 
 
+def colons(data: str) -> int:
+    """The colons outside strings: in a valid JSON text, the number of object members."""
+    return _STRINGS.sub("", data).count(":")
+
+
 def _decoded(token: str) -> str:
     text: str = json.loads(token) if "\\" in token else token[1:-1]
     return text
