@@ -59,14 +59,20 @@ def _umask() -> int:
     return mask
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` in one step: a reader sees the old file or the new, never half."""
+def write_atomically(path: Path, text: str | Iterable[str]) -> None:
+    """Replace `path` with `text` in one step: a reader sees the old file or the new, never half.
+
+    `text` may come in pieces (an iterable of strings), written as they come.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
+            if isinstance(text, str):
+                out.write(text)
+            else:
+                out.writelines(text)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)

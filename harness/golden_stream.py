@@ -17,8 +17,6 @@ memory (`update_streamed`, `check_streamed`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -252,19 +250,9 @@ def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
 
 def write_streamed(case: Case, *, schema: int) -> None:
     """Write the golden file of a recording of any length, atomically, in constant memory."""
-    golden = case.golden
-    golden.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=golden.parent, prefix=f".{golden.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            for piece in iter_serialized(case, schema=schema):
-                out.write(piece)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, golden)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    from harness.golden import write_atomically  # golden imports this module
+
+    write_atomically(case.golden, iter_serialized(case, schema=schema))
 
 
 def _differs(case: Case, *, schema: int) -> bool | None:

@@ -35,6 +35,7 @@ from harness.recording import iter_payloads
 from harness.runner import PASSED, CaseResult, _prefix_finishes, run
 from harness.suite import Case, Suite
 from harness.target import InProcessDriver, finish_step, push_step
+from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
@@ -49,35 +50,6 @@ def _failures(results: list[CaseResult]) -> list[CaseResult]:
 
 
 # The shortcuts --------------------------------------------------------------------------------
-
-
-class _Wrapper:
-    """The reference, with one reader or behaviour replaced by a subclass."""
-
-    def __init__(self) -> None:
-        self.inner = reference.Assembler()
-
-    def push(self, data: str) -> list[Any]:
-        return self.inner.push(data)
-
-    @property
-    def id(self) -> str | None:
-        return self.inner.id
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self.inner.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self.inner.in_reasoning
-
-    @property
-    def is_finished(self) -> bool:
-        return self.inner.is_finished
-
-    def finish(self, thinking_capped: bool) -> Any:
-        return self.inner.finish(thinking_capped)
 
 
 class IndexIsFirstMember(_Wrapper):
