@@ -23,6 +23,7 @@ from harness.errors import ConformError
 from harness.inject import DEFAULT_SEED, MODES
 from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
 from harness.progress import ProgressBar, paint_line, wants_colour
+from harness.record_cmd import record as record_command
 from harness.report import render, totals_line
 from harness.reports import (
     RunInfo,
@@ -369,3 +370,6 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
         click.echo(f"{len(problems)} problem(s); 'conform golden update' regenerates, then review")
         sys.exit(1)
     click.echo(f"{len(cases)} golden files match the reference")
+
+
+main.add_command(record_command)

@@ -46,8 +46,9 @@ ENDPOINT = "/v1/chat/completions"
 
 # Provenance look-ups are courtesy: each gets at most this long, inside the overall timeout.
 _PROBE_TIMEOUT = 5.0
-# Framing headers that no longer describe the body once the chunked coding is undone.
-_DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding"})
+# Hop-by-hop headers: they describe the connection and its framing (the chunked coding is undone),
+# not the message, and the captures in recordings/llama-server/ leave them out too.
+_DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding", "connection", "keep-alive"})
 # Characters str.splitlines() breaks on besides CR and LF; JSON may carry them raw inside strings,
 # but a one-line body must stay one line for every line counter.
 _LINE_BREAKERS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
@@ -440,7 +441,7 @@ def _perform(
         asyncio.run(asyncio.wait_for(run(), timeout))
     except (TimeoutError, httpx.TimeoutException) as exc:
         failure = TimeoutError(str(exc))
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL, OSError) as exc:
         failure = exc
     return capture, provenance, failure
 
@@ -492,6 +493,7 @@ def write_atomic(path: Path, data: bytes, *, force: bool) -> None:
     fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     tmp = Path(tmp_name)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a recording gets the usual mode
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -511,6 +513,12 @@ def write_atomic(path: Path, data: bytes, *, force: bool) -> None:
         tmp.unlink(missing_ok=True)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _exists(path: Path) -> RecordError:
     return RecordError(f"{path} already exists", hint="pass --force to overwrite it", exit_code=2)
 
@@ -526,7 +534,7 @@ def _failure_message(
     if capture.status_line is None:
         if isinstance(failure, TimeoutError):
             return (
-                f"no answer from {where} within {timeout:g} s",
+                f"timed out after {timeout:g} s waiting for {where} to answer",
                 "raise --timeout, or check that the server is not stuck",
             )
         if isinstance(failure, httpx.ConnectError):

@@ -92,6 +92,7 @@ class _Progress:
     "request",
     type=RequestFile(),
     required=True,
+    metavar="REQUEST.json",
     help='JSON file with the chat completion request (e.g. {"messages": [...], "max_tokens": 40}); '
     '"stream": true is forced.',
 )
@@ -99,8 +100,9 @@ class _Progress:
     "--suite",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     default=Path("."),
+    metavar="DIR",
     show_default=True,
-    help="Suite folder; the capture goes to SUITE/recordings/NAME.http.",
+    help="Suite folder; the capture goes to DIR/recordings/NAME.http.",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing recording.")
 @click.option(
@@ -192,11 +194,12 @@ def record(
         click.echo(f"Error: {exc}", err=True)
         sys.exit(exc.exit_code)
 
-    ended = result.ended_by
-    if result.finish_reason is not None:
-        ended += f", finish_reason {result.finish_reason}"
     if result.server_error is not None:
-        ended += f", server error: {result.server_error}"
+        ended = f"server error: {result.server_error}"
+    else:
+        ended = result.ended_by
+        if result.finish_reason is not None:
+            ended += f", finish_reason {result.finish_reason}"
     click.echo(
         f"Recorded {result.path}: {result.payloads} payloads, {result.body_bytes} bytes ({ended})."
     )
