@@ -82,7 +82,9 @@ def test_exec_the_adapter_gives_the_same_json_report_as_in_process(
     adapter = shlex.join([sys.executable, "-m", "harness.adapter", spec])
     modes = ("--mode", PLAIN, "--mode", UNKNOWN_FIELDS)
     worker, in_process = tmp_path / "worker.json", tmp_path / "in-process.json"
-    assert conform("run", "--exec", adapter, *modes, "--json", str(worker))[0] == code
+    # A generous timeout: this compares results; a loaded machine must not make one a timeout.
+    worker_run = ("run", "--exec", adapter, "--timeout", "120", *modes, "--json", str(worker))
+    assert conform(*worker_run)[0] == code
     assert conform("run", spec, "--in-process", *modes, "--json", str(in_process))[0] == code
     assert _report(worker) == _report(in_process)
     statuses = {r["status"] for r in _report(worker)["results"]}
