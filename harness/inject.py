@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from harness import jsontext
+from harness.normalize import TIMINGS_FIELDS
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 
@@ -52,19 +53,7 @@ _READ_AT = {
     "delta": {"content", "reasoning_content", "tool_calls"},
     "tool_call": {"index", "id", "function"},
     "function": {"name", "arguments"},
-    "timings": {
-        "cache_n",
-        "prompt_n",
-        "prompt_ms",
-        "prompt_per_token_ms",
-        "prompt_per_second",
-        "predicted_n",
-        "predicted_ms",
-        "predicted_per_token_ms",
-        "predicted_per_second",
-        "draft_n",
-        "draft_n_accepted",
-    },
+    "timings": set(TIMINGS_FIELDS),
     "prompt_progress": {"total", "cache", "processed", "time_ms"},
     "usage": set(),
     "error": {"message"},

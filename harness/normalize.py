@@ -15,19 +15,8 @@ from typing import Any
 import reference
 
 ERROR_KINDS = ("protocol", "stream_closed_early", "server")
-TIMINGS_FIELDS = (
-    "cache_n",
-    "prompt_n",
-    "prompt_ms",
-    "prompt_per_token_ms",
-    "prompt_per_second",
-    "predicted_n",
-    "predicted_ms",
-    "predicted_per_token_ms",
-    "predicted_per_second",
-    "draft_n",
-    "draft_n_accepted",
-)
+#: The eleven timings fields of R9, in the golden schema's order (the reference's field order).
+TIMINGS_FIELDS: tuple[str, ...] = reference.Timings.__struct_fields__
 EVENT_FIELDS = {
     "progress": ("total", "cache", "processed", "time_ms"),
     "reasoning": ("text",),

@@ -25,6 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.inject import unknown_fields
+from harness.normalize import TIMINGS_FIELDS
 from harness.recording import case_id_of, iter_payloads, read_info
 from reference import (
     Assembler,
@@ -44,19 +45,6 @@ RECORDINGS = sorted(
     if path.suffix in (".http", ".sse") and path.is_file()
 )
 EVENT_TYPES = (Progress, Reasoning, Content, ToolCallDelta)
-TIMINGS_FIELDS = (
-    "cache_n",
-    "prompt_n",
-    "prompt_ms",
-    "prompt_per_token_ms",
-    "prompt_per_second",
-    "predicted_n",
-    "predicted_ms",
-    "predicted_per_token_ms",
-    "predicted_per_second",
-    "draft_n",
-    "draft_n_accepted",
-)
 
 BUDGET = settings(
     max_examples=200,
