@@ -347,7 +347,7 @@ def golden_group() -> None:
 def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
     """Regenerate golden files from the reference, atomically, listing what changed."""
     suite = Suite.open(suite_dir)
-    changes = golden_files.update(suite, _cases(suite, patterns))
+    changes = golden_files.update(_cases(suite, patterns))
     for change in changes:
         if change.status != "unchanged":
             click.echo(f"{change.status}: {change.path}")
@@ -363,7 +363,7 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
     """Exit 1 when a golden file is missing, drifted from the reference, or orphaned."""
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
-    problems = golden_files.check(suite, cases)
+    problems = golden_files.check(suite, cases, patterns)
     for problem in problems:
         click.echo(f"{problem.status}: {problem.path}")
     if problems:

@@ -16,12 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 import reference
 from harness import golden_stream
 from harness.errors import GoldenError
-from harness.recording import iter_payloads, read_info
+from harness.recording import case_id_of, iter_payloads, read_info
 from harness.suite import Case, Suite
 from harness.target import finish_step, push_step
 
@@ -82,26 +80,14 @@ def write_atomically(path: Path, text: str | Iterable[str]) -> None:
 
 
 def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
-    if not isinstance(golden, dict):
-        raise GoldenError(path, "not a golden file: the top level must be an object", hint=hint)
-    if golden.get("schema") != SCHEMA:
-        raise GoldenError(
-            path,
-            f"golden schema {golden.get('schema')!r} is not {SCHEMA}",
-            hint="regenerate it with 'conform golden update' or upgrade conform",
-        )
+    golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
     steps = golden.get("steps")
-    if not isinstance(steps, list) or not isinstance(golden.get("thinking_capped"), bool):
+    if not isinstance(steps, list):
         raise GoldenError(
             path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=hint
         )
     for index, step in enumerate(steps):
-        if not isinstance(step, dict) or not isinstance(step.get("line"), int):
-            raise GoldenError(path, f"steps[{index}] is not a step with a line", hint=hint)
-        if "error" not in step and not ("events" in step and "state" in step):
-            raise GoldenError(
-                path, f"steps[{index}] has neither events and state nor error", hint=hint
-            )
+        golden_stream.check_step(path, index, step, None, hint=hint)
     if steps and "error" in steps[-1]:
         if "finish" in golden:
             raise GoldenError(
@@ -113,18 +99,6 @@ def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
 
 def _regenerate(case: Case) -> str:
     return f"golden files are generated: run 'conform golden update -k {case.case_id}'"
-
-
-def _decode(text: str) -> Any:
-    """JSON text as `json.loads` reads it, parsed by msgspec (several times faster) when it can.
-
-    msgspec refuses a little that `json.loads` takes (`1e400`, a lone surrogate escape); the
-    stdlib then decides, and names the line and column of any error.
-    """
-    try:
-        return msgspec.json.decode(text)
-    except (msgspec.DecodeError, RecursionError):
-        return json.loads(text)
 
 
 def read_golden(case: Case) -> dict[str, Any]:
@@ -154,7 +128,7 @@ def read_golden(case: Case) -> dict[str, Any]:
     except OSError as exc:  # a folder, no permission: one line, never a traceback
         raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
     try:
-        golden = _decode(text)
+        golden = golden_stream.decode(text)
     except json.JSONDecodeError as exc:
         raise GoldenError(
             path,
@@ -194,7 +168,7 @@ def _is_long(case: Case) -> bool:
         return False  # the usual path names the problem
 
 
-def update(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
+def update(cases: Iterable[Case]) -> list[GoldenChange]:
     """Regenerate the golden files of `cases`, writing only those whose text changes."""
     changes = []
     for case in cases:
@@ -207,14 +181,16 @@ def update(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
         if old == text:
             changes.append(GoldenChange(case.case_id, case.golden, "unchanged"))
             continue
-        status = "changed" if case.golden.exists() else "created"
+        status = "created" if old is None else "changed"
         write_atomically(case.golden, text)
         changes.append(GoldenChange(case.case_id, case.golden, status))
     return changes
 
 
-def check(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
-    """Problems only: golden files missing, drifted from the reference, or orphaned."""
+def check(
+    suite: Suite, cases: Iterable[Case], patterns: tuple[str, ...] = ()
+) -> list[GoldenChange]:
+    """Problems only: golden files missing, drifted, or orphaned (among ids matching `patterns`)."""
     problems = []
     for case in cases:
         if _is_long(case):
@@ -227,7 +203,7 @@ def check(suite: Suite, cases: Iterable[Case]) -> list[GoldenChange]:
             problems.append(GoldenChange(case.case_id, case.golden, "missing"))
         elif old != serialize(build_golden(case)):
             problems.append(GoldenChange(case.case_id, case.golden, "drifted"))
-    for path in suite.orphaned_golden():
-        case_id = path.relative_to(suite.golden_dir).with_suffix("").as_posix()
+    for path in suite.orphaned_golden(patterns):
+        case_id = case_id_of(suite.golden_dir, path)
         problems.append(GoldenChange(case_id, path, "orphaned"))
     return problems

@@ -52,14 +52,22 @@ def _layout_error(path: Path, what: str, line: int | None = None) -> GoldenError
     )
 
 
+def decode(text: str | bytes) -> Any:
+    """JSON text as `json.loads` reads it, parsed by msgspec (several times faster) when it can.
+
+    msgspec refuses a little that `json.loads` takes (`1e400`, a lone surrogate escape); the
+    stdlib then decides, and names the line and column of any error (`json.JSONDecodeError`).
+    """
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return json.loads(text)
+
+
 def _loads(path: Path, text: bytes, first_line: int, where: str = "") -> Any:
     """`text` parsed; GoldenError naming the line (counted from `first_line`, in `where`)."""
     try:
-        return msgspec.json.decode(text)  # the fast way; the stdlib decides what it refuses
-    except (msgspec.DecodeError, RecursionError):
-        pass
-    try:
-        return json.loads(text)
+        return decode(text)
     except json.JSONDecodeError as exc:
         raise GoldenError(
             path,
@@ -73,16 +81,28 @@ def _loads(path: Path, text: bytes, first_line: int, where: str = "") -> Any:
         ) from None
 
 
-def _check_step(path: Path, index: int, step: Any, line: int) -> None:
+def check_step(path: Path, index: int, step: Any, line: int | None, *, hint: str) -> None:
+    """GoldenError unless `step` is a step: a line, then events and state, or an error."""
+    where = f"steps[{index}]" if line is None else f"steps[{index}] (line {line})"
     if not isinstance(step, dict) or not isinstance(step.get("line"), int):
-        raise GoldenError(
-            path, f"steps[{index}] (line {line}) is not a step with a line", hint=_REGENERATE
-        )
+        raise GoldenError(path, f"{where} is not a step with a line", hint=hint)
     if "error" not in step and not ("events" in step and "state" in step):
+        raise GoldenError(path, f"{where} has neither events and state nor error", hint=hint)
+
+
+def check_header(path: Path, golden: Any, *, schema: int, hint: str) -> None:
+    """GoldenError unless `golden` is an object of `schema` with its `thinking_capped`."""
+    if not isinstance(golden, dict):
+        raise GoldenError(path, "not a golden file: the top level must be an object", hint=hint)
+    if golden.get("schema") != schema:
         raise GoldenError(
             path,
-            f"steps[{index}] (line {line}) has neither events and state nor error",
-            hint=_REGENERATE,
+            f"golden schema {golden.get('schema')!r} is not {schema}",
+            hint="regenerate it with 'conform golden update' or upgrade conform",
+        )
+    if not isinstance(golden.get("thinking_capped"), bool):
+        raise GoldenError(
+            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=hint
         )
 
 
@@ -138,7 +158,7 @@ class GoldenSteps:
                         path, f"steps[{index}] (line {line + 1}) follows an error step"
                     )
                 step = _loads(path, text, line)
-                _check_step(path, index, step, line + 1)
+                check_step(path, index, step, line + 1, hint=_REGENERATE)
                 last_error = "error" in step
                 yield step
                 line += text.count(b"\n")
@@ -175,17 +195,7 @@ def read_streamed(path: Path, *, schema: int) -> dict[str, Any]:
         start = opening + len(_STEPS_OPEN)
         line = head[:start].count(b"\n") + 1
         end, finish = _read_finish(path, stream, size=size, start=start)
-    if not isinstance(header, dict) or header.get("schema") != schema:
-        found = header.get("schema") if isinstance(header, dict) else None
-        raise GoldenError(
-            path,
-            f"golden schema {found!r} is not {schema}",
-            hint="regenerate it with 'conform golden update' or upgrade conform",
-        )
-    if not isinstance(header.get("thinking_capped"), bool):
-        raise GoldenError(
-            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=_REGENERATE
-        )
+    check_header(path, header, schema=schema, hint=_REGENERATE)
     steps = GoldenSteps(path, start=start, end=end, line=line, finished=finish is not None)
     golden = {**header, "steps": steps}
     if finish is not None:

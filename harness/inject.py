@@ -101,8 +101,11 @@ def _parse(data: str) -> Any:
 
     msgspec refuses `NaN`, numbers beyond a double's range and unpaired surrogate escapes, and
     parsing would keep only the last of duplicate keys, so those are refused too: each member of
-    the text has one colon outside strings, and the parsed objects must hold as many.
+    the text has one colon outside strings, and the parsed objects must hold as many. A payload
+    nested beyond the limit stays as it is, as in the other rewriting modes.
     """
+    if not jsontext.rewritable(data):
+        return None
     try:
         value = msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError):

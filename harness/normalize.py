@@ -113,13 +113,18 @@ def normalize_event(event: Any) -> dict[str, Any]:
     return normalized
 
 
+def _items(value: Any, what: str) -> Any:
+    """`value` when it is a sequence of items (not text or a mapping); NormalizeError otherwise."""
+    if type(value) is list:  # the usual answer, spared the abstract-class checks below
+        return value
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise NormalizeError(f"{what} must be a list, not {type(value).__name__}")
+    return value
+
+
 def normalize_events(events: Any) -> list[dict[str, Any]]:
     """What `push` returned, as a list of event objects."""
-    if type(events) is list:  # the usual answer, spared the abstract-class checks below
-        return [normalize_event(event) for event in events]
-    if isinstance(events, (str, bytes, Mapping)) or not isinstance(events, Iterable):
-        raise NormalizeError(f"push must return a list of events, not {type(events).__name__}")
-    return [normalize_event(event) for event in events]
+    return [normalize_event(event) for event in _items(events, "what push returns")]
 
 
 def read_state(assembler: Any) -> dict[str, Any]:
@@ -154,7 +159,7 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
                 "name": _field(call, "name", f"{where}.tool_calls[{i}]"),
                 "arguments": _field(call, "arguments", f"{where}.tool_calls[{i}]"),
             }
-            for i, call in enumerate(tool_calls)
+            for i, call in enumerate(_items(tool_calls, f"{where}.tool_calls"))
         ],
         "finish_reason": _field(completion, "finish_reason", where),
         "timings": None

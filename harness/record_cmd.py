@@ -217,7 +217,7 @@ def _write_golden(suite_dir: Path, case_id: str) -> Path:
     suite = Suite.open(suite_dir)
     for case in suite.cases((case_id,)):
         if case.case_id == case_id:
-            golden_files.update(suite, [case])
+            golden_files.update([case])
             return case.golden
     raise ConformError(
         f"no case '{case_id}' in {suite.root}", hint="this is a bug in conform record"

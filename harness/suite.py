@@ -95,7 +95,7 @@ class Suite:
             return []
         found = []
         for path in sorted(self.golden_dir.rglob("*.json")):
-            case_id = path.relative_to(self.golden_dir).with_suffix("").as_posix()
+            case_id = case_id_of(self.golden_dir, path)
             if case_id in ids or (patterns and not any(_matches(case_id, p) for p in patterns)):
                 continue
             found.append(path)

@@ -141,3 +141,13 @@ def test_an_unreadable_golden_file_is_exit_2(suite_copy: Suite) -> None:
     code, output = conform("run", "reference:Assembler", "--suite", str(suite_copy.root))
     assert code == 2
     assert "tool_call.json: invalid JSON at line 1" in output and output.count("\n") == 1
+
+
+def test_golden_check_with_a_pattern_looks_for_orphans_only_among_matching_ids(
+    suite_copy: Suite,
+) -> None:
+    (suite_copy.golden_dir / "synthetic" / "gone.json").write_text("{}")
+    root = str(suite_copy.root)
+    assert conform("golden", "check", "--suite", root, "-k", "llama-server/*")[0] == 0
+    code, output = conform("golden", "check", "--suite", root, "-k", "synthetic/*")
+    assert code == 1 and "orphaned:" in output

@@ -91,7 +91,7 @@ def big(tmp_path: Path, streaming: None) -> Path:
         if path.name != "tool_call.http":
             path.unlink()
     suite = Suite.open(tmp_path)
-    update(suite, suite.cases())
+    update(suite.cases())
     return tmp_path / "golden" / "tool_call.json"
 
 
@@ -146,7 +146,7 @@ def test_no_finish(big: Path) -> None:
 
 def test_update_and_check_stream_long_recordings(suite_copy: Suite, streaming: None) -> None:
     cases = suite_copy.cases()
-    assert {c.status for c in update(suite_copy, cases)} == {"unchanged"}
+    assert {c.status for c in update(cases)} == {"unchanged"}
     assert check(suite_copy, cases) == []
     deleted, edited = cases[0], cases[1]
     deleted.golden.unlink()
@@ -155,7 +155,7 @@ def test_update_and_check_stream_long_recordings(suite_copy: Suite, streaming: N
         (deleted.case_id, "missing"),
         (edited.case_id, "drifted"),
     ]
-    changes = {c.case_id: c.status for c in update(suite_copy, cases)}
+    changes = {c.case_id: c.status for c in update(cases)}
     assert changes[deleted.case_id] == "created" and changes[edited.case_id] == "changed"
     for case in (deleted, edited):
         assert case.golden.read_text(encoding="utf-8") == serialize(build_golden(case))

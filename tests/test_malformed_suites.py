@@ -43,7 +43,7 @@ def root(tmp_path: Path) -> Path:
     (tmp_path / "recordings").mkdir()
     shutil.copy(GOOD, tmp_path / "recordings" / "good.sse")
     suite = Suite.open(tmp_path)
-    update(suite, suite.cases())
+    update(suite.cases())
     return tmp_path
 
 

@@ -69,7 +69,7 @@ def test_events_of_every_kind_of_class() -> None:
 @pytest.mark.parametrize(
     ("events", "message"),
     [
-        ("text", "list of events"),
+        ("text", "push returns must be a list"),
         ([{"text": "no type"}], "cannot tell the type"),
         ([{"type": "poem", "text": "x"}], "unknown type"),
         ([{"type": "content"}], "no field 'text'"),
@@ -116,6 +116,8 @@ def test_completion_with_enum_finish_reason_and_mapping_timings() -> None:
     assert normalized["finish_reason"] == "tool_calls"
     assert normalized["tool_calls"] == [{"id": "t", "name": "n", "arguments": "{}"}]
     assert list(normalized["timings"]) == list(reference.Timings.__struct_fields__)
+    with pytest.raises(NormalizeError, match=r"completion\.tool_calls must be a list, not int"):
+        normalize_completion({**completion, "tool_calls": 5})
     with pytest.raises(NormalizeError, match="no field 'prompt_n'"):
         normalize_completion({**completion, "timings": {"cache_n": 1}})
 

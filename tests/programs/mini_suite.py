@@ -57,5 +57,5 @@ def write_mini_suite(root: Path) -> Suite:
         (recordings / f"{name}.sse").write_text(text)
     (root / "golden").mkdir()
     suite = Suite.open(root)
-    update(suite, suite.cases(()))
+    update(suite.cases(()))
     return suite
