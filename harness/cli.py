@@ -21,7 +21,7 @@ import click
 from harness import golden as golden_files
 from harness.errors import ConformError
 from harness.inject import DEFAULT_SEED, MODES
-from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
+from harness.process import DEFAULT_TIMEOUT, start_driver
 from harness.progress import ProgressBar, paint_line, wants_colour
 from harness.record_cmd import record as record_command
 from harness.report import render, totals_line
@@ -36,7 +36,7 @@ from harness.reports import (
 )
 from harness.runner import CaseResult, in_order, run_parallel
 from harness.suite import Case, Suite
-from harness.target import Driver, InProcessDriver, load_target, split_spec
+from harness.target import Driver, split_spec
 from harness.xfail import XfailList, write_baseline
 
 
@@ -135,33 +135,6 @@ def _write_reports(
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             write_github_summary(results, info, path=Path(summary))
-
-
-def _driver(
-    target: str | None,
-    exec_command: str | None,
-    *,
-    in_process: bool,
-    timeout: float,
-    validate_protocol: bool,
-) -> Driver:
-    """The driver for TARGET or --exec, started (so a program that cannot start stops here)."""
-    if (target is None) == (exec_command is None):
-        raise click.UsageError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
-    if exec_command is not None:
-        if in_process:
-            raise click.UsageError("--in-process runs a Python TARGET; it does not go with --exec")
-        driver = ProcessDriver.from_command_line(
-            exec_command, timeout=timeout, validate=validate_protocol
-        )
-    elif in_process:
-        if validate_protocol:
-            raise click.UsageError("--validate-protocol checks a worker, not --in-process")
-        return InProcessDriver(load_target(str(target)))
-    else:
-        driver = python_target_driver(str(target), timeout=timeout, validate=validate_protocol)
-    driver.start()
-    return driver
 
 
 @click.group(cls=_ConformGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -283,7 +256,7 @@ def run_command(
         expected.check([case.case_id for case in suite.cases()], MODES)
     drivers = _Drivers(
         functools.partial(
-            _driver,
+            start_driver,
             target,
             exec_command,
             in_process=in_process,

@@ -98,6 +98,18 @@ class _Run:
         self.modes: tuple[str, ...] = tuple(dict.fromkeys(modes)) or MODES
         if self.target is not None and self.exec_command is not None:
             raise pytest.UsageError("give --conform-target or --conform-exec, not both")
+        from harness.errors import ConformError
+        from harness.process import DEFAULT_TIMEOUT, check_driver_options
+
+        try:
+            check_driver_options(
+                self.target,
+                self.exec_command,
+                in_process=self.in_process,
+                timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout,
+            )
+        except ConformError as exc:
+            raise pytest.UsageError(str(exc)) from None
         suite: str | None = config.getoption("conform_suite")
         self.suite_dir = None if suite is None else Path(suite)
         xfail: str | None = config.getoption("conform_xfail")
@@ -114,18 +126,14 @@ class _Run:
         return self._goldens[case.case_id]
 
     def make_driver(self) -> Driver:
-        from harness.process import DEFAULT_TIMEOUT, ProcessDriver, python_target_driver
-        from harness.target import InProcessDriver, load_target
+        from harness.process import DEFAULT_TIMEOUT, start_driver
 
-        timeout = DEFAULT_TIMEOUT if self.timeout is None else self.timeout
-        if self.exec_command is not None:
-            process = ProcessDriver.from_command_line(self.exec_command, timeout=timeout)
-        elif self.in_process:
-            return InProcessDriver(load_target(str(self.target)))
-        else:
-            process = python_target_driver(str(self.target), timeout=timeout)
-        process.start()
-        return process
+        return start_driver(
+            self.target,
+            self.exec_command,
+            in_process=self.in_process,
+            timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout,
+        )
 
     def driver(self) -> Driver:
         from harness.errors import ConformError

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness.errors import ConformError, TargetError
 from harness.normalize import ERROR_KINDS
-from harness.target import TargetCrash, TargetTimeout
+from harness.target import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
@@ -563,6 +563,54 @@ def python_target_driver(
     return ProcessDriver(
         command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
     )
+
+
+def check_driver_options(
+    target: str | None,
+    exec_command: str | None,
+    *,
+    in_process: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate_protocol: bool = False,
+) -> None:
+    """ConformError for options that do not go together: the rules of `conform run` and the
+    pytest plugin alike."""
+    if (target is None) == (exec_command is None):
+        raise ConformError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
+    if not timeout > 0:
+        raise ConformError(f"the timeout must be more than 0 seconds, not {timeout}")
+    if in_process and exec_command is not None:
+        raise ConformError("--in-process runs a Python TARGET; it does not go with --exec")
+    if in_process and validate_protocol:
+        raise ConformError("--validate-protocol checks a worker, not --in-process")
+
+
+def start_driver(
+    target: str | None,
+    exec_command: str | None,
+    *,
+    in_process: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate_protocol: bool = False,
+) -> Driver:
+    """The driver for a Python TARGET or an --exec program, started; ConformError on bad options."""
+    check_driver_options(
+        target,
+        exec_command,
+        in_process=in_process,
+        timeout=timeout,
+        validate_protocol=validate_protocol,
+    )
+    if in_process:
+        return InProcessDriver(load_target(str(target)))
+    if exec_command is not None:
+        driver = ProcessDriver.from_command_line(
+            exec_command, timeout=timeout, validate=validate_protocol
+        )
+    else:
+        driver = python_target_driver(str(target), timeout=timeout, validate=validate_protocol)
+    driver.start()
+    return driver
 
 
 def _is_error_reply(reply: dict[str, Any]) -> bool:

@@ -141,6 +141,22 @@ def test_an_unimportable_target_is_a_usage_error(pytester: pytest.Pytester) -> N
     result.stderr.fnmatch_lines(["ERROR: cannot import module 'no_such_module'*"])
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--conform-timeout", "0"], "the timeout must be more than 0 seconds*"),
+        (["--conform-exec", "true", "--conform-in-process"], "--in-process runs a Python TARGET*"),
+    ],
+)
+def test_options_conform_run_refuses_are_usage_errors(
+    pytester: pytest.Pytester, options: list[str], message: str
+) -> None:
+    target = [] if "--conform-exec" in options else ["--conform-target", "reference:Assembler"]
+    result = pytester.runpytest(*target, *options, "--conform-mode", "plain", "-k", "r8_")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+
+
 def test_exec_runs_a_protocol_program(pytester: pytest.Pytester) -> None:
     program = f"{sys.executable} -m harness.adapter {BROKEN}"
     result = pytester.runpytest("--conform-exec", program, "--conform-mode", "plain", "-k", "r8_")
