@@ -25,6 +25,7 @@ from typing import IO, Any
 import click
 
 from harness.errors import TargetError
+from harness.process import PROTOCOL_VERSION
 from harness.target import (
     Factory,
     TargetCrash,
@@ -35,7 +36,6 @@ from harness.target import (
     split_spec,
 )
 
-PROTOCOL_VERSION = 1
 DEFAULT_MAX_MEMORY_MIB = 2048
 
 
@@ -115,7 +115,8 @@ class Session:
         op = request.get("op")
         if op == "hello":
             if request.get("protocol") != PROTOCOL_VERSION:
-                raise _BadRequest(f"protocol {request.get('protocol')!r} is not spoken here; 1 is")
+                asked = request.get("protocol")
+                raise _BadRequest(f"protocol {asked!r} is not spoken here; {PROTOCOL_VERSION} is")
             if self._load_error is not None or self._factory is None:
                 raise _BadRequest(self._load_error or "no target")
             if self._version is None:

@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.errors import ConformError, TargetError
 from harness.normalize import ERROR_KINDS
+from harness.report import shorten
 from harness.target import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
 
 PROTOCOL_VERSION = 1
@@ -62,8 +63,7 @@ class ProgramInfo:
 
 def quoted(text: str, limit: int = _QUOTED_CHARS) -> str:
     """`text` on one line, shortened to `limit` characters."""
-    text = text.rstrip("\r\n")
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text.rstrip("\r\n"), limit)
 
 
 def shortened_stderr(data: bytes, *, dropped: bool = False) -> str:

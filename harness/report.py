@@ -12,6 +12,7 @@ from harness.runner import (
     CRASHED,
     FAILED,
     PASSED,
+    STATUS_ORDER,
     TIMED_OUT,
     XFAILED,
     XPASSED,
@@ -40,7 +41,17 @@ def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
+    return shorten(text, limit)
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, the last one an ellipsis when anything was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def recording_path(result: CaseResult) -> str:
+    """The recording's path inside the suite (`recordings/llama-server/tool_call.http`)."""
+    return f"recordings/{result.recording}"
 
 
 def _where(m: Mismatch) -> str:
@@ -83,7 +94,7 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     At most `limit` mismatches are listed (all of them when None).
     """
     header = f"{label(result.status)} {result.case_id} [{result.mode}]"
-    lines = [f"{header}  recordings/{result.recording}{_reproduce(result)}"]
+    lines = [f"{header}  {recording_path(result)}{_reproduce(result)}"]
     expected = _expectation_line(result)
     if expected is not None:
         lines.append(expected)
@@ -116,9 +127,7 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
     counts = Counter(r.status for r in results)
-    order = [PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED]
-    order += sorted(set(counts) - set(order))
-    parts = [f"{counts[s]} {s}" for s in order if counts[s]]
+    parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 
 

@@ -23,11 +23,12 @@ from typing import Any
 from harness.compare import ABSENT
 from harness.errors import ConformError
 from harness.golden import write_atomically
-from harness.report import describe_case, label, shown
+from harness.report import describe_case, label, recording_path, shorten, shown
 from harness.runner import (
     CRASHED,
     FAILED,
     PASSED,
+    STATUS_ORDER,
     TIMED_OUT,
     XFAILED,
     XPASSED,
@@ -40,7 +41,6 @@ from harness.runner import (
 REPORT_SCHEMA = 1
 #: Statuses that fail a run (exit code 1).
 FAILING = (FAILED, CRASHED, TIMED_OUT, XPASSED)
-_STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
 _SUMMARY_ROWS = 100
 _JUNIT_MESSAGE_CHARS = 500
 
@@ -74,12 +74,7 @@ def failed(results: Sequence[CaseResult]) -> bool:
 def counts(results: Sequence[CaseResult]) -> dict[str, int]:
     """How many results have each status, every status named (zeros included)."""
     found = Counter(r.status for r in results)
-    return {status: found[status] for status in _STATUS_ORDER}
-
-
-def recording_path(result: CaseResult) -> str:
-    """The recording's path inside the suite (`recordings/llama-server/tool_call.http`)."""
-    return f"recordings/{result.recording}"
+    return {status: found[status] for status in STATUS_ORDER}
 
 
 def first_line(result: CaseResult) -> int | None:
@@ -157,9 +152,7 @@ def _junit_case(result: CaseResult) -> ET.Element:
         TIMED_OUT: "error",
         XFAILED: "skipped",
     }.get(result.status, "failure")
-    message = headline(result)
-    if len(message) > _JUNIT_MESSAGE_CHARS:
-        message = message[: _JUNIT_MESSAGE_CHARS - 1] + "…"
+    message = shorten(headline(result), _JUNIT_MESSAGE_CHARS)
     element = ET.SubElement(case, tag, {"type": result.status, "message": _xml_text(message)})
     element.text = _xml_text("\n".join(describe_case(result, limit=None)))
     return case
@@ -330,7 +323,7 @@ def _cell(text: str) -> str:
 def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
     """The Markdown for `$GITHUB_STEP_SUMMARY`: totals, then a row per result not passing."""
     n = counts(results)
-    parts = [f"{n[s]} {s}" for s in _STATUS_ORDER if n[s]]
+    parts = [f"{n[s]} {s}" for s in STATUS_ORDER if n[s]]
     verdict = "❌ does not conform" if failed(results) else "✅ conforms"
     lines = [
         f"### conform: `{info.target}` {verdict}",

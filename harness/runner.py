@@ -30,6 +30,8 @@ CRASHED = "crashed"
 TIMED_OUT = "timed-out"
 XFAILED = "xfailed"  # failed, crashed or timed out, as an --xfail line expected
 XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
+#: Every status, in the order reports count them.
+STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
 #: The statuses of a target that does not conform (before expected failures are applied).
 FAILURES = (FAILED, CRASHED, TIMED_OUT)
 

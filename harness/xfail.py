@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import ConformError
-from harness.report import shown
+from harness.report import shorten, shown
 from harness.reports import write_report
 from harness.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 
@@ -147,7 +147,7 @@ def baseline_reason(result: CaseResult) -> str:
     else:
         detail = ""
     text = " ".join(f"{status}: {detail}".split()) if detail else status
-    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 1] + "…"
+    return shorten(text, _REASON_CHARS)
 
 
 def failing(result: CaseResult) -> bool:
