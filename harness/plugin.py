@@ -249,8 +249,8 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
         for mode in run.modes:
             item = ConformItem.from_parent(group, name=f"{leaf}[{mode}]", case=case, mode=mode)
             entry = None if expected is None else expected.find(case.case_id, mode)
-            if entry is not None:
-                where = f"{expected.path}:{entry.line}" if expected is not None else ""
+            if expected is not None and entry is not None:
+                where = expected.source(entry)
                 reason = f"{where}: {entry.reason}" if entry.reason else where
                 item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
             items.append(item)

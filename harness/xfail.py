@@ -98,12 +98,16 @@ class XfailList:
                 return entry
         return None
 
+    def source(self, entry: XfailEntry) -> str:
+        """Where `entry` stands: `FILE:LINE`."""
+        return f"{self.path}:{entry.line}"
+
     def apply(self, result: CaseResult) -> CaseResult:
         """`result` as this list judges it: failures it covers become xfailed, passes xpassed."""
         entry = self.find(result.case_id, result.mode)
         if entry is None or (result.status != PASSED and result.status not in FAILURES):
             return result
-        expectation = Expectation(entry.reason, f"{self.path}:{entry.line}", result.status)
+        expectation = Expectation(entry.reason, self.source(entry), result.status)
         status = XPASSED if result.status == PASSED else XFAILED
         return dataclasses.replace(result, status=status, expectation=expectation)
 
@@ -177,6 +181,6 @@ def baseline_text(results: Iterable[CaseResult]) -> str:
 
 def write_baseline(path: Path, results: Iterable[CaseResult]) -> int:
     """Write the baseline of `results` to `path` atomically; the number of entries written."""
-    text = baseline_text(results)
-    write_report(path, text)
-    return sum(1 for line in text.splitlines() if line and not line.startswith("#"))
+    results = list(results)
+    write_report(path, baseline_text(results))
+    return sum(1 for r in results if failing(r))
