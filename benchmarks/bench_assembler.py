@@ -41,7 +41,7 @@ import msgspec
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.recording import iter_payloads  # noqa: E402
+from harness.suite.recording import iter_payloads  # noqa: E402
 from reference import Assembler  # noqa: E402
 
 RECORDINGS = ROOT / "recordings" / "llama-server"

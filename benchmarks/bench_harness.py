@@ -9,7 +9,7 @@ Two workloads, each in every mode:
 For each, in one process and interleaved repeat by repeat:
 
 - `run`: the whole run as `conform run reference:Assembler --in-process` does it
-  (`harness.runner.run` with an in-process driver): read, inject, push, normalize, compare;
+  (`harness.check.runner.run` with an in-process driver): read, inject, push, normalize, compare;
 - `assembler`: the reference alone on the same workload: the payloads each mode pushes
   (prepared beforehand), fresh assemblers where the run makes them, the same `finish` calls.
 
@@ -45,13 +45,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 import reference  # noqa: E402
-from harness import golden as golden_files  # noqa: E402
-from harness import runner  # noqa: E402
-from harness.compare import same  # noqa: E402
-from harness.inject import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
-from harness.recording import iter_payloads  # noqa: E402
-from harness.suite import Case, Suite  # noqa: E402
-from harness.target import InProcessDriver, push_step  # noqa: E402
+from harness.check import runner  # noqa: E402
+from harness.check.compare import same  # noqa: E402
+from harness.check.modes import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
+from harness.drive.inprocess import InProcessDriver, push_step  # noqa: E402
+from harness.suite import golden as golden_files  # noqa: E402
+from harness.suite.cases import Case, Suite  # noqa: E402
+from harness.suite.recording import iter_payloads  # noqa: E402
 
 SEED = 20261129
 

@@ -28,11 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.golden import read_golden  # noqa: E402
-from harness.process import ProcessDriver, python_target_driver  # noqa: E402
-from harness.recording import iter_payloads  # noqa: E402
-from harness.suite import Suite  # noqa: E402
-from harness.target import Driver, InProcessDriver, load_target  # noqa: E402
+from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
+from harness.drive.process import ProcessDriver, python_target_driver  # noqa: E402
+from harness.suite.cases import Suite  # noqa: E402
+from harness.suite.golden import read_golden  # noqa: E402
+from harness.suite.recording import iter_payloads  # noqa: E402
 
 Case = tuple[list[tuple[str, int]], bool]  # (payload, line) pairs, thinking_capped
 

@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import synth  # noqa: E402
 
-from harness.inject import MODES  # noqa: E402
-from harness.suite import Suite  # noqa: E402
+from harness.check.modes import MODES  # noqa: E402
+from harness.suite.cases import Suite  # noqa: E402
 
 LIMIT_MB = 300
 

@@ -5,7 +5,7 @@ order: a reasoning phase, an answer phase and two parallel tool calls in small p
 on every chunk, the fields nobody reads (`created`, `model`, `system_fingerprint`, `object`,
 `index`, `role`), then the finish reason. Nothing is held in memory, so a recording of a million
 payloads is written in constant space. `write_suite` lays out recordings and golden files in a
-folder (golden files written one step at a time, `harness.golden_stream.write_streamed`).
+folder (golden files written one step at a time, `harness.suite.golden_stream.write_streamed`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness.golden import SCHEMA  # noqa: E402
-from harness.golden_stream import write_streamed  # noqa: E402
-from harness.suite import Suite  # noqa: E402
+from harness.suite.cases import Suite  # noqa: E402
+from harness.suite.golden import SCHEMA  # noqa: E402
+from harness.suite.golden_stream import write_streamed  # noqa: E402
 
 _WORDS = ("the", "model", "thinks", "about", "a", "careful", "answer", "with", "ünïcode", "😀")
 _ID = "chatcmpl-IIhO2J3b7H2gFXKuUsDQIaNfOAx0tkL0"

@@ -1,8 +1,8 @@
 """`python -m harness.adapter TARGET`: any Python target as a program that speaks the protocol.
 
 It answers docs/protocol.md on stdin and stdout for the assembler that TARGET names, through the
-same calls as an in-process run (`harness.target.push_step`, `finish_step` and the normalizers), so
-both give the same results. `conform run TARGET` starts it as its worker process.
+same calls as an in-process run (`harness.drive.inprocess.push_step`, `finish_step` and the
+normalizers), so both give the same results. `conform run TARGET` starts it as its worker process.
 
 The target must not be able to corrupt the protocol: before the target is imported, the adapter
 keeps private copies of the real stdin and stdout for itself and points file descriptors 0 and 1
@@ -24,9 +24,7 @@ from typing import IO, Any
 
 import click
 
-from harness.errors import TargetError
-from harness.process import PROTOCOL_VERSION
-from harness.target import (
+from harness.drive.inprocess import (
     Factory,
     TargetCrash,
     finish_step,
@@ -35,6 +33,8 @@ from harness.target import (
     push_step,
     split_spec,
 )
+from harness.drive.process import PROTOCOL_VERSION
+from harness.errors import TargetError
 
 DEFAULT_MAX_MEMORY_MIB = 2048
 
@@ -160,7 +160,7 @@ def _error(seq: int | None, kind: str, message: str) -> dict[str, Any]:
 
 
 def _contract_error(seq: int, error: dict[str, Any]) -> dict[str, Any]:
-    # Messages of kinds other than `server` are not part of the contract (harness.normalize).
+    # Messages of kinds other than `server` are not part of the contract (harness.drive.normalize).
     return _error(seq, error["kind"], error.get("message", ""))
 
 

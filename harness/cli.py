@@ -18,14 +18,14 @@ from typing import Any
 
 import click
 
-from harness import golden as golden_files
+from harness.capture.command import record as record_command
+from harness.check.modes import DEFAULT_SEED, MODES
+from harness.check.runner import CaseResult, in_order, run_parallel
+from harness.check.xfail import XfailList, write_baseline
+from harness.drive.inprocess import Driver, split_spec
+from harness.drive.process import DEFAULT_TIMEOUT, start_driver
 from harness.errors import ConformError
-from harness.inject import DEFAULT_SEED, MODES
-from harness.process import DEFAULT_TIMEOUT, start_driver
-from harness.progress import ProgressBar, paint_line, wants_colour
-from harness.record_cmd import record as record_command
-from harness.report import render, totals_line
-from harness.reports import (
+from harness.reports.machine import (
     RunInfo,
     failed,
     github_annotations,
@@ -34,10 +34,10 @@ from harness.reports import (
     write_json,
     write_junit,
 )
-from harness.runner import CaseResult, in_order, run_parallel
-from harness.suite import Case, Suite
-from harness.target import Driver, split_spec
-from harness.xfail import XfailList, write_baseline
+from harness.reports.progress import ProgressBar, paint_line, wants_colour
+from harness.reports.text import render, totals_line
+from harness.suite import golden as golden_files
+from harness.suite.cases import Case, Suite
 
 
 class _SetupFailure(click.ClickException):

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.runner import CaseResult
-    from harness.suite import Case
-    from harness.target import Driver
+    from harness.check.runner import CaseResult
+    from harness.drive.inprocess import Driver
+    from harness.suite.cases import Case
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -81,7 +81,7 @@ class _Run:
     """What every conform test of one pytest process shares: the options, goldens and a driver."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from harness.inject import DEFAULT_SEED, MODES
+        from harness.check.modes import DEFAULT_SEED, MODES
 
         self.target: str | None = config.getoption("conform_target")
         self.exec_command: str | None = config.getoption("conform_exec")
@@ -98,8 +98,8 @@ class _Run:
         self.modes: tuple[str, ...] = tuple(dict.fromkeys(modes)) or MODES
         if self.target is not None and self.exec_command is not None:
             raise pytest.UsageError("give --conform-target or --conform-exec, not both")
+        from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options
         from harness.errors import ConformError
-        from harness.process import DEFAULT_TIMEOUT, check_driver_options
 
         try:
             check_driver_options(
@@ -119,14 +119,14 @@ class _Run:
         self._broken: str | None = None  # why the driver could not be made: not tried again
 
     def golden(self, case: Case) -> dict[str, Any]:
-        from harness.golden import read_golden
+        from harness.suite.golden import read_golden
 
         if case.case_id not in self._goldens:
             self._goldens[case.case_id] = read_golden(case)
         return self._goldens[case.case_id]
 
     def make_driver(self) -> Driver:
-        from harness.process import DEFAULT_TIMEOUT, start_driver
+        from harness.drive.process import DEFAULT_TIMEOUT, start_driver
 
         return start_driver(
             self.target,
@@ -189,8 +189,8 @@ class ConformItem(pytest.Item):
         self.extra_keyword_matches.update({case.case_id, mode})
 
     def runtest(self) -> None:
+        from harness.check.runner import PASSED, run_case
         from harness.errors import ConformError
-        from harness.runner import PASSED, run_case
 
         run = self.config.stash[_RUN]
         try:
@@ -209,7 +209,7 @@ class ConformItem(pytest.Item):
         style: Any = None,
     ) -> str | Any:
         if isinstance(excinfo.value, ConformFailure):
-            from harness.report import describe_case
+            from harness.reports.text import describe_case
 
             return "\n".join(describe_case(excinfo.value.result))
         return super().repr_failure(excinfo, style=style)
@@ -219,11 +219,11 @@ class ConformItem(pytest.Item):
 
 
 def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
+    from harness.check.modes import MODES
+    from harness.check.xfail import XfailList
+    from harness.drive.inprocess import load_target
     from harness.errors import ConformError
-    from harness.inject import MODES
-    from harness.suite import Suite
-    from harness.target import load_target
-    from harness.xfail import XfailList
+    from harness.suite.cases import Suite
 
     try:
         suite = Suite.open(run.suite_dir)

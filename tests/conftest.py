@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite import Suite
+from harness.suite.cases import Suite
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -318,7 +318,7 @@ class RaisesValueError(_Base):
 
 def _recorded_names() -> dict[str, set[str]]:
     """Every field name that the shipped recordings use, by level."""
-    from harness.recording import iter_payloads
+    from harness.suite.recording import iter_payloads
 
     names: dict[str, set[str]] = {level: set() for level in ("top", "choice", "delta", "call")}
     root = Path(__file__).resolve().parent.parent / "recordings"

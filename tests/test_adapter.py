@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from harness.check.modes import PLAIN, UNKNOWN_FIELDS
+from harness.check.runner import CaseResult, run
 from harness.cli import main
-from harness.inject import PLAIN, UNKNOWN_FIELDS
-from harness.process import ProcessDriver, python_target_driver
-from harness.runner import CaseResult, run
-from harness.suite import Suite
-from harness.target import InProcessDriver, load_target
+from harness.drive.inprocess import InProcessDriver, load_target
+from harness.drive.process import ProcessDriver, python_target_driver
+from harness.suite.cases import Suite
 from tests.programs.mini_suite import BAD, CASES, write_mini_suite
 
 TARGETS = str(Path(__file__).parent / "programs" / "targets.py")

@@ -11,7 +11,28 @@ import harness
 import reference
 
 
-@pytest.mark.parametrize("package", [harness, reference], ids=["harness", "reference"])
+def test_harness_exports_its_names_lazily_from_their_stage_modules() -> None:
+    import importlib
+
+    assert harness.__all__ == sorted(harness.__all__, key=lambda n: (not n.isupper(), n))
+    assert set(harness.__all__) == set(harness._WHERE)
+    for name in harness.__all__:
+        home = importlib.import_module(harness._WHERE[name])
+        assert getattr(harness, name) is getattr(home, name), name
+    with pytest.raises(AttributeError):
+        harness.no_such_name  # noqa: B018
+
+
+def test_importing_harness_imports_none_of_its_stages() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, harness; print(sorted(m for m in sys.modules if m.startswith('harness.')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("package", [reference], ids=["reference"])
 def test_all_is_complete_and_sorted(package: types.ModuleType) -> None:
     public = {
         name

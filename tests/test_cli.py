@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.suite import Suite
+from harness.suite.cases import Suite
 
 
 def conform(*args: str) -> tuple[int, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.compare import ABSENT, Difference, differences, same
+from harness.check.compare import ABSENT, Difference, differences, same
 
 
 def test_numbers_by_value_but_booleans_are_not_numbers() -> None:

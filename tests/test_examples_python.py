@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from harness.check.runner import FAILED, PASSED, XFAILED
 from harness.cli import main
-from harness.runner import FAILED, PASSED, XFAILED
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "python"
 TARGET = f"{EXAMPLE / 'simple_assembler.py'}:Assembler"

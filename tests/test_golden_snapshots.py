@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from syrupy.assertion import SnapshotAssertion
 
-from harness.golden import build_golden
-from harness.snapshot import GoldenExtension
-from harness.suite import Suite
+from harness.suite.cases import Suite
+from harness.suite.golden import build_golden
+from harness.suite.snapshot import GoldenExtension
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = Suite.open(ROOT).cases()

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 import reference
-from harness import golden_stream
+from harness.check.modes import MODES
+from harness.check.runner import FAILED, PASSED, run
+from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
-from harness.golden import SCHEMA, build_golden, check, read_golden, serialize, update
-from harness.inject import MODES
-from harness.runner import FAILED, PASSED, run
-from harness.suite import Suite
-from harness.target import InProcessDriver
+from harness.suite import golden_stream
+from harness.suite.cases import Suite
+from harness.suite.golden import SCHEMA, build_golden, check, read_golden, serialize, update
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.check.modes import MODES
 from harness.cli import main
-from harness.inject import MODES
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "js" / "assembler.mjs"

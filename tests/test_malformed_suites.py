@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from harness.cli import main
-from harness.golden import update
-from harness.suite import Suite
+from harness.suite.cases import Suite
+from harness.suite.golden import update
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = ROOT / "recordings" / "synthetic" / "r3_no_timings.sse"

@@ -18,9 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from harness import inject
-from harness.cli import main
-from harness.inject import (
+from harness.check import modes as inject
+from harness.check.modes import (
     ESCAPES,
     KEY_ORDER,
     MODES,
@@ -31,10 +30,11 @@ from harness.inject import (
     mutate,
     truncation_points,
 )
-from harness.recording import iter_payloads
-from harness.runner import PASSED, CaseResult, _prefix_finishes, run
-from harness.suite import Case, Suite
-from harness.target import InProcessDriver, finish_step, push_step
+from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run
+from harness.cli import main
+from harness.drive.inprocess import InProcessDriver, finish_step, push_step
+from harness.suite.cases import Case, Suite
+from harness.suite.recording import iter_payloads
 from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import reference
-from harness.normalize import (
+from harness.drive.normalize import (
     NormalizeError,
     normalize_completion,
     normalize_error,

@@ -11,11 +11,11 @@ from typing import Any, ClassVar
 import pytest
 from click.testing import CliRunner
 
+from harness.check.runner import PASSED, in_order, run, run_parallel
 from harness.cli import main
+from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
-from harness.runner import PASSED, in_order, run, run_parallel
-from harness.suite import Suite
-from harness.target import InProcessDriver
+from harness.suite.cases import Suite
 
 HERE = Path(__file__).resolve().parent
 #: Wrong in one rule, raises outside the contract on tool-call streams and dies outright (the

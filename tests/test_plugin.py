@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.check.modes import MODES
 from harness.cli import main
-from harness.inject import MODES
-from harness.reports import junit_names
-from harness.suite import Suite
+from harness.reports.machine import junit_names
+from harness.suite.cases import Suite
 
 pytest_plugins = ["pytester"]
 

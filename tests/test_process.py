@@ -1,5 +1,5 @@
 """Programs that speak the protocol badly: each fails its own case, with a clear status and its
-stderr, and the run goes on (`harness.process`, `conform run --exec`)."""
+stderr, and the run goes on (`harness.drive.process`, `conform run --exec`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, run
 from harness.cli import main
+from harness.drive.process import ProcessDriver, shortened_stderr
 from harness.errors import ConformError, TargetError
-from harness.process import ProcessDriver, shortened_stderr
-from harness.runner import CRASHED, FAILED, PASSED, TIMED_OUT, run
-from harness.suite import Suite
+from harness.suite.cases import Suite
 from tests.programs.mini_suite import BAD, CASES, write_mini_suite
 
 PROGRAMS = Path(__file__).parent / "programs"

@@ -9,9 +9,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from harness.check.runner import FAILED, PASSED, XPASSED, CaseResult
 from harness.cli import main
-from harness.progress import ProgressBar, paint_line, paint_status, wants_colour
-from harness.runner import FAILED, PASSED, XPASSED, CaseResult
+from harness.reports.progress import ProgressBar, paint_line, paint_status, wants_colour
 
 
 class Terminal(io.StringIO):

@@ -3,8 +3,8 @@
 - Whatever text it is pushed, `push` returns a list of events or raises `InferError`, and `finish`
   after any sequence returns a `Completion` or raises `InferError`: nothing else, ever.
 - The same for any JSON value built from the chunk shape with fields added, removed or retyped.
-- Unknown-field injection (`harness.inject.unknown_fields`, any seed) never changes a result, on the
-  shipped recordings and on generated chunks.
+- Unknown-field injection (`harness.check.modes.unknown_fields`, any seed) never changes a
+  result, on the shipped recordings and on generated chunks.
 - A completion's texts are the concatenation of its events' texts (content, reasoning, and each
   tool call's arguments), and its tool calls take the first non-empty id and name.
 
@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.inject import unknown_fields
-from harness.normalize import TIMINGS_FIELDS
-from harness.recording import case_id_of, iter_payloads, read_info
+from harness.check.modes import unknown_fields
+from harness.drive.normalize import TIMINGS_FIELDS
+from harness.suite.recording import case_id_of, iter_payloads, read_info
 from reference import (
     Assembler,
     Completion,

@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from harness import record as recorder
-from harness.record_cmd import record
+from harness.capture import live as recorder
+from harness.capture.command import record
 
 # A llama-server-like stream: a keep-alive ping, CRLF line ends in one event, non-ASCII text,
 # a finish chunk, a usage chunk, [DONE].

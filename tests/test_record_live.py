@@ -24,8 +24,8 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from harness.record_cmd import record
-from harness.recording import iter_payloads
+from harness.capture.command import record
+from harness.suite.recording import iter_payloads
 
 pytestmark = pytest.mark.live
 

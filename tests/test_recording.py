@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import RecordingError
-from harness.recording import iter_payloads, read_info
+from harness.suite.recording import iter_payloads, read_info
 
 HEAD = (
     "# provenance\n"

@@ -18,17 +18,8 @@ import pytest
 import xmlschema
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.compare import ABSENT
-from harness.reports import (
-    RunInfo,
-    github_annotations,
-    github_summary,
-    json_report,
-    junit_names,
-    junit_xml,
-)
-from harness.runner import (
+from harness.check.compare import ABSENT
+from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
@@ -39,6 +30,15 @@ from harness.runner import (
     Crash,
     Expectation,
     Mismatch,
+)
+from harness.cli import main
+from harness.reports.machine import (
+    RunInfo,
+    github_annotations,
+    github_summary,
+    json_report,
+    junit_names,
+    junit_xml,
 )
 
 HERE = Path(__file__).resolve().parent

@@ -8,10 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.errors import ConformError
-from harness.inject import MODES
-from harness.runner import (
+from harness.check.modes import MODES
+from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
@@ -22,7 +20,9 @@ from harness.runner import (
     Crash,
     Mismatch,
 )
-from harness.xfail import XfailList, baseline_text, escape_glob, parse_lines
+from harness.check.xfail import XfailList, baseline_text, escape_glob, parse_lines
+from harness.cli import main
+from harness.errors import ConformError
 
 HERE = Path(__file__).resolve().parent
 #: Two independent bugs (R1: no progress events; R2: "" for a completion without text), and the

@@ -1,9 +1,10 @@
 """The long fuzz run: the SSE reader and the reference assembler against a million inputs or more.
 
 Every input is a file's bytes. It is written as a recording (`.http` when it starts like one, with
-`#` or a request line, else `.sse`) and read with `harness.recording.read_info` and `iter_payloads`;
-its payloads are pushed into a `reference.Assembler`, then `finish` is called. The input's text is
-also pushed whole, as one payload, into a fresh assembler. What must hold, for every input:
+`#` or a request line, else `.sse`) and read with `harness.suite.recording.read_info` and
+`iter_payloads`; its payloads are pushed into a `reference.Assembler`, then `finish` is called. The
+input's text is also pushed whole, as one payload, into a fresh assembler. What must hold, for every
+input:
 
 - the reader raises nothing but `harness.errors.ConformError` (a clear error naming the file);
 - payload lines rise, lie within the file, and `[DONE]` is never a payload; for a UTF-8 `.sse`
@@ -13,7 +14,7 @@ also pushed whole, as one payload, into a fresh assembler. What must hold, for e
 - a completion's texts are the concatenation of its events' texts (content, reasoning, each tool
   call's arguments);
 - the payloads give the same events, state, finish and error kinds once unknown fields are injected
-  into them (`harness.inject.unknown_fields`).
+  into them (`harness.check.modes.unknown_fields`).
 
 Two engines. With atheris installed (`pip install -e '.[fuzz]'`), libFuzzer drives coverage-guided
 mutation of the seed corpus (the shipped recordings, whole and one payload at a time) with a
@@ -54,11 +55,11 @@ try:
 except ImportError:  # the random engine needs nothing beyond the project
     atheris = None
 
-import harness.recording  # noqa: E402
+import harness.suite.recording  # noqa: E402
 import reference  # noqa: E402
 import reference.assembler  # noqa: E402
+from harness.check.modes import unknown_fields  # noqa: E402
 from harness.errors import ConformError  # noqa: E402
-from harness.inject import unknown_fields  # noqa: E402
 
 PROGRESS_EVERY = 100_000
 EVENT_TYPES = (reference.Progress, reference.Reasoning, reference.Content, reference.ToolCallDelta)
@@ -160,8 +161,8 @@ def check_one(data: bytes, scratch: Path) -> None:
     path.write_bytes(data)
     read = True
     try:
-        capped = harness.recording.read_info(path).thinking_capped
-        payloads = list(harness.recording.iter_payloads(path))
+        capped = harness.suite.recording.read_info(path).thinking_capped
+        payloads = list(harness.suite.recording.iter_payloads(path))
     except ConformError as exc:
         if str(path) not in str(exc):
             raise Failure(f"the reader's error does not name the file: {exc}") from None
@@ -220,7 +221,7 @@ def seed_inputs() -> list[bytes]:
         if path.suffix in (".http", ".sse") and path.is_file():
             seeds.append(path.read_bytes())
             with contextlib.suppress(ConformError):
-                seeds += [p.data.encode() for p in harness.recording.iter_payloads(path)]
+                seeds += [p.data.encode() for p in harness.suite.recording.iter_payloads(path)]
     return [seed for seed in dict.fromkeys(seeds) if len(seed) <= 4096]
 
 
@@ -309,7 +310,7 @@ def _escaped(token: bytes) -> str:
 def _instrument_code_under_test() -> None:
     """Let libFuzzer see which branches of the reader and the reference an input reaches."""
     assert atheris is not None
-    for module in (harness.recording, reference.assembler):
+    for module in (harness.suite.recording, reference.assembler):
         for value in vars(module).values():
             members = vars(value).values() if isinstance(value, type) else [value]
             for member in members:

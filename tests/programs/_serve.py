@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.adapter import Session
-from harness.target import load_target
+from harness.drive.inprocess import load_target
 
 Hook = Callable[[dict[str, Any], int, dict[str, Any]], dict[str, Any] | None]
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.golden import update
-from harness.suite import Suite
+from harness.suite.cases import Suite
+from harness.suite.golden import update
 
 
 def _stream(chunks: list[dict[str, Any]]) -> str:

@@ -1,8 +1,8 @@
 """Running a target over a suite's cases: one plain result record per case and mode.
 
-The runner only produces records (`CaseResult`); `harness.report` turns them into text. Each step is
-compared as soon as it is made, against the golden step of the same index, with the cheap exact
-check first and deepdiff only on a difference (`harness.compare`).
+The runner only produces records (`CaseResult`); `harness.reports.text` turns them into text. Each
+step is compared as soon as it is made, against the golden step of the same index, with the cheap
+exact check first and deepdiff only on a difference (`harness.check.compare`).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import reference
-from harness.compare import ABSENT, Difference, differences, same
+from harness.check.compare import ABSENT, Difference, differences, same
+from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.errors import GoldenError
-from harness.golden import read_golden
-from harness.inject import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
-from harness.recording import Payload, iter_payloads
-from harness.suite import Case
-from harness.target import Driver, TargetCrash, TargetTimeout, finish_step, push_step
+from harness.suite.cases import Case
+from harness.suite.golden import read_golden
+from harness.suite.recording import Payload, iter_payloads
 
 PASSED = "passed"
 FAILED = "failed"
@@ -61,7 +61,7 @@ class Crash:
 
 @dataclass(frozen=True, slots=True)
 class Expectation:
-    """The expected-failure line that matched a result (`harness.xfail`)."""
+    """The expected-failure line that matched a result (`harness.check.xfail`)."""
 
     reason: str
     source: str  # "FILE:LINE"

@@ -11,10 +11,10 @@ from typing import Any
 
 import click
 
-from harness import golden as golden_files
-from harness import record as recorder
+from harness.capture import live as recorder
 from harness.errors import ConformError
-from harness.suite import Suite
+from harness.suite import golden as golden_files
+from harness.suite.cases import Suite
 
 _DEFAULT_TIMEOUT = 300.0
 

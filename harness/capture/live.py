@@ -16,7 +16,6 @@ import json
 import os
 import re
 import shlex
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from harness.files import write_atomically
 
 __all__ = [
     "ENDPOINT",
@@ -488,35 +489,11 @@ def render_capture(capture: Capture, provenance: Provenance, *, error: str | Non
 
 
 def write_atomic(path: Path, data: bytes, *, force: bool) -> None:
-    """Write `path` through a temporary file in the same folder; overwrite only with `force`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
+    """Write `path` in one step (`harness.files`); overwrite only with `force`."""
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a recording gets the usual mode
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if force:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # atomic, and fails if the name was taken meanwhile
-            except FileExistsError:
-                raise _exists(path) from None
-            except OSError:
-                if path.exists():
-                    raise _exists(path) from None
-                os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+        write_atomically(path, data, replace=force)
+    except FileExistsError:
+        raise _exists(path) from None
 
 
 def _exists(path: Path) -> RecordError:

@@ -16,8 +16,8 @@ from typing import TextIO
 
 import click
 
-from harness.report import label
-from harness.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
+from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
+from harness.reports.text import label
 
 _COLOURS = {
     PASSED: "green",

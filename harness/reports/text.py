@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
 
-from harness.compare import ABSENT
-from harness.runner import (
+from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
@@ -19,6 +17,7 @@ from harness.runner import (
     CaseResult,
     Mismatch,
 )
+from harness.quoting import shown
 
 _LABEL = {
     PASSED: "PASS",
@@ -28,25 +27,8 @@ _LABEL = {
     XFAILED: "XFAIL",
     XPASSED: "XPASS",
 }
-_SHOWN_CHARS = 300
 #: Mismatches listed per case in text; reports in files (JSON, JUnit) carry all of them.
 MAX_SHOWN_MISMATCHES = 12
-
-
-def shown(value: Any, limit: int = _SHOWN_CHARS) -> str:
-    """A value as JSON on one line, shortened to `limit` characters."""
-    if value is ABSENT:
-        return "(absent)"
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return shorten(text, limit)
-
-
-def shorten(text: str, limit: int) -> str:
-    """`text` cut to `limit` characters, the last one an ellipsis when anything was cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def recording_path(result: CaseResult) -> str:

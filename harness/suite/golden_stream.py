@@ -24,10 +24,11 @@ from typing import Any, BinaryIO
 import msgspec
 
 import reference
+from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError
-from harness.recording import iter_payloads, read_info
-from harness.suite import Case
-from harness.target import finish_step, push_step
+from harness.files import write_atomically
+from harness.suite.cases import Case
+from harness.suite.recording import iter_payloads, read_info
 
 #: Golden files larger than this (bytes) are streamed rather than parsed whole.
 STREAM_ABOVE = 4 * 2**20
@@ -260,8 +261,6 @@ def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
 
 def write_streamed(case: Case, *, schema: int) -> None:
     """Write the golden file of a recording of any length, atomically, in constant memory."""
-    from harness.golden import write_atomically  # golden imports this module
-
     write_atomically(case.golden, iter_serialized(case, schema=schema))
 
 

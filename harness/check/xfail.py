@@ -25,10 +25,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 from harness.errors import ConformError
-from harness.report import shorten, shown
-from harness.reports import write_report
-from harness.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
+from harness.files import write_report
+from harness.quoting import shorten, shown
 
 _REASON_CHARS = 200
 _GLOB_SPECIAL = re.compile(r"([*?\[\s#,])")

@@ -13,8 +13,8 @@
   what the reference returns on that prefix (`harness.truncated`).
 
 The expected result is always the golden file (for `truncated`, its steps up to the cut). The last
-three rewrite the original text token by token (`harness.jsontext`), so numbers keep their exact
-text; a payload that cannot be rewritten without changing its meaning (invalid JSON, `NaN`, an
+three rewrite the original text token by token (`harness.check.jsontext`), so numbers keep their
+exact text; a payload that cannot be rewritten without changing its meaning (invalid JSON, `NaN`, an
 unpaired surrogate escape, nesting beyond the limit, and for `unknown-fields` duplicate keys) is
 pushed unchanged. Every change is a pure function of (seed, case id, step), so a failure is
 reproduced by the same command, and the exact payload is shown in its report.
@@ -29,8 +29,8 @@ from typing import Any
 
 import msgspec
 
-from harness import jsontext
-from harness.normalize import TIMINGS_FIELDS
+from harness.check import jsontext
+from harness.drive.normalize import TIMINGS_FIELDS
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 

@@ -1,27 +1,26 @@
 """Golden files: building them with the reference, their one serialization, reading and writing.
 
-`build_golden` drives `reference.Assembler` through the same `harness.target` steps as any target,
-so a golden file is exactly what a perfect target produces. `serialize` is the only formatting of a
-golden file (contract section 4), used by `conform golden update` and by the syrupy extension
-(`harness.snapshot`) alike; writes are atomic.
+`build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
+target, so a golden file is exactly what a perfect target produces. `serialize` is the only
+formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
+extension (`harness.suite.snapshot`) alike; writes are atomic.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import reference
-from harness import golden_stream
+from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError
-from harness.recording import case_id_of, iter_payloads, read_info
-from harness.suite import Case, Suite
-from harness.target import finish_step, push_step
+from harness.files import write_atomically
+from harness.suite import golden_stream
+from harness.suite.cases import Case, Suite
+from harness.suite.recording import case_id_of, iter_payloads, read_info
 
 SCHEMA = 1
 
@@ -51,34 +50,6 @@ def serialize(golden: dict[str, Any]) -> str:
     return json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def write_atomically(path: Path, text: str | Iterable[str]) -> None:
-    """Replace `path` with `text` in one step: a reader sees the old file or the new, never half.
-
-    `text` may come in pieces (an iterable of strings), written as they come.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            if isinstance(text, str):
-                out.write(text)
-            else:
-                out.writelines(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
     golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
     steps = golden.get("steps")
@@ -105,7 +76,7 @@ def read_golden(case: Case) -> dict[str, Any]:
     """The golden document of `case`; GoldenError when it is missing or malformed.
 
     A file above `golden_stream.STREAM_ABOVE` bytes is not parsed whole: its `steps` is then a
-    lazy `GoldenSteps`, read from disk on each iteration (`harness.golden_stream`).
+    lazy `GoldenSteps`, read from disk on each iteration (`harness.suite.golden_stream`).
     """
     path = case.golden
     try:

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.errors import TargetError
-from harness.normalize import (
+from harness.drive.normalize import (
     NormalizeError,
     normalize_completion,
     normalize_error,
     normalize_events,
     read_state,
 )
+from harness.errors import TargetError
 
 Factory = Callable[[], Any]
 

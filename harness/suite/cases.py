@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import SuiteError
-from harness.recording import RECORDING_SUFFIXES, case_id_of
+from harness.suite.recording import RECORDING_SUFFIXES, case_id_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +30,7 @@ class Case:
 
 def default_suite_root() -> Path:
     """Where the shipped suite lies: inside the installed package, or the source checkout."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parents[1]  # harness/
     for root in (package / "_suite", package.parent):
         if (root / "recordings").is_dir():
             return root

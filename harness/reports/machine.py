@@ -1,7 +1,7 @@
 """Reports in files and for CI: JUnit XML, the JSON report, GitHub Actions annotations and summary.
 
-Like `harness.report` (text for people), each reporter only turns result records into output; it
-never runs anything. The JSON report's schema is `harness/schemas/report.schema.json`, described
+Like `harness.reports.text` (text for people), each reporter only turns result records into output;
+it never runs anything. The JSON report's schema is `harness/schemas/report.schema.json`, described
 in docs/json-report.md. Files are written atomically; the step summary is appended to, as GitHub
 asks.
 """
@@ -20,11 +20,8 @@ from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from harness.compare import ABSENT
-from harness.errors import ConformError
-from harness.golden import write_atomically
-from harness.report import describe_case, label, recording_path, shorten, shown
-from harness.runner import (
+from harness.check.compare import ABSENT
+from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
@@ -36,6 +33,9 @@ from harness.runner import (
     Crash,
     Mismatch,
 )
+from harness.files import cannot_write, write_report
+from harness.quoting import shorten, shown
+from harness.reports.text import describe_case, label, recording_path
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -351,7 +351,7 @@ def write_github_summary(results: Sequence[CaseResult], info: RunInfo, *, path: 
         with path.open("a", encoding="utf-8") as out:
             out.write(github_summary(results, info))
     except OSError as exc:
-        raise _unwritable(path, exc) from None
+        raise cannot_write(path, exc) from None
 
 
 def on_github_actions() -> bool:
@@ -360,20 +360,6 @@ def on_github_actions() -> bool:
 
 
 # -- writing ------------------------------------------------------------------------------------
-
-
-def _unwritable(path: Path, exc: OSError) -> ConformError:
-    return ConformError(
-        f"cannot write {path}: {exc.strerror or exc}", hint="check the path and its folder"
-    )
-
-
-def write_report(path: Path, text: str) -> None:
-    """Write a report's text to `path`, atomically; ConformError when that cannot be done."""
-    try:
-        write_atomically(path, text)
-    except OSError as exc:
-        raise _unwritable(path, exc) from None
 
 
 def write_junit(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:

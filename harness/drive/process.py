@@ -28,10 +28,10 @@ from importlib import resources
 from selectors import EVENT_READ, DefaultSelector
 from typing import Any
 
+from harness.drive.inprocess import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
+from harness.drive.normalize import ERROR_KINDS
 from harness.errors import ConformError, TargetError
-from harness.normalize import ERROR_KINDS
-from harness.report import shorten
-from harness.target import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
+from harness.quoting import shorten
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0

@@ -1,7 +1,7 @@
 """A syrupy extension that keeps each case's golden file at `golden/<case id>.json`.
 
-It reuses `harness.golden.serialize` and `write_atomically`, so `pytest --snapshot-update` writes
-exactly what `conform golden update` writes. A test asserts `golden_snapshot(name=case_id) ==
+It reuses `harness.suite.golden.serialize` and `write_atomically`, so `pytest --snapshot-update`
+writes exactly what `conform golden update` writes. A test asserts `golden_snapshot(name=case_id) ==
 document`; syrupy then fails a plain run on any drift and reports (and, with `--snapshot-update`,
 deletes) golden files whose recording is gone, as unused snapshots. Unused files are found when
 pytest runs without path arguments (syrupy's rule for files outside the test's own folder).
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from syrupy.data import Snapshot, SnapshotCollection
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from harness.golden import serialize, write_atomically
+from harness.files import write_atomically
+from harness.suite.golden import serialize
 
 if TYPE_CHECKING:
     from syrupy.location import PyTestLocation

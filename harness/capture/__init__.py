@@ -1,0 +1,1 @@
+"""Capturing a live llama-server stream as a recording (`conform record`)."""

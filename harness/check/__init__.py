@@ -1,0 +1,1 @@
+"""Checking: the input modes, comparing with golden files, the runner, expected failures."""
