@@ -8,11 +8,14 @@ sends is checked before it is used (a tool-call index never reaches a list unche
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import msgspec
 
 from reference._wire import Chunk, ToolCallPiece, decode_chunk
+from reference.choices import REFERENCE, Choices
 from reference.types import (
     MAX_SAFE_INTEGER,
     ChatEvent,
@@ -28,12 +31,23 @@ from reference.types import (
     ToolCallDelta,
 )
 
-#: Arrays and objects may nest this deep and no deeper (serde_json's default; docs/spec.md).
+#: Arrays and objects may nest this deep and no deeper (I3; docs/spec.md).
 MAX_DEPTH = 128
+
+#: Under I3 `ignore`, values nested deeper than this are replaced by null before decoding. No field
+#: the rules read lies this deep (top, choices, choice, delta, tool_calls, tool call, function: 7),
+#: so only ignored values, or read ones already of the wrong type, are cut.
+_KEPT_DEPTH = 9
 
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
+_TOKEN = re.compile(
+    r'[ \t\n\r]*(?:("(?:[^"\\\x00-\x1f]|\\.)*")'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)|(true|false|null)|([\[\]{}:,]))"
+)
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_CLOSER = {"[": "]", "{": "}"}
 
 
 def _protocol(message: str) -> InferError:
@@ -52,29 +66,193 @@ def _nesting_depth(data: str) -> int:
     return deepest
 
 
-def _decode(data: str) -> Chunk:
+def _check_string(token: str) -> None:
+    try:
+        text = json.loads(token)
+    except ValueError:
+        raise _protocol("not JSON: a bad string escape") from None
+    if _LONE_SURROGATE.search(text):
+        raise _protocol("an unpaired surrogate escape")
+
+
+def _prune(data: str) -> str:
+    """`data` with every value nested deeper than `_KEPT_DEPTH` replaced by null (I3 `ignore`).
+
+    Iterative, so any depth is fine; the cut parts are checked here (syntax, string escapes,
+    unpaired surrogates) since no decoder sees them; the rest is left to the decoder.
+    """
+    out: list[str] = []
+    stack: list[str] = []
+    expect = "value"  # value, first (after '['), key_first (after '{'), key, colon, after, done
+    cut_at = 0  # the stack depth where cutting began, 0 when not cutting
+    pos = 0
+    while True:
+        match = _TOKEN.match(data, pos)
+        if match is None:
+            if expect == "done" and not data[pos:].strip(" \t\n\r"):
+                return "".join(out)
+            raise _protocol("not JSON")
+        pos = match.end()
+        string, _number, _literal, punct = match.groups()
+        token = match.group(0)
+        if expect == "done":
+            raise _protocol("not JSON: text after the value")
+        closing = punct in ("]", "}")
+        if expect == "colon":
+            if punct != ":":
+                raise _protocol("not JSON: ':' expected")
+            expect = "value"
+        elif expect in ("key", "key_first") and string is not None:
+            expect = "colon"
+        elif (expect == "key_first" and punct == "}") or (expect == "first" and punct == "]"):
+            stack.pop()
+            expect = "after"
+        elif expect in ("value", "first") and not closing and punct not in (":", ","):
+            if punct is not None:  # '[' or '{'
+                stack.append(punct)
+                expect = "first" if punct == "[" else "key_first"
+                if not cut_at and len(stack) > _KEPT_DEPTH:
+                    cut_at = len(stack)
+                    out.append(token[: len(token) - 1] + "null")
+            else:
+                expect = "after"
+        elif expect == "after" and stack and punct == ",":
+            expect = "value" if stack[-1] == "[" else "key"
+        elif (
+            expect == "after" and stack and closing and "[]{}"["[]{}".index(stack[-1]) + 1] == punct
+        ):
+            stack.pop()
+        else:
+            raise _protocol("not JSON")
+        if string is not None and cut_at:
+            _check_string(string)
+        if cut_at:
+            if len(stack) < cut_at:
+                cut_at = 0
+        else:
+            out.append(token)
+        if expect == "after" and not stack:
+            expect = "done"
+
+
+class _Duplicate(Exception):
+    pass
+
+
+class _Raw(str):
+    """A number's text, kept as written."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _dump(value: Any) -> str:
+    if isinstance(value, _Raw):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(k)}:{_dump(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(_dump(v) for v in value) + "]"
+    return json.dumps(value)  # strings (lone surrogates stay escaped), true, false, null
+
+
+def _keep_last(data: str) -> str | None:
+    """`data` with each duplicated key's last value only (I4 `last`); None without duplicates."""
+    seen_duplicate = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal seen_duplicate
+        kept: dict[str, Any] = {}
+        for key, value in items:
+            if key in kept:
+                seen_duplicate = True
+                del kept[key]
+            kept[key] = value
+        return kept
+
+    try:
+        value = json.loads(
+            data,
+            object_pairs_hook=pairs,
+            parse_int=_Raw,
+            parse_float=_Raw,
+            parse_constant=_reject_constant,
+        )
+    except (ValueError, RecursionError):
+        return None
+    return _dump(value) if seen_duplicate else None
+
+
+def _has_duplicate_keys(data: str) -> bool:
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        keys = [key for key, _ in items]
+        if len(set(keys)) != len(keys):
+            raise _Duplicate
+
+    try:
+        json.loads(data, object_pairs_hook=pairs, parse_constant=_reject_constant)
+    except _Duplicate:
+        return True
+    except (ValueError, RecursionError):
+        pass  # not JSON: the decoder says so
+    return False
+
+
+def _decode(data: str, choices: Choices) -> Chunk:
+    if not isinstance(data, str):
+        raise _protocol(f"payload must be text, not {type(data).__name__}")
     # Counting every bracket over-estimates depth, so the exact scan runs only on rare payloads.
     if (data.count("{") + data.count("[") > MAX_DEPTH) and _nesting_depth(data) > MAX_DEPTH:
-        raise _protocol(f"payload nests deeper than {MAX_DEPTH} levels")
+        if choices.I3 == "protocol":
+            raise _protocol(f"payload nests deeper than {MAX_DEPTH} levels")
+        data = _prune(data)
+    if choices.I4 == "protocol" and _has_duplicate_keys(data):
+        raise _protocol("a key stands twice in one object")
     try:
         return decode_chunk(data)
     except _DECODE_ERRORS as exc:
+        # msgspec keeps the last of duplicate keys but checks every copy's type: under `last`,
+        # an earlier copy must not matter, so a failed payload is decoded again without them.
+        kept = _keep_last(data) if choices.I4 == "last" else None
+        if kept is not None:
+            try:
+                return decode_chunk(kept)
+            except _DECODE_ERRORS:
+                pass
         raise _protocol(f"not a chunk: {exc}") from None
-    except TypeError:
-        raise _protocol(f"payload must be text, not {type(data).__name__}") from None
 
 
-def _integer(value: int | float, where: str) -> int:
-    """An integer field's value: integral numbers only, within the safe range (docs/spec.md)."""
+def _integer(value: int | float, where: str, choices: Choices) -> int:
+    """An integer field's value (R6), as I1 and I2 choose."""
     if type(value) is int:
-        return value
-    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-        return int(value)
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER or choices.I2 == "exact":
+            return value
+        raise _protocol(f"{where} is beyond ±(2^53-1): {value}")
+    if isinstance(value, float) and value.is_integer():
+        if choices.I1 == "protocol":
+            raise _protocol(f"{where} must be written as an integer, got {value!r}")
+        if abs(value) <= MAX_SAFE_INTEGER or choices.I2 == "exact":
+            return int(value)
+        raise _protocol(f"{where} is beyond ±(2^53-1): {value!r}")
     raise _protocol(f"{where} must be an integer, got {value!r}")
 
 
-def _optional_integer(value: int | float | None, where: str) -> int | None:
-    return None if value is None else _integer(value, where)
+def _optional_integer(value: int | float | None, where: str, choices: Choices) -> int | None:
+    return None if value is None else _integer(value, where, choices)
+
+
+def _timings(timings: Timings, choices: Choices) -> Timings:
+    """`timings` with its integers beyond ±(2^53-1) as I2 chooses (a number field)."""
+    changes: dict[str, float] = {}
+    for name in timings.__struct_fields__:
+        value = getattr(timings, name)
+        if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            if choices.I2 == "protocol":
+                raise _protocol(f"timings.{name} is beyond ±(2^53-1): {value}")
+            if choices.I2 == "double":
+                changes[name] = float(value)
+    return msgspec.structs.replace(timings, **changes) if changes else timings
 
 
 class _CallBuilder:
@@ -93,6 +271,7 @@ class Assembler:
 
     __slots__ = (
         "_calls",
+        "_choices",
         "_content",
         "_finish_reason",
         "_id",
@@ -102,7 +281,9 @@ class Assembler:
         "_timings",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, choices: Choices = REFERENCE) -> None:
+        """`choices`: the outcome of each implementation-defined point (`reference.choices`)."""
+        self._choices = choices
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -134,25 +315,36 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        chunk = _decode(data)
+        choices = self._choices
+        chunk = _decode(data, choices)
+        # The payload's whole shape first (R6), then its error object (R8), then the rules that
+        # depend on the stream so far.
+        timings = None if chunk.timings is None else _timings(chunk.timings, choices)
+        progress = chunk.prompt_progress
+        progress_event = None
+        if progress is not None:
+            progress_event = Progress(
+                _optional_integer(progress.total, "prompt_progress.total", choices),
+                _optional_integer(progress.cache, "prompt_progress.cache", choices),
+                _optional_integer(progress.processed, "prompt_progress.processed", choices),
+                _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices),
+            )
+        indexes = [
+            [self._index(piece) for piece in choice.delta.tool_calls]
+            if choice.delta is not None and choice.delta.tool_calls
+            else []
+            for choice in chunk.choices or ()
+        ]
         if chunk.error is not None:
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
         if chunk.id and self._id is None:
             self._id = chunk.id
-        if chunk.timings is not None:
-            self._timings = chunk.timings
+        if timings is not None:
+            self._timings = timings
         events: list[ChatEvent] = []
-        progress = chunk.prompt_progress
-        if progress is not None:
-            events.append(
-                Progress(
-                    _optional_integer(progress.total, "prompt_progress.total"),
-                    _optional_integer(progress.cache, "prompt_progress.cache"),
-                    _optional_integer(progress.processed, "prompt_progress.processed"),
-                    _optional_integer(progress.time_ms, "prompt_progress.time_ms"),
-                )
-            )
-        for choice in chunk.choices or ():
+        if progress_event is not None:
+            events.append(progress_event)
+        for choice, choice_indexes in zip(chunk.choices or (), indexes, strict=True):
             delta = choice.delta
             if delta is not None:
                 if delta.reasoning_content:
@@ -162,26 +354,33 @@ class Assembler:
                     self._in_reasoning = False
                     events.append(Content(delta.content))
                 if delta.tool_calls:
-                    self._take_tool_calls(delta.tool_calls, events)
+                    self._take_tool_calls(delta.tool_calls, choice_indexes, events)
             if choice.finish_reason is not None:
                 self._finish_reason = FinishReason(choice.finish_reason)
         return events
+
+    def _index(self, piece: ToolCallPiece) -> int:
+        index = _integer(piece.index, "tool_calls[].index", self._choices)
+        if index < 0:
+            raise _protocol(f"tool call index {index} is negative")
+        return index
 
     def _take_reasoning(self, text: str, events: list[ChatEvent]) -> None:
         self._reasoning.append(text)
         self._in_reasoning = True
         if self._timings is not None and self._timings.predicted_n is not None:
-            tokens = _integer(self._timings.predicted_n, "timings.predicted_n")
+            tokens = _integer(self._timings.predicted_n, "timings.predicted_n", self._choices)
             if tokens < 0:
                 raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
             self._reasoning_tokens = tokens
         events.append(Reasoning(text))
 
-    def _take_tool_calls(self, pieces: list[ToolCallPiece], events: list[ChatEvent]) -> None:
+    def _take_tool_calls(
+        self, pieces: list[ToolCallPiece], indexes: list[int], events: list[ChatEvent]
+    ) -> None:
         calls = self._calls
-        for piece in pieces:
-            index = _integer(piece.index, "tool_calls[].index")
-            if index < 0 or index > len(calls):
+        for piece, index in zip(pieces, indexes, strict=True):
+            if index > len(calls):
                 raise _protocol(
                     f"tool call index {index} is out of order: {len(calls)} call(s) so far"
                 )

@@ -8,14 +8,11 @@ directly where the payload's shape and the public shape agree (`Timings`).
 from __future__ import annotations
 
 import enum
-from typing import Annotated
 
 import msgspec
 
-#: The largest integer every JSON implementation holds exactly (I-JSON, RFC 7493); see docs/spec.md.
+#: The largest integer every JSON implementation holds exactly (I-JSON, RFC 7493); beyond it is I2.
 MAX_SAFE_INTEGER = 2**53 - 1
-
-_SafeInt = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
 
 
 class ErrorKind(enum.StrEnum):
@@ -75,8 +72,9 @@ class ToolCallDelta(msgspec.Struct, frozen=True, gc=False):
 
 ChatEvent = Progress | Reasoning | Content | ToolCallDelta
 
-#: A JSON number as the payload wrote it: integers stay integers.
-Number = _SafeInt | float
+#: A JSON number as the payload wrote it: integers stay integers (of any size: I2 is decided in
+#: `reference.assembler`, where the choice is known).
+Number = int | float
 
 
 class Timings(msgspec.Struct, frozen=True, gc=False):
