@@ -35,9 +35,11 @@ from harness.reports.machine import (
     write_junit,
 )
 from harness.reports.progress import ProgressBar, paint_line, wants_colour
-from harness.reports.text import render, totals_line
+from harness.reports.text import render, rules_line, totals_line
 from harness.suite import golden as golden_files
 from harness.suite.cases import Case, Suite
+from harness.suite.recording import PIN_TAGS
+from reference.choices import OUTCOMES, REFERENCE
 
 
 class _SetupFailure(click.ClickException):
@@ -83,10 +85,62 @@ _pattern_option = click.option(
 )
 
 
-def _cases(suite: Suite, patterns: tuple[str, ...]) -> list[Case]:
-    cases = suite.cases(patterns)
+class PinTag(click.ParamType[str]):
+    """A rule or implementation-defined point a case may pin: R1..R9, I1..I4, SSE."""
+
+    name = "rule"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        tag = str(value).strip().upper()
+        if tag not in PIN_TAGS:
+            self.fail(f"{value!r} is not one of {' '.join(PIN_TAGS)}", param, ctx)
+        return tag
+
+
+class PointChoice(click.ParamType[tuple[str, str]]):
+    """`POINT=OUTCOME`, an implementation-defined point and the outcome to require there."""
+
+    name = "choice"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        point, _, outcome = str(value).partition("=")
+        point = point.strip().upper()
+        allowed = OUTCOMES.get(point)
+        if allowed is None or outcome.strip() not in allowed:
+            options = "; ".join(f"{p}={'|'.join(v)}" for p, v in OUTCOMES.items())
+            self.fail(f"{value!r}: give POINT=OUTCOME, one of {options}", param, ctx)
+        return point, outcome.strip()
+
+
+_rule_option = click.option(
+    "--rule",
+    "rules",
+    type=PinTag(),
+    multiple=True,
+    metavar="TAG",
+    help="Only cases that pin this rule or point (R1..R9, I1..I4, SSE); repeatable.",
+)
+_exclude_option = click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="PATTERN",
+    help="Leave out cases whose id matches this pattern (as -k matches); repeatable.",
+)
+
+
+def _cases(
+    suite: Suite,
+    patterns: tuple[str, ...],
+    rules: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+) -> list[Case]:
+    cases = suite.cases(patterns, rules=rules, exclude=exclude)
     if not cases:
-        what = f" matching {' '.join(patterns)}" if patterns else ""
+        what = " ".join([*(f"matching {p}" for p in patterns), *(f"pinning {r}" for r in rules)])
+        what = f" {what}" if what else ""
         raise ConformError(f"no cases{what} in {suite.root}", hint="'conform list' shows the cases")
     return cases
 
@@ -178,6 +232,22 @@ def main() -> None:
     help="Input mode; repeatable. Default: every mode.",
 )
 @_pattern_option
+@_rule_option
+@_exclude_option
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Gate on the reference's own outcome at every implementation-defined point (I1..I4) "
+    "instead of accepting any allowed outcome.",
+)
+@click.option(
+    "--choose",
+    "chosen_points",
+    type=PointChoice(),
+    multiple=True,
+    metavar="POINT=OUTCOME",
+    help="Require this outcome at one implementation-defined point (e.g. I3=ignore); repeatable.",
+)
 @click.option(
     "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
 )
@@ -228,6 +298,10 @@ def run_command(
     suite_dir: Path | None,
     modes: tuple[str, ...],
     patterns: tuple[str, ...],
+    rules: tuple[str, ...],
+    exclude: tuple[str, ...],
+    strict: bool,
+    chosen_points: tuple[tuple[str, str], ...],
     seed: int,
     verbose: bool,
     quiet: bool,
@@ -248,9 +322,10 @@ def run_command(
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
     suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns)
+    cases = _cases(suite, patterns, rules, exclude)
     suite.require_recordings(patterns)
     chosen = modes or MODES
+    require = _required_choices(strict=strict, chosen_points=chosen_points)
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
         expected.check([case.case_id for case in suite.cases()], MODES)
@@ -274,7 +349,9 @@ def run_command(
     )
     try:
         with bar:
-            for result in run_parallel(cases, drivers, modes=chosen, seed=seed, jobs=jobs):
+            for result in run_parallel(
+                cases, drivers, modes=chosen, seed=seed, jobs=jobs, require=require
+            ):
                 results.append(result if expected is None else expected.apply(result))
                 bar.advance(results[-1])
     finally:
@@ -287,21 +364,54 @@ def run_command(
         colour = wants_colour(sys.stdout)
         for line in render(results, verbose=verbose):
             click.echo(paint_line(line, colour=colour))
+    if not quiet and any(r.pins for r in results):
+        click.echo(rules_line(results))
     click.echo(totals_line(results, info.duration))
     _write_reports(results, info, junit=junit, json_path=json_path, write_xfail=write_xfail)
     if failed(results) and write_xfail is None:
         sys.exit(1)
 
 
+def _required_choices(
+    *, strict: bool, chosen_points: tuple[tuple[str, str], ...]
+) -> dict[str, str] | None:
+    required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if strict else {}
+    required.update(dict(chosen_points))
+    return required or None
+
+
 @main.command("list")
 @_suite_option
 @_pattern_option
-def list_command(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """List the suite's cases, one id a line (golden files without a recording on stderr)."""
+@_rule_option
+@_exclude_option
+@click.option("--ids", "ids_only", is_flag=True, help="Print the case ids alone.")
+def list_command(
+    suite_dir: Path | None,
+    patterns: tuple[str, ...],
+    rules: tuple[str, ...],
+    exclude: tuple[str, ...],
+    ids_only: bool,
+) -> None:
+    """List the suite's cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
+
+    Golden files without a recording are named on stderr.
+    """
     suite = Suite.open(suite_dir)
-    for case in _cases(suite, patterns):
-        click.echo(case.case_id)
+    cases = _cases(suite, patterns, rules, exclude)
+    width = max(len(case.case_id) for case in cases)
+    for case in cases:
+        pins = () if ids_only else _pins_or_nothing(case)
+        click.echo(f"{case.case_id:<{width}}  {' '.join(pins)}" if pins else case.case_id)
     _warn_orphans(suite, patterns)
+
+
+def _pins_or_nothing(case: Case) -> tuple[str, ...]:
+    try:
+        return case.pins
+    except ConformError as exc:  # listing never fails for one broken recording: run names it
+        click.echo(f"warning: {exc}", err=True)
+        return ()
 
 
 def _warn_orphans(suite: Suite, patterns: tuple[str, ...]) -> None:

@@ -79,10 +79,10 @@ def test_a_factory_in_a_file(tmp_path: Path) -> None:
 
 
 def test_list_and_patterns(suite: Suite) -> None:
-    code, output = conform("list", "-k", "llama-server/tool_*")
+    code, output = conform("list", "--ids", "-k", "llama-server/tool_*")
     assert code == 0
     assert output.split() == ["llama-server/tool_call", "llama-server/tool_calls_parallel"]
-    code, output = conform("list")
+    code, output = conform("list", "--ids")
     assert len(output.split()) == len(suite.cases())
     code, output = conform("list", "-k", "no-such-case")
     assert code == 2 and output.startswith("Error: no cases matching no-such-case")
@@ -151,3 +151,35 @@ def test_golden_check_with_a_pattern_looks_for_orphans_only_among_matching_ids(
     assert conform("golden", "check", "--suite", root, "-k", "llama-server/*")[0] == 0
     code, output = conform("golden", "check", "--suite", root, "-k", "synthetic/*")
     assert code == 1 and "orphaned:" in output
+
+
+def test_list_shows_what_each_case_pins() -> None:
+    code, output = conform("list", "-k", "synthetic/r6_nesting_12[9]")
+    assert code == 0
+    assert output.split() == ["synthetic/r6_nesting_129", "R6", "I3"]
+
+
+def test_rule_selects_and_exclude_removes(suite: Suite) -> None:
+    code, output = conform("list", "--ids", "--rule", "i3")
+    assert code == 0
+    pinned = [c.case_id for c in suite.cases() if "I3" in c.pins]
+    assert output.split() == pinned and len(pinned) >= 3
+    code, output = conform("list", "--ids", "--rule", "I3", "--exclude", "*_objects")
+    assert output.split() == [c for c in pinned if not c.endswith("_objects")]
+    code, output = conform("list", "--ids", "--rule", "R8", "--rule", "I1")
+    wanted = [c.case_id for c in suite.cases() if {"R8", "I1"} & set(c.pins)]
+    assert output.split() == wanted
+    code, output = conform("list", "--rule", "R10")
+    assert code == 2 and "'R10' is not one of" in output
+
+
+def test_run_reports_totals_per_rule(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    args = ("run", "reference:Assembler", "--in-process", "--mode", "plain", "--rule", "R6")
+    code, output = conform(*args, "--json", str(report))
+    assert code == 0, output
+    data = json.loads(report.read_text())
+    r6 = [r for r in data["results"] if "R6" in r["pins"]]
+    assert len(r6) == data["suite"]["cases"] == data["rules"]["R6"]["cases"]
+    assert data["rules"]["R6"] == {"cases": len(r6), "passed": len(r6), "failed": 0}
+    assert f"R6 {len(r6)}/{len(r6)}" in output.splitlines()[-2]

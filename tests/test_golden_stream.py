@@ -30,7 +30,10 @@ def streaming(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_the_streamed_text_is_the_serializers(suite: Suite) -> None:
+    # Cases that pin an implementation-defined point are never streamed (several outcomes).
     for case in suite.cases():
+        if any(pin.startswith("I") for pin in case.pins):
+            continue
         text = "".join(golden_stream.iter_serialized(case, schema=SCHEMA))
         assert text == serialize(build_golden(case)), case.case_id
 
@@ -119,8 +122,8 @@ def test_invalid_json_in_a_step_names_its_line(big: Path) -> None:
 
 
 def test_another_schema(big: Path) -> None:
-    big.write_text(big.read_text().replace('"schema": 1', '"schema": 2', 1))
-    with pytest.raises(GoldenError, match="golden schema 2 is not 1"):
+    big.write_text(big.read_text().replace('"schema": 2', '"schema": 1', 1))
+    with pytest.raises(GoldenError, match="golden schema 1 is not 2"):
         read(big)
 
 
@@ -132,7 +135,7 @@ def test_another_layout_is_refused_with_a_hint(big: Path) -> None:
 
 
 def test_a_step_without_a_line(big: Path) -> None:
-    big.write_text(big.read_text().replace('"line": 17,', '"lime": 17,', 1))
+    big.write_text(big.read_text().replace('"line": 18,', '"lime": 18,', 1))
     with pytest.raises(GoldenError, match=r"steps\[1\] \(line \d+\) is not a step with a line"):
         read(big)
 

@@ -35,7 +35,13 @@ from harness.check.runner import (
 )
 from harness.files import cannot_write, write_report
 from harness.quoting import shorten, shown
-from harness.reports.text import describe_case, label, recording_path
+from harness.reports.text import (
+    choice_text,
+    describe_case,
+    label,
+    recording_path,
+    rule_totals,
+)
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -143,6 +149,11 @@ def _junit_case(result: CaseResult) -> ET.Element:
     case = ET.Element(
         "testcase", {"classname": classname, "name": name, "time": _seconds(result.duration)}
     )
+    if result.pins or result.choice:
+        properties = ET.SubElement(case, "properties")
+        for key, value in (("pins", " ".join(result.pins)), ("choice", choice_text(result.choice))):
+            if value:
+                ET.SubElement(properties, "property", {"name": key, "value": value})
     if result.status == PASSED:
         return case
     tag = {
@@ -185,6 +196,10 @@ def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
         ("suite", str(info.suite)),
         ("modes", ",".join(info.modes)),
         ("seed", str(info.seed)),
+        *(
+            (f"rule.{tag}", f"{n['passed']}/{n['cases']} cases conforming")
+            for tag, n in rule_totals(results).items()
+        ),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": _xml_text(value)})
     suite.extend(_junit_case(result) for result in results)
@@ -245,6 +260,8 @@ def result_json(result: CaseResult) -> dict[str, Any]:
         "expectation": None
         if expectation is None
         else {"reason": expectation.reason, "source": expectation.source, "was": expectation.was},
+        "pins": list(result.pins),
+        "choice": [dict(c) for c in result.choice],
     }
 
 
@@ -259,6 +276,7 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "seed": info.seed,
         "ok": not failed(results),
         "totals": {"runs": len(results), **counts(results)},
+        "rules": rule_totals(results),
         "duration": round(info.duration, 6),
         "results": [result_json(r) for r in results],
     }
@@ -330,6 +348,13 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
         "",
         f"{len(results)} runs ({info.cases} cases x {len(info.modes)} modes, seed {info.seed}) "
         f"in {info.duration:.2f} s: {', '.join(parts) or 'none'}",
+        "",
+        "| rule | cases conforming | |",
+        "|---|---|---|",
+        *(
+            f"| {tag} | {n['passed']}/{n['cases']} | {'❌' if n['failed'] else '✅'} |"
+            for tag, n in rule_totals(results).items()
+        ),
         "",
     ]
     shown_results = [r for r in results if r.status != PASSED]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from harness.check.runner import (
     CRASHED,
@@ -18,6 +18,7 @@ from harness.check.runner import (
     Mismatch,
 )
 from harness.quoting import shown
+from harness.suite.recording import PIN_TAGS
 
 _LABEL = {
     PASSED: "PASS",
@@ -77,6 +78,16 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     """
     header = f"{label(result.status)} {result.case_id} [{result.mode}]"
     lines = [f"{header}  {recording_path(result)}{_reproduce(result)}"]
+    if result.choice and result.status not in CONFORMING:
+        points = " ".join(sorted({p for c in result.choice for p in c}))
+        tried = result.extra.get("outcomes", 1)
+        lines.append(
+            f"  implementation-defined {points}: no allowed outcome matched ({tried} tried); "
+            f"compared with the closest, {choice_text(result.choice)}"
+            if tried > 1
+            else f"  implementation-defined {points}: only {choice_text(result.choice)} is "
+            "allowed in this run (--strict or --choose)"
+        )
     expected = _expectation_line(result)
     if expected is not None:
         lines.append(expected)
@@ -106,6 +117,42 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     return lines
 
 
+#: The statuses of a run whose target did what the golden file says (an xpass did, too).
+CONFORMING = (PASSED, XPASSED)
+
+
+def choice_text(choice: Sequence[Mapping[str, str]]) -> str:
+    """`I3=ignore` (or `I2=protocol or I2=double` when several choices give that outcome)."""
+    return " or ".join(" ".join(f"{p}={v}" for p, v in sorted(c.items())) for c in choice)
+
+
+def rule_totals(results: Iterable[CaseResult]) -> dict[str, dict[str, int]]:
+    """Per tag a case pins (`R1`..`R9`, `I1`..`I4`, `SSE`, in that order): its cases, and how many
+    of them conform in every mode run (`passed`) or not (`failed`); a case counts once per tag."""
+    conforming: dict[str, bool] = {}
+    pins: dict[str, tuple[str, ...]] = {}
+    for result in results:
+        ok = result.status in CONFORMING
+        conforming[result.case_id] = conforming.get(result.case_id, True) and ok
+        pins[result.case_id] = result.pins or ("none",)
+    totals: dict[str, dict[str, int]] = {}
+    for tag in (*PIN_TAGS, "none"):
+        cases = [case for case, tags in pins.items() if tag in tags]
+        if cases:
+            passed = sum(conforming[case] for case in cases)
+            totals[tag] = {"cases": len(cases), "passed": passed, "failed": len(cases) - passed}
+    return totals
+
+
+def rules_line(results: Sequence[CaseResult]) -> str:
+    """`by rule (cases conforming): R1 8/8, ..., R6 60/62 FAIL, ...` in one line."""
+    parts = [
+        f"{tag} {n['passed']}/{n['cases']}" + (" FAIL" if n["failed"] else "")
+        for tag, n in rule_totals(results).items()
+    ]
+    return f"by rule (cases conforming): {', '.join(parts) or 'no cases'}"
+
+
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
     counts = Counter(r.status for r in results)
@@ -119,7 +166,8 @@ def render(results: Iterable[CaseResult], *, verbose: bool = False) -> list[str]
     for result in results:
         if result.status == PASSED:
             if verbose:
-                lines.append(f"PASS {result.case_id} [{result.mode}]")
+                took = f"  (took {choice_text(result.choice)})" if result.choice else ""
+                lines.append(f"PASS {result.case_id} [{result.mode}]{took}")
             continue
         described = describe_case(result)
         lines.extend(described if verbose or result.status != XFAILED else described[:2])

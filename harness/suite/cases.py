@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import SuiteError
-from harness.suite.recording import RECORDING_SUFFIXES, case_id_of
+from harness.suite.recording import RECORDING_SUFFIXES, case_id_of, read_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,11 @@ class Case:
     def recording_name(self) -> str:
         """The recording's path below `recordings/`, as golden files name it."""
         return f"{self.case_id}{self.recording.suffix}"
+
+    @property
+    def pins(self) -> tuple[str, ...]:
+        """What the recording says it pins (its `pins:` line): rules, I-points, `SSE`."""
+        return read_info(self.recording).pins
 
 
 def default_suite_root() -> Path:
@@ -71,8 +76,18 @@ class Suite:
         """Where the golden file of `case_id` belongs."""
         return self.golden_dir / f"{case_id}.json"
 
-    def cases(self, patterns: tuple[str, ...] = ()) -> list[Case]:
-        """The suite's cases sorted by id; with patterns, those whose id matches one (a glob)."""
+    def cases(
+        self,
+        patterns: tuple[str, ...] = (),
+        *,
+        rules: tuple[str, ...] = (),
+        exclude: tuple[str, ...] = (),
+    ) -> list[Case]:
+        """The suite's cases sorted by id, selected.
+
+        With patterns, those whose id matches one; with rules, those that pin one of them (`R6`,
+        `I1`, `SSE`); never those whose id matches an `exclude` pattern.
+        """
         found: dict[str, Case] = {}
         for path in sorted(self.recordings_dir.rglob("*")):
             if path.suffix not in RECORDING_SUFFIXES or not path.is_file():
@@ -85,8 +100,14 @@ class Suite:
                 )
             if patterns and not any(_matches(case_id, p) for p in patterns):
                 continue
+            if any(_matches(case_id, p) for p in exclude):
+                continue
             found[case_id] = Case(case_id, path, self.golden_path(case_id))
-        return [found[key] for key in sorted(found)]
+        chosen = [found[key] for key in sorted(found)]
+        if rules:
+            wanted = set(rules)
+            chosen = [case for case in chosen if wanted.intersection(case.pins)]
+        return chosen
 
     def orphaned_golden(self, patterns: tuple[str, ...] = ()) -> list[Path]:
         """Golden files whose recording is gone (with patterns, those whose id matches one)."""

@@ -16,33 +16,89 @@ from typing import Any
 
 import reference
 from harness.drive.inprocess import finish_step, push_step
-from harness.errors import GoldenError
+from harness.errors import GoldenError, RecordingError
 from harness.files import write_atomically
 from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
 from harness.suite.recording import case_id_of, iter_payloads, read_info
+from reference import choices as choices_of
+from reference.choices import Choices
 
-SCHEMA = 1
+#: The golden file schema (docs/golden.md). 2: `pins`; `choices` and `alternatives` in the cases
+#: that pin an implementation-defined point.
+SCHEMA = 2
 
 
-def build_golden(case: Case) -> dict[str, Any]:
-    """The golden document of `case`, as the reference assembles its recording."""
-    capped = read_info(case.recording).thinking_capped
-    assembler = reference.Assembler()
+def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
+    """The steps and finish the reference makes of `case` under `choices`."""
+    assembler = reference.Assembler(choices)
     steps: list[dict[str, Any]] = []
-    golden: dict[str, Any] = {
-        "schema": SCHEMA,
-        "recording": case.recording_name,
-        "thinking_capped": capped,
-        "steps": steps,
-    }
+    outcome: dict[str, Any] = {"steps": steps}
     for payload in iter_payloads(case.recording):
         step = push_step(assembler, payload.data, payload.line)
         steps.append(step)
         if "error" in step:
-            return golden
-    golden["finish"] = finish_step(assembler, capped)
-    return golden
+            return outcome
+    outcome["finish"] = finish_step(assembler, capped)
+    return outcome
+
+
+def _key(outcome: dict[str, Any]) -> str:
+    return json.dumps(outcome, sort_keys=True)
+
+
+def build_golden(case: Case) -> dict[str, Any]:
+    """The golden document of `case`, as the reference assembles its recording.
+
+    A case that pins implementation-defined points is assembled under every combination of their
+    allowed outcomes: the reference's own outcome is the document's `steps` and `finish`, every
+    other distinct one an entry of `alternatives`, each with the `choices` that give it.
+    """
+    info = read_info(case.recording)
+    capped = info.thinking_capped
+    golden: dict[str, Any] = {
+        "schema": SCHEMA,
+        "recording": case.recording_name,
+        "thinking_capped": capped,
+        "pins": list(info.pins),
+    }
+    points = [pin for pin in info.pins if pin in choices_of.OUTCOMES]
+    if not points:
+        return golden | _outcome(case, capped, choices_of.REFERENCE)
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
+    for combination in choices_of.combinations(points):
+        outcome = _outcome(case, capped, choices_of.REFERENCE.replace(combination))
+        outcomes.setdefault(_key(outcome), ([], outcome))[0].append(combination)
+    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
+    _check_pins(case, points, own[0][0], outcomes)
+    golden["choices"] = own[0]
+    golden["alternatives"] = [{"choices": combos, **outcome} for combos, outcome in others]
+    return golden | own[1]
+
+
+def _check_pins(
+    case: Case,
+    points: list[str],
+    own: dict[str, str],
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]],
+) -> None:
+    """RecordingError unless each pinned point changes the outcome: a tag must mean something."""
+    which = {
+        json.dumps(combination, sort_keys=True): key
+        for key, (combinations, _) in outcomes.items()
+        for combination in combinations
+    }
+    for point in points:
+        seen = {
+            which[json.dumps(own | {point: value}, sort_keys=True)]
+            for value in choices_of.OUTCOMES[point]
+        }
+        if len(seen) < 2:
+            raise RecordingError(
+                case.recording,
+                f"pins {point}, but every outcome of {point} gives the same result",
+                hint=f"remove {point} from its 'pins:' line, or make the case depend on it",
+            )
 
 
 def serialize(golden: dict[str, Any]) -> str:
@@ -52,20 +108,38 @@ def serialize(golden: dict[str, Any]) -> str:
 
 def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
     golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
-    steps = golden.get("steps")
+    _check_outcome(path, golden, "", hint=hint)
+    alternatives = golden.get("alternatives", [])
+    if not isinstance(alternatives, list):
+        raise GoldenError(path, "'alternatives' is not a list", hint=hint)
+    for index, alternative in enumerate(alternatives):
+        where = f"alternatives[{index}]"
+        if not isinstance(alternative, dict) or not _is_choices(alternative.get("choices")):
+            raise GoldenError(path, f"{where} has no list of 'choices'", hint=hint)
+        _check_outcome(path, alternative, f"{where}.", hint=hint)
+    if "choices" in golden and not _is_choices(golden["choices"]):
+        raise GoldenError(path, "'choices' is not a list of choices", hint=hint)
+
+
+def _is_choices(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(c, dict) and all(isinstance(v, str) for v in c.values()) for c in value
+    )
+
+
+def _check_outcome(path: Path, outcome: dict[str, Any], where: str, *, hint: str) -> None:
+    steps = outcome.get("steps")
     if not isinstance(steps, list):
-        raise GoldenError(
-            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=hint
-        )
+        raise GoldenError(path, f"not a golden file: '{where}steps' is missing", hint=hint)
     for index, step in enumerate(steps):
         golden_stream.check_step(path, index, step, None, hint=hint)
     if steps and "error" in steps[-1]:
-        if "finish" in golden:
+        if "finish" in outcome:
             raise GoldenError(
-                path, "a golden file that ends in an error step has no finish", hint=hint
+                path, f"{where}steps end in an error step, so there is no finish", hint=hint
             )
-    elif not isinstance(golden.get("finish"), dict):
-        raise GoldenError(path, "'finish' is missing", hint=hint)
+    elif not isinstance(outcome.get("finish"), dict):
+        raise GoldenError(path, f"'{where}finish' is missing", hint=hint)
 
 
 def _regenerate(case: Case) -> str:
@@ -134,9 +208,12 @@ def _current_text(path: Path) -> str | None:
 def _is_long(case: Case) -> bool:
     """A recording too long to hold its golden document in memory (it is then streamed)."""
     try:
-        return case.recording.stat().st_size > golden_stream.STREAM_ABOVE
+        if case.recording.stat().st_size <= golden_stream.STREAM_ABOVE:
+            return False
     except OSError:
         return False  # the usual path names the problem
+    # Several outcomes are built whole; implementation-defined cases are short in practice.
+    return not any(pin in choices_of.OUTCOMES for pin in read_info(case.recording).pins)
 
 
 def update(cases: Iterable[Case]) -> list[GoldenChange]:

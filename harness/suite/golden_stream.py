@@ -233,9 +233,15 @@ def _read_finish(
 
 def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
     """The text `serialize(build_golden(case))` returns, in pieces, one step in memory at a time."""
-    capped = read_info(case.recording).thinking_capped
+    info = read_info(case.recording)
+    capped = info.thinking_capped
     header = json.dumps(
-        {"schema": schema, "recording": case.recording_name, "thinking_capped": capped},
+        {
+            "schema": schema,
+            "recording": case.recording_name,
+            "thinking_capped": capped,
+            "pins": list(info.pins),
+        },
         indent=2,
         ensure_ascii=False,
     )

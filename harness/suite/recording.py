@@ -19,6 +19,11 @@ from harness.errors import RecordingError
 RECORDING_SUFFIXES = (".http", ".sse")
 
 _DIRECTIVE_CAPPED = "thinking_capped:"
+_DIRECTIVE_PINS = "pins:"
+
+#: What a recording may say it pins: the rules, the implementation-defined points, and `SSE`
+#: (the event-stream reading rules of docs/spec.md section 1).
+PIN_TAGS = (*(f"R{n}" for n in range(1, 10)), *(f"I{n}" for n in range(1, 5)), "SSE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,7 @@ class RecordingInfo:
 
     thinking_capped: bool
     comments: tuple[str, ...]
+    pins: tuple[str, ...] = ()  # in PIN_TAGS order
 
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -81,6 +87,7 @@ def read_info(path: Path) -> RecordingInfo:
     """The leading comment lines of a recording and the directives among them."""
     comments: list[str] = []
     capped = False
+    pins: set[str] = set()
     for _, line in _numbered_lines(path):
         line = line.removeprefix("\ufeff") if not comments else line
         if not _is_comment(path, line):
@@ -96,7 +103,23 @@ def read_info(path: Path) -> RecordingInfo:
                     line=len(comments),
                 )
             capped = value == "true"
-    return RecordingInfo(thinking_capped=capped, comments=tuple(comments))
+        elif text.startswith(_DIRECTIVE_PINS):
+            pins |= _pins(path, text[len(_DIRECTIVE_PINS) :], line=len(comments))
+    ordered = tuple(tag for tag in PIN_TAGS if tag in pins)
+    return RecordingInfo(thinking_capped=capped, comments=tuple(comments), pins=ordered)
+
+
+def _pins(path: Path, value: str, *, line: int) -> set[str]:
+    tags = set(value.replace(",", " ").split())
+    unknown = sorted(tags - set(PIN_TAGS))
+    if unknown or not tags:
+        raise RecordingError(
+            path,
+            f"'pins:' names {', '.join(map(repr, unknown)) or 'nothing'}",
+            line=line,
+            hint=f"a recording pins some of {' '.join(PIN_TAGS)}",
+        )
+    return tags
 
 
 _HTTP_LAYOUT = (
