@@ -72,7 +72,7 @@ class Suite:
         return self.golden_dir / f"{case_id}.json"
 
     def cases(self, patterns: tuple[str, ...] = ()) -> list[Case]:
-        """The suite's cases sorted by id; with patterns, those whose id matches one (a glob)."""
+        """The suite's cases sorted by id; with patterns, those that match one (`case_matches`)."""
         found: dict[str, Case] = {}
         for path in sorted(self.recordings_dir.rglob("*")):
             if path.suffix not in RECORDING_SUFFIXES or not path.is_file():
@@ -83,7 +83,7 @@ class Suite:
                     f"two recordings make case '{case_id}': {found[case_id].recording} and {path}",
                     hint="rename one of them",
                 )
-            if patterns and not any(_matches(case_id, p) for p in patterns):
+            if patterns and not any(case_matches(case_id, p) for p in patterns):
                 continue
             found[case_id] = Case(case_id, path, self.golden_path(case_id))
         return [found[key] for key in sorted(found)]
@@ -96,7 +96,7 @@ class Suite:
         found = []
         for path in sorted(self.golden_dir.rglob("*.json")):
             case_id = case_id_of(self.golden_dir, path)
-            if case_id in ids or (patterns and not any(_matches(case_id, p) for p in patterns)):
+            if case_id in ids or (patterns and not any(case_matches(case_id, p) for p in patterns)):
                 continue
             found.append(path)
         return found
@@ -113,8 +113,14 @@ class Suite:
             )
 
 
-def _matches(case_id: str, pattern: str) -> bool:
-    """A glob on the case id; a pattern without wildcards also matches as a substring."""
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(case_id, pattern)
-    return pattern in case_id
+def case_matches(case_id: str, pattern: str) -> bool:
+    """The one rule of `-k` and of `--xfail` case globs: `pattern` is a shell-style glob
+    (`fnmatch`, case-sensitive, `*` also crossing `/`) that matches the whole case id, or a folder
+    of it (`synthetic` and `synthetic/` match every case below `synthetic/`).
+
+    `llama-server/tool_call` is that case alone, never `llama-server/tool_calls_parallel`.
+    """
+    folder = pattern.rstrip("/")
+    return fnmatch.fnmatchcase(case_id, pattern) or (
+        bool(folder) and fnmatch.fnmatchcase(case_id, folder + "/*")
+    )
