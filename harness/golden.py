@@ -19,6 +19,7 @@ from typing import Any
 import reference
 from harness import golden_stream
 from harness.errors import GoldenError
+from harness.golden_schema import check_golden
 from harness.recording import case_id_of, iter_payloads, read_info
 from harness.suite import Case, Suite
 from harness.target import finish_step, push_step
@@ -81,19 +82,17 @@ def write_atomically(path: Path, text: str | Iterable[str]) -> None:
 
 def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
     golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
-    steps = golden.get("steps")
-    if not isinstance(steps, list):
-        raise GoldenError(
-            path, "not a golden file: 'steps' or 'thinking_capped' is missing", hint=hint
-        )
-    for index, step in enumerate(steps):
-        golden_stream.check_step(path, index, step, None, hint=hint)
+    check_golden(path, golden, hint=hint)
+    steps = golden["steps"]
+    for index, step in enumerate(steps[:-1]):
+        if "error" in step:
+            raise GoldenError(path, f"steps[{index + 1}] follows an error step", hint=hint)
     if steps and "error" in steps[-1]:
         if "finish" in golden:
             raise GoldenError(
                 path, "a golden file that ends in an error step has no finish", hint=hint
             )
-    elif not isinstance(golden.get("finish"), dict):
+    elif "finish" not in golden:
         raise GoldenError(path, "'finish' is missing", hint=hint)
 
 

@@ -130,14 +130,24 @@ def test_http_with_a_response_that_is_not_a_status_line(root: Path) -> None:
         (b'{"schema": 2, "steps": [], "thinking_capped": false}', "golden schema 2 is not 1"),
         (b'{"steps": []}', "golden schema None is not 1"),
         (b"[1, 2]", "not a golden file: the top level must be an object"),
-        (b'{"schema": 1, "thinking_capped": false}', "'steps' or 'thinking_capped' is missing"),
-        (b'{"schema": 1, "thinking_capped": false, "steps": [{}]}', "steps[0] is not a step"),
-        (b'{"schema": 1, "thinking_capped": false, "steps": []}', "'finish' is missing"),
+        (b'{"schema": 1, "steps": []}', "'steps' or 'thinking_capped' is missing"),
+        (
+            b'{"schema": 1, "recording": "good.sse", "thinking_capped": false}',
+            "golden file schema at $: 'steps' is missing",
+        ),
+        (
+            b'{"schema": 1, "recording": "good.sse", "thinking_capped": false, "steps": [{}]}',
+            "golden file schema at $.steps[0]: 'line' is missing",
+        ),
+        (
+            b'{"schema": 1, "recording": "good.sse", "thinking_capped": false, "steps": []}',
+            "'finish' is missing",
+        ),
         (b'{"schema": 1, "steps": [], "thinking_capped": false, \n "x": "\xff"}', "UTF-8 (line 2)"),
     ],
     ids=[
         *("cut", "comma", "empty", "schema-2", "no-schema"),
-        *("array", "no-steps", "bad-step", "end", "utf8"),
+        *("array", "no-capped", "no-steps", "bad-step", "end", "utf8"),
     ],
 )
 def test_malformed_golden_file(root: Path, text: bytes, expected: str) -> None:
