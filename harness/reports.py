@@ -64,6 +64,7 @@ class RunInfo:
     seed: int
     duration: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: results are the finished cases only
 
 
 def failed(results: Sequence[CaseResult]) -> bool:
@@ -225,6 +226,7 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
     return {
         "message": crash.message,
         "details": crash.details,
+        "at": crash.stage,
         "step": crash.step,
         "line": crash.line,
         "payload": crash.payload,
@@ -257,9 +259,10 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "suite": {"path": str(info.suite), "cases": info.cases},
         "modes": list(info.modes),
         "seed": info.seed,
-        "ok": not failed(results),
+        "ok": not failed(results) and not info.interrupted,
         "totals": {"runs": len(results), **counts(results)},
         "duration": round(info.duration, 6),
+        "interrupted": info.interrupted,
         "results": [result_json(r) for r in results],
     }
 
@@ -325,6 +328,8 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
     n = counts(results)
     parts = [f"{n[s]} {s}" for s in STATUS_ORDER if n[s]]
     verdict = "❌ does not conform" if failed(results) else "✅ conforms"
+    if info.interrupted:
+        verdict = "⚠️ interrupted"
     lines = [
         f"### conform: `{info.target}` {verdict}",
         "",
