@@ -120,10 +120,11 @@ class _Drivers:
 class _Interruption:
     """Ctrl-C and SIGTERM during a run: stop it cleanly, whatever the target is doing.
 
-    The first signal sets `cancel` (no further case or mode starts) and kills every program the
-    run started, so the calls under way return at once; the run then writes the reports of the
-    runs that finished and exits 128 + the signal's number. In-process, where nothing can be
-    killed, and on a second signal, it raises KeyboardInterrupt, which the run takes the same way.
+    A signal sets `cancel` (no further case or mode starts) and kills every program the run
+    started, so the calls under way return at once; the run then writes the reports of the runs
+    that finished and exits 128 + the signal's number. A second signal changes nothing: there is
+    nothing left to wait for. In-process, where nothing can be killed, the first signal raises
+    KeyboardInterrupt in the target, which the run takes the same way.
     """
 
     def __init__(self, *, in_process: bool) -> None:
@@ -143,12 +144,14 @@ class _Interruption:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
+            # Exiting 130 now: a further Ctrl-C must not turn that into death by SIGINT (Python
+            # puts back the default handler while it shuts down, but keeps "ignore").
+            signal.signal(signum, signal.SIG_IGN if self.cancel.is_set() else handler)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
-        first = not self.cancel.is_set()
         self.interrupted(signum)
-        if self._raising and (self._in_process or not first):
+        if self._raising and self._in_process:
+            self._raising = False  # once: a second signal must not land in the clean-up
             raise KeyboardInterrupt
 
     def interrupted(self, signum: int) -> None:
@@ -364,7 +367,7 @@ def run_command(
                         bar.advance(results[-1])
             finally:
                 drivers.close_unused()
-        except KeyboardInterrupt:  # in-process, or a second signal
+        except KeyboardInterrupt:  # in-process
             interruption.interrupted(interruption.signum or signal.SIGINT)
         except ConformError:
             if not interruption.cancel.is_set():
