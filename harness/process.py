@@ -39,6 +39,7 @@ from harness.errors import ConformError, TargetError
 from harness.normalize import ERROR_KINDS
 from harness.report import shorten
 from harness.target import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
+from harness.wire import decode_line, encode_line
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
@@ -544,7 +545,7 @@ class ProcessDriver:
         worker, self._worker = self._worker, None
         if worker is None:
             return
-        line = json.dumps({"seq": worker.seq + 1, "op": "bye"}).encode() + b"\n"
+        line = encode_line({"seq": worker.seq + 1, "op": "bye"}, ascii_only=True)
         deadline = time.monotonic() + _GRACE
         try:
             if worker.send(line, deadline):
@@ -562,7 +563,7 @@ class ProcessDriver:
         worker.seq += 1
         request = {"seq": worker.seq, "op": op, **fields}
         self._request = request
-        line = json.dumps(request, ensure_ascii=True).encode("ascii") + b"\n"
+        line = encode_line(request, ascii_only=True)
         try:
             sent = worker.send(line, self._deadline)
             raw = worker.receive(self._deadline) if sent else None
@@ -578,7 +579,7 @@ class ProcessDriver:
                 details=self._details(stderr=stderr),
             )
         try:
-            reply = json.loads(raw.decode("utf-8"))
+            reply = decode_line(raw)
         except (UnicodeDecodeError, ValueError):
             text = raw.decode("utf-8", errors="replace")
             raise self._broken(
