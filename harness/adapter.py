@@ -34,9 +34,11 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.process import PROTOCOL_VERSION
+from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
 
 DEFAULT_MAX_MEMORY_MIB = 2048
+_BUFFER = 1024 * 1024
 
 
 class _BadRequest(Exception):
@@ -45,8 +47,8 @@ class _BadRequest(Exception):
 
 def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     """The real stdin and stdout, for the protocol only; fds 0 and 1 then go elsewhere."""
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
+    requests = os.fdopen(os.dup(0), "rb", buffering=_BUFFER)  # large requests: few reads
+    replies = os.fdopen(os.dup(1), "wb", buffering=_BUFFER)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -97,7 +99,7 @@ class Session:
     def answer(self, line: bytes) -> tuple[dict[str, Any], bool]:
         """The reply to one request line, and whether the program should exit after it."""
         try:
-            request = json.loads(line)
+            request = decode_line(line)
         except ValueError as exc:
             return _error(None, "bad_request", f"the request is not valid JSON: {exc}"), False
         seq = request.get("seq") if isinstance(request, dict) else None
@@ -168,10 +170,10 @@ def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:
     """Answer every request line until `bye` or the end of input."""
     write: Callable[[bytes], object] = replies.write
     for line in requests:
-        if not line.strip():
+        if line.isspace():  # not strip(): that copies a 50 MB line
             continue
         reply, done = session.answer(line)
-        write(json.dumps(reply, ensure_ascii=True, separators=(",", ":")).encode() + b"\n")
+        write(encode_line(reply, ascii_only=False))
         replies.flush()
         if done:
             return

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import FrameType, TracebackType
 from typing import Any
 
 import click
@@ -23,7 +25,12 @@ from harness.check.modes import DEFAULT_SEED, MODES
 from harness.check.runner import CaseResult, in_order, run_parallel
 from harness.check.xfail import XfailList, write_baseline
 from harness.drive.inprocess import Driver, split_spec
-from harness.drive.process import DEFAULT_TIMEOUT, start_driver
+from harness.drive.process import (
+    DEFAULT_TIMEOUT,
+    allow_programs,
+    start_driver,
+    stop_all_programs,
+)
 from harness.errors import ConformError
 from harness.reports.machine import (
     RunInfo,
@@ -81,7 +88,9 @@ _pattern_option = click.option(
     "patterns",
     multiple=True,
     metavar="PATTERN",
-    help="Only cases whose id matches this glob (e.g. 'llama-server/tool_*'); repeatable.",
+    help="Only cases whose whole id matches this glob, or that lie in this folder "
+    "('llama-server/tool_call' is that case alone; 'llama-server/tool_*', 'synthetic'); "
+    "repeatable. --xfail lines match case ids the same way.",
 )
 
 
@@ -167,6 +176,63 @@ class _Drivers:
             driver.close()
 
 
+class _Interruption:
+    """Ctrl-C and SIGTERM during a run: stop it cleanly, whatever the target is doing.
+
+    A signal sets `cancel` (no further case or mode starts) and kills every program the run
+    started, so the calls under way return at once; the run then writes the reports of the runs
+    that finished and exits 128 + the signal's number. A second signal changes nothing: there is
+    nothing left to wait for. In-process, where nothing can be killed, the first signal raises
+    KeyboardInterrupt in the target, which the run takes the same way.
+    """
+
+    def __init__(self, *, in_process: bool) -> None:
+        self.cancel = threading.Event()
+        self.signum: int | None = None
+        self._in_process = in_process
+        self._raising = True
+        self._previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Interruption:
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for signum, handler in self._previous.items():
+            # Exiting 130 now: a further Ctrl-C must not turn that into death by SIGINT (Python
+            # puts back the default handler while it shuts down, but keeps "ignore").
+            signal.signal(signum, signal.SIG_IGN if self.cancel.is_set() else handler)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupted(signum)
+        if self._raising and self._in_process:
+            self._raising = False  # once: a second signal must not land in the clean-up
+            raise KeyboardInterrupt
+
+    def interrupted(self, signum: int) -> None:
+        """Stop the run: no new case, no program left running."""
+        if self.signum is None:
+            self.signum = signum
+        self.cancel.set()
+        stop_all_programs()
+
+    def stop_raising(self) -> None:
+        """From here on (writing reports) a signal only kills programs, as a first one did."""
+        self._raising = False
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + (self.signum or signal.SIGINT)
+
+    @property
+    def name(self) -> str:
+        return "SIGTERM" if self.signum == signal.SIGTERM else "Ctrl-C"
+
+
 def _write_reports(
     results: list[CaseResult],
     info: RunInfo,
@@ -174,8 +240,12 @@ def _write_reports(
     junit: Path | None,
     json_path: Path | None,
     write_xfail: Path | None,
+    workspace: Path,
+    summary: Path | None,
 ) -> None:
-    if write_xfail is not None:
+    if write_xfail is not None and info.interrupted:
+        click.echo(f"not written: {write_xfail} (an interrupted run's baseline would be partial)")
+    elif write_xfail is not None:
         written = write_baseline(write_xfail, results)
         click.echo(f"wrote {written} expected failure(s) to {write_xfail}")
     if junit is not None:
@@ -183,12 +253,18 @@ def _write_reports(
     if json_path is not None:
         write_json(json_path, results, info)
     if on_github_actions():
-        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
         for command in github_annotations(results, info, workspace=workspace):
             click.echo(command)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            write_github_summary(results, info, path=Path(summary))
+        if summary is not None:
+            try:
+                write_github_summary(results, info, path=summary)
+            except ConformError as exc:  # the job's page, not the run's outcome
+                click.echo(f"warning: no job summary: {exc}", err=True)
+
+
+def _absolute(path: Path | None) -> Path | None:
+    """`path` made absolute now: an --in-process target may change directory during the run."""
+    return None if path is None else Path(os.path.abspath(path))
 
 
 @click.group(cls=_ConformGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -321,6 +397,14 @@ def run_command(
     """
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
+    suite_dir, junit, json_path = _absolute(suite_dir), _absolute(junit), _absolute(json_path)
+    xfail_file, write_xfail = _absolute(xfail_file), _absolute(write_xfail)
+    workspace = Path(os.path.abspath(os.environ.get("GITHUB_WORKSPACE") or os.curdir))
+    summary = (
+        _absolute(Path(os.environ["GITHUB_STEP_SUMMARY"]))
+        if os.environ.get("GITHUB_STEP_SUMMARY")
+        else None
+    )
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns, rules, exclude)
     suite.require_recordings(patterns)
@@ -329,15 +413,13 @@ def run_command(
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
         expected.check([case.case_id for case in suite.cases()], MODES)
-    drivers = _Drivers(
-        functools.partial(
-            start_driver,
-            target,
-            exec_command,
-            in_process=in_process,
-            timeout=timeout,
-            validate_protocol=validate_protocol,
-        )
+    make = functools.partial(
+        start_driver,
+        target,
+        exec_command,
+        in_process=in_process,
+        timeout=timeout,
+        validate_protocol=validate_protocol,
     )
     began, started = datetime.now(UTC), time.perf_counter()
     results: list[CaseResult] = []
@@ -347,27 +429,62 @@ def run_command(
         enabled=not quiet and sys.stderr.isatty(),
         colour=wants_colour(sys.stderr),
     )
-    try:
-        with bar:
-            for result in run_parallel(
-                cases, drivers, modes=chosen, seed=seed, jobs=jobs, require=require
-            ):
-                results.append(result if expected is None else expected.apply(result))
-                bar.advance(results[-1])
-    finally:
-        drivers.close_unused()
-    results = in_order(results, cases, chosen)
-    label = target if target is not None else str(exec_command)
-    duration = time.perf_counter() - started
-    info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began)
-    if not quiet:
-        colour = wants_colour(sys.stdout)
-        for line in render(results, verbose=verbose):
-            click.echo(paint_line(line, colour=colour))
-    if not quiet and any(r.pins for r in results):
-        click.echo(rules_line(results))
-    click.echo(totals_line(results, info.duration))
-    _write_reports(results, info, junit=junit, json_path=json_path, write_xfail=write_xfail)
+    allow_programs()  # a run earlier in this process (tests) may have been stopped
+    with _Interruption(in_process=in_process) as interruption:
+        try:
+            drivers = _Drivers(make)
+            try:
+                with bar:
+                    for result in run_parallel(
+                        cases,
+                        drivers,
+                        modes=chosen,
+                        seed=seed,
+                        jobs=jobs,
+                        cancel=interruption.cancel,
+                        require=require,
+                    ):
+                        results.append(result if expected is None else expected.apply(result))
+                        bar.advance(results[-1])
+            finally:
+                drivers.close_unused()
+        except KeyboardInterrupt:  # in-process
+            interruption.interrupted(interruption.signum or signal.SIGINT)
+        except ConformError:
+            if not interruption.cancel.is_set():
+                raise
+        finally:
+            interruption.stop_raising()
+            if interruption.cancel.is_set():
+                stop_all_programs()
+        results = in_order(results, cases, chosen)
+        label = target if target is not None else str(exec_command)
+        duration = time.perf_counter() - started
+        stopped = interruption.cancel.is_set()
+        info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began, stopped)
+        if not quiet:
+            colour = wants_colour(sys.stdout)
+            for line in render(results, verbose=verbose):
+                click.echo(paint_line(line, colour=colour))
+        if stopped:
+            click.echo(
+                f"interrupted ({interruption.name}): {len(results)} of "
+                f"{len(cases) * len(chosen)} runs finished; the reports hold those"
+            )
+        if not quiet and any(r.pins for r in results):
+            click.echo(rules_line(results))
+        click.echo(totals_line(results, info.duration))
+        _write_reports(
+            results,
+            info,
+            junit=junit,
+            json_path=json_path,
+            write_xfail=write_xfail,
+            workspace=workspace,
+            summary=summary,
+        )
+    if stopped:
+        sys.exit(interruption.exit_code)
     if failed(results) and write_xfail is None:
         sys.exit(1)
 

@@ -1,9 +1,14 @@
-"""Shared fixtures: the project's own suite and a scratch copy of it."""
+"""Shared fixtures: the project's own suite and a scratch copy of it; the check that no process
+started by the test run outlives it."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,3 +45,95 @@ def suite_copy(tmp_path: Path) -> Suite:
     for name in ("recordings", "golden"):
         shutil.copytree(ROOT / name, tmp_path / name)
     return Suite.open(tmp_path)
+
+
+# -- orphaned golden files ------------------------------------------------------------------------
+
+
+def orphan_problem(suite: Suite) -> str | None:
+    """One line naming the shipped suite's golden files without a recording, or None."""
+    orphans = suite.orphaned_golden()
+    if not orphans:
+        return None
+    names = ", ".join(str(path.relative_to(suite.root)) for path in orphans)
+    return (
+        f"golden file(s) without a recording: {names}; restore the recording or delete the file "
+        "('conform golden check' lists them, 'pytest --snapshot-update' deletes them)"
+    )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """An orphaned golden file stops the run with one line, instead of failing every test that
+    runs the whole suite (`conform run` refuses such a suite)."""
+    if session.config.getoption("--snapshot-update", default=False):
+        return  # that run deletes them
+    problem = orphan_problem(Suite.open(ROOT))
+    if problem is not None:
+        pytest.exit(problem, returncode=1)
+
+
+# -- no process left behind -----------------------------------------------------------------------
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def _become_subreaper() -> bool:
+    """Make this process the one that orphans of its descendants are given to (Linux), so that a
+    process a test started cannot escape the count by outliving its parent."""
+    if not sys.platform.startswith("linux"):
+        return False
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    return False
+
+
+def live_children() -> dict[int, str]:
+    """This process's children that are still running (zombies reaped), with their command lines.
+
+    With this process a subreaper, that is every process the tests started and did not end.
+    """
+    me = os.getpid()
+    found: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        state, ppid = stat.rpartition(")")[2].split()[:2]
+        if int(ppid) != me:
+            continue
+        if state in ("Z", "X"):
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(int(entry.name), os.WNOHANG)
+            continue
+        found[int(entry.name)] = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+    return found
+
+
+def wait_for_children(before: dict[int, str], *, within: float = 5.0) -> dict[int, str]:
+    """The children not in `before` that are still running after up to `within` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        left = {pid: cmd for pid, cmd in live_children().items() if pid not in before}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+SUBREAPER = _become_subreaper()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left() -> object:
+    """Fails the session's last test when any process the tests started is still running."""
+    if not SUBREAPER or not Path("/proc/self/stat").exists():
+        yield
+        return
+    before = live_children()
+    yield
+    left = wait_for_children(before)
+    assert not left, f"processes started by the tests are still running: {left}"

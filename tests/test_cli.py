@@ -112,7 +112,9 @@ def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(suite_copy:
     assert f"drifted: {edited}" in output
     assert f"orphaned: {orphan}" in output
 
-    code, output = conform("run", "reference:Assembler", "--suite", root, "-k", "content_stop")
+    code, output = conform(
+        "run", "reference:Assembler", "--suite", root, "-k", "llama-server/content_stop"
+    )
     assert code == 2 and "no golden file for 'llama-server/content_stop'" in output
 
     code, output = conform("golden", "update", "--suite", root)

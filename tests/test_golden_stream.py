@@ -136,7 +136,8 @@ def test_another_layout_is_refused_with_a_hint(big: Path) -> None:
 
 def test_a_step_without_a_line(big: Path) -> None:
     big.write_text(big.read_text().replace('"line": 18,', '"lime": 18,', 1))
-    with pytest.raises(GoldenError, match=r"steps\[1\] \(line \d+\) is not a step with a line"):
+    missing = r"schema at \$\.steps\[1\] \(near line \d+\): 'line' is missing"
+    with pytest.raises(GoldenError, match=missing):
         read(big)
 
 

@@ -124,20 +124,32 @@ def test_http_with_a_response_that_is_not_a_status_line(root: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (b'{\n  "schema": 1,\n  "steps": [\n', "invalid JSON at line 4, column 1"),
-        (b'{\n  "schema": 1,,\n}\n', "invalid JSON at line 2, column 15"),
+        (b'{\n  "schema": 2,\n  "steps": [\n', "invalid JSON at line 4, column 1"),
+        (b'{\n  "schema": 2,,\n}\n', "invalid JSON at line 2, column 15"),
         (b"", "invalid JSON at line 1, column 1"),
-        (b'{"schema": 2, "steps": [], "thinking_capped": false}', "golden schema 2 is not 1"),
-        (b'{"steps": []}', "golden schema None is not 1"),
+        (b'{"schema": 1, "steps": [], "thinking_capped": false}', "golden schema 1 is not 2"),
+        (b'{"steps": []}', "golden schema None is not 2"),
         (b"[1, 2]", "not a golden file: the top level must be an object"),
-        (b'{"schema": 1, "thinking_capped": false}', "'steps' or 'thinking_capped' is missing"),
-        (b'{"schema": 1, "thinking_capped": false, "steps": [{}]}', "steps[0] is not a step"),
-        (b'{"schema": 1, "thinking_capped": false, "steps": []}', "'finish' is missing"),
-        (b'{"schema": 1, "steps": [], "thinking_capped": false, \n "x": "\xff"}', "UTF-8 (line 2)"),
+        (b'{"schema": 2, "steps": []}', "'steps' or 'thinking_capped' is missing"),
+        (
+            b'{"schema": 2, "recording": "good.sse", "thinking_capped": false, "pins": []}',
+            "golden file schema at $: 'steps' is missing",
+        ),
+        (
+            b'{"schema": 2, "recording": "good.sse", "thinking_capped": false, "pins": [], '
+            b'"steps": [{}]}',
+            "golden file schema at $.steps[0]: 'line' is missing",
+        ),
+        (
+            b'{"schema": 2, "recording": "good.sse", "thinking_capped": false, "pins": [], '
+            b'"steps": []}',
+            "'finish' is missing",
+        ),
+        (b'{"schema": 2, "steps": [], "thinking_capped": false, \n "x": "\xff"}', "UTF-8 (line 2)"),
     ],
     ids=[
         *("cut", "comma", "empty", "schema-2", "no-schema"),
-        *("array", "no-steps", "bad-step", "end", "utf8"),
+        *("array", "no-capped", "no-steps", "bad-step", "end", "utf8"),
     ],
 )
 def test_malformed_golden_file(root: Path, text: bytes, expected: str) -> None:
@@ -200,7 +212,7 @@ def test_recording_without_golden(root: Path) -> None:
     assert f"{golden}: no golden file for 'new'" in line and "conform golden update -k new" in line
     check = conform("golden", "check", "--suite", root)
     assert check.exit_code == 1 and f"missing: {golden}" in check.output
-    assert conform("list", "--suite", root).output.split() == ["good", "new"]
+    assert conform("list", "--ids", "--suite", root).output.split() == ["good", "new"]
     assert conform(*RUN, "--suite", root, "-k", "good").exit_code == 0
 
 
@@ -215,7 +227,7 @@ def test_golden_without_recording(root: Path) -> None:
     check = conform("golden", "check", "--suite", root)
     assert check.exit_code == 1 and f"orphaned: {orphan}" in check.output
     listed = conform("list", "--suite", root)
-    assert listed.exit_code == 0 and listed.stdout.split() == ["good"]
+    assert listed.exit_code == 0 and listed.stdout.split() == ["good", "R3"]
     assert f"warning: {orphan}: a golden file without a recording" in listed.stderr
     updated = conform("golden", "update", "--suite", root)
     assert updated.exit_code == 0 and f"warning: {orphan}" in updated.stderr

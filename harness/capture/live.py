@@ -44,6 +44,7 @@ __all__ = [
 ]
 
 ENDPOINT = "/v1/chat/completions"
+_API_PREFIX = "/v1"
 
 # Provenance look-ups are courtesy: each gets at most this long, inside the overall timeout.
 _PROBE_TIMEOUT = 5.0
@@ -220,7 +221,7 @@ class RecordResult:
 
 
 def normalize_url(url: str) -> httpx.URL:
-    """The server's base URL (a trailing `/v1/chat/completions` is accepted and dropped)."""
+    """The server's base URL (a trailing `/v1/chat/completions` or `/v1` is dropped)."""
     text = url.strip()
     try:
         parsed = httpx.URL(text)
@@ -243,7 +244,8 @@ def normalize_url(url: str) -> httpx.URL:
             exit_code=2,
         )
     path = parsed.path.rstrip("/")
-    path = path.removesuffix(ENDPOINT)
+    # An OpenAI-style base (`.../v1`, as clients configure it) names the same server.
+    path = path.removesuffix(ENDPOINT).removesuffix(_API_PREFIX)
     return parsed.copy_with(path=path or "/")
 
 

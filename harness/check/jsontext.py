@@ -43,7 +43,7 @@ def rewritable(data: str) -> bool:
         return False
     try:
         msgspec.json.decode(data)
-    except RecursionError:
+    except (RecursionError, UnicodeEncodeError):  # a raw lone surrogate: not UTF-8, not JSON text
         return False
     except msgspec.DecodeError:
         return _rewritable_slowly(data)

@@ -35,6 +35,8 @@ XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
 STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
 #: The statuses of a target that does not conform (before expected failures are applied).
 FAILURES = (FAILED, CRASHED, TIMED_OUT)
+#: Where a crash happened: making the assembler, a push, or finish.
+NEW, PUSH, FINISH = "new", "push", "finish"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,12 @@ class Crash:
     step: int | None
     line: int | None
     payload: str | None
+    at: str = ""  # NEW, PUSH or FINISH; "" means PUSH when `step` is set, else FINISH
+
+    @property
+    def stage(self) -> str:
+        """The call the target was in: `new` (making the assembler), `push` or `finish`."""
+        return self.at or (PUSH if self.step is not None else FINISH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +126,7 @@ class _Play:
         self.step: int | None = None
         self.line: int | None = None
         self.pushed: str | None = None
+        self.at = NEW  # the call under way, for a crash's report
         self.cut: int | None = None  # truncated mode: the payloads pushed before `finish`
 
     def push_all(
@@ -146,7 +155,7 @@ class _Play:
             line = payload.line
             if expected["line"] != line:
                 raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
-            self.step, self.line = index, line
+            self.step, self.line, self.at = index, line, PUSH
             count = index + 1
             pushed = payload.data if mutate is None else mutate(index, payload.data)
             self.pushed = pushed
@@ -164,9 +173,14 @@ class _Play:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
 
+    def start_case(self) -> None:
+        """A fresh assembler in the target (a crash here is reported at `new`)."""
+        self.step, self.line, self.pushed, self.at = None, None, None, NEW
+        self.driver.start_case()
+
     def finish(self, expected: dict[str, Any], *, capped: bool, ended_early: bool) -> None:
         """Call `finish` (unless the target already ended in an error) and compare."""
-        self.step, self.line, self.pushed = None, None, None
+        self.step, self.line, self.pushed, self.at = None, None, None, FINISH
         path = "finish" if self.cut is None else f"prefix[{self.cut}].finish"
         if ended_early:
             self.found.append(Mismatch(path, expected, ABSENT))
@@ -222,7 +236,7 @@ def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: 
         payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
         play.cut = cut
-        play.driver.start_case()
+        play.start_case()
         ended_early = play.push_all(steps, limit=cut, payloads=payloads)
         play.finish(expected, capped=capped, ended_early=ended_early)
         if play.found:
@@ -308,7 +322,7 @@ def _attempt(
             choices = REFERENCE.replace(combos[0]) if combos else REFERENCE
             _play_truncated(play, golden, seed=seed, choices=choices)
         else:
-            driver.start_case()
+            play.start_case()
             ended_early = play.push_all(golden["steps"], limit=None)
             if "finish" in golden:
                 capped: bool = golden["thinking_capped"]
@@ -319,7 +333,7 @@ def _attempt(
         if play.cut is not None:
             message += f" (the recording cut after {play.cut} payload(s))"
         shown = None if play.mutate is None else play.pushed
-        crash = Crash(message, exc.details, play.step, play.line, shown)
+        crash = Crash(message, exc.details, play.step, play.line, shown, play.at)
     else:
         status = FAILED if play.found else PASSED
     extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
@@ -340,19 +354,54 @@ def _attempt(
     )
 
 
+def _cancelled(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
+
+
+def _run_modes(
+    case: Case,
+    driver: Driver,
+    *,
+    modes: Sequence[str],
+    seed: int,
+    cancel: threading.Event | None,
+    require: dict[str, str] | None,
+) -> Iterator[CaseResult]:
+    """One case in every mode, stopping when `cancel` is set: a result made while the run was
+    being stopped (its program killed under it) is not the target's, and is dropped."""
+    golden = read_golden(case)
+    for mode in modes:
+        if _cancelled(cancel):
+            return
+        try:
+            result = run_case(case, golden, driver, mode=mode, seed=seed, require=require)
+        except Exception:
+            if _cancelled(cancel):  # a program that cannot restart because the run is stopping
+                return
+            raise
+        if _cancelled(cancel):
+            return
+        yield result
+
+
 def run(
     cases: Sequence[Case],
     driver: Driver,
     *,
     modes: Sequence[str],
     seed: int,
+    cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
 ) -> Iterator[CaseResult]:
-    """Results for every case in every mode, in order; each golden file is read once."""
+    """Results for every case in every mode, in order; each golden file is read once.
+
+    Setting `cancel` (from a signal handler or another thread) ends the run after the call under
+    way returns: no further case or mode starts.
+    """
     for case in cases:
-        golden = read_golden(case)
-        for mode in modes:
-            yield run_case(case, golden, driver, mode=mode, seed=seed, require=require)
+        if _cancelled(cancel):
+            return
+        yield from _run_modes(case, driver, modes=modes, seed=seed, cancel=cancel, require=require)
 
 
 DriverFactory = Callable[[], Driver]
@@ -366,6 +415,7 @@ def run_parallel(
     modes: Sequence[str],
     seed: int,
     jobs: int,
+    cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
@@ -374,12 +424,13 @@ def run_parallel(
     golden file is still read once). Threads suffice because a driver that runs its target in
     another process waits on it there. Completion order depends on timing: `in_order` gives the
     order reports use. A harness error in any worker (a stale golden file) stops the run and is
-    raised here, once every worker has stopped and closed its driver.
+    raised here, once every worker has stopped and closed its driver. Setting `cancel` stops
+    every worker after its call under way (as `run` does); errors after that are not raised.
     """
     if jobs <= 1:
         driver = make_driver()
         try:
-            yield from run(cases, driver, modes=modes, seed=seed, require=require)
+            yield from run(cases, driver, modes=modes, seed=seed, cancel=cancel, require=require)
         finally:
             driver.close()
         return
@@ -397,14 +448,15 @@ def run_parallel(
             done.put(_WORKER_DONE)
             return
         try:
-            while not stop.is_set():
+            while not stop.is_set() and not _cancelled(cancel):
                 try:
                     case = pending.get_nowait()
                 except queue.Empty:
                     break
-                golden = read_golden(case)
-                for mode in modes:
-                    done.put(run_case(case, golden, driver, mode=mode, seed=seed, require=require))
+                for result in _run_modes(
+                    case, driver, modes=modes, seed=seed, cancel=cancel, require=require
+                ):
+                    done.put(result)
         except BaseException as exc:
             done.put(exc)
         finally:
@@ -424,7 +476,8 @@ def run_parallel(
             if item is _WORKER_DONE:
                 running -= 1
             elif isinstance(item, BaseException):
-                raise item
+                if not _cancelled(cancel):
+                    raise item
             else:
                 assert isinstance(item, CaseResult)
                 yield item

@@ -8,7 +8,8 @@ reason, when it follows an entry):
     synthetic/r6_nesting_*  plain,whitespace   # nesting limit not done yet
     synthetic/r8_*                             # server errors: every mode
 
-Globs are shell-style (`fnmatch`, case-sensitive) and match whole case ids and mode names; the
+Case globs follow the rule of `-k` (`harness.suite.case_matches`: a shell-style glob on the whole
+case id, or a folder of it); mode globs match whole mode names (`fnmatch`, case-sensitive); the
 modes are one glob or several separated by commas, and a missing mode means every mode. A
 matching failure (failed, crashed, timed out) becomes `xfailed`; a matching pass becomes
 `xpassed`, which fails the run, so the list can only shrink. The first line that matches a result
@@ -29,6 +30,7 @@ from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult,
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.quoting import shorten, shown
+from harness.suite.cases import case_matches
 
 _REASON_CHARS = 200
 _GLOB_SPECIAL = re.compile(r"([*?\[\s#,])")
@@ -47,7 +49,7 @@ class XfailEntry:
 
     def matches(self, case_id: str, mode: str) -> bool:
         """True when this line covers `case_id` in `mode`."""
-        return fnmatch.fnmatchcase(case_id, self.case_glob) and self.matches_mode(mode)
+        return case_matches(case_id, self.case_glob) and self.matches_mode(mode)
 
     def matches_mode(self, mode: str) -> bool:
         """True when one of this line's mode globs matches `mode`."""
@@ -79,7 +81,7 @@ class XfailList:
         """ConformError naming the first line that matches no case id, or no mode."""
         ids = list(case_ids)
         for entry in self.entries:
-            if not any(fnmatch.fnmatchcase(case_id, entry.case_glob) for case_id in ids):
+            if not any(case_matches(case_id, entry.case_glob) for case_id in ids):
                 raise ConformError(
                     f"{self.path}:{entry.line}: '{entry.case_glob}' matches no case of the suite",
                     hint="'conform list' shows the case ids; remove or fix the line",

@@ -2,8 +2,9 @@
 
 A target is `module:attribute` or `path/to/file.py:attribute`, naming an assembler class or a
 zero-argument factory (the current directory is importable). Driving it turns each call into a
-golden-schema step; anything outside the contract (another exception, a result that cannot be
-normalized) becomes `TargetCrash`, carrying the exception and the last frames of its traceback.
+golden-schema step; anything outside the contract (another exception, any `BaseException` but
+`KeyboardInterrupt` included, a factory that gives None, a result that cannot be normalized)
+becomes `TargetCrash`, carrying the exception and the last frames of its traceback.
 """
 
 from __future__ import annotations
@@ -66,9 +67,15 @@ def split_spec(spec: str) -> tuple[str, str]:
     module, colon, attribute = spec.rpartition(":")
     if not colon or not module or not attribute:
         raise ValueError("expected MODULE:ATTRIBUTE or path/to/file.py:ATTRIBUTE")
-    if len(module) == 1 and module.isalpha():  # a Windows drive letter, no attribute
+    if os.name == "nt" and len(module) == 1 and module.isalpha():  # a drive letter, no attribute
         raise ValueError("expected MODULE:ATTRIBUTE or path/to/file.py:ATTRIBUTE")
     return module, attribute
+
+
+def _cwd_importable() -> None:
+    """Put the current directory on `sys.path` (as `python -m` would), unless it is there."""
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
 
 
 def _import_file(path: Path) -> Any:
@@ -80,14 +87,14 @@ def _import_file(path: Path) -> Any:
         raise TargetError(f"cannot import {path}", hint="is it a Python source file?")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    _cwd_importable()  # the file may import packages of the current directory, as README says
     sys.path.insert(0, str(path.resolve().parent))
     spec.loader.exec_module(module)
     return module
 
 
 def _import_module(name: str) -> Any:
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    _cwd_importable()
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -148,18 +155,25 @@ def _crash(exc: BaseException, doing: str) -> TargetCrash:
 
 
 def new_assembler(factory: Factory) -> Any:
-    """A fresh assembler from the target's factory."""
+    """A fresh assembler from the target's factory; TargetCrash when it raises or gives None."""
     try:
-        return factory()
-    except (Exception, SystemExit) as exc:
+        assembler = factory()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:
         raise _crash(exc, "creating the assembler") from None
+    if assembler is None:
+        raise TargetCrash("creating the assembler returned None, not an assembler")
+    return assembler
 
 
 def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
     """Push one payload; the golden step it makes (`events` and `state`, or `error`)."""
     try:
         events = assembler.push(data)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
         error = normalize_error(exc)
         if error is None:
             raise _crash(exc, "push") from None
@@ -168,7 +182,9 @@ def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
         return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
     except NormalizeError as exc:
         raise TargetCrash(f"push returned something conform cannot read: {exc}") from None
-    except (Exception, SystemExit) as exc:  # a state reader that raises
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a state reader that raises
         raise _crash(exc, "reading the state") from None
 
 
@@ -176,7 +192,9 @@ def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
     """Call `finish`; the golden `finish` object (`completion` or `error`)."""
     try:
         completion = assembler.finish(thinking_capped)
-    except (Exception, SystemExit) as exc:
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
         error = normalize_error(exc)
         if error is None:
             raise _crash(exc, "finish") from None
@@ -185,6 +203,10 @@ def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
         return {"completion": normalize_completion(completion)}
     except NormalizeError as exc:
         raise TargetCrash(f"finish returned something conform cannot read: {exc}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a property of the completion that raises
+        raise _crash(exc, "reading the completion") from None
 
 
 class InProcessDriver:

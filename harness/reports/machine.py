@@ -36,7 +36,6 @@ from harness.check.runner import (
 from harness.files import cannot_write, write_report
 from harness.quoting import shorten, shown
 from harness.reports.text import (
-    choice_text,
     describe_case,
     label,
     recording_path,
@@ -70,6 +69,7 @@ class RunInfo:
     seed: int
     duration: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: results are the finished cases only
 
 
 def failed(results: Sequence[CaseResult]) -> bool:
@@ -149,11 +149,6 @@ def _junit_case(result: CaseResult) -> ET.Element:
     case = ET.Element(
         "testcase", {"classname": classname, "name": name, "time": _seconds(result.duration)}
     )
-    if result.pins or result.choice:
-        properties = ET.SubElement(case, "properties")
-        for key, value in (("pins", " ".join(result.pins)), ("choice", choice_text(result.choice))):
-            if value:
-                ET.SubElement(properties, "property", {"name": key, "value": value})
     if result.status == PASSED:
         return case
     tag = {
@@ -240,6 +235,7 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
     return {
         "message": crash.message,
         "details": crash.details,
+        "at": crash.stage,
         "step": crash.step,
         "line": crash.line,
         "payload": crash.payload,
@@ -274,10 +270,11 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "suite": {"path": str(info.suite), "cases": info.cases},
         "modes": list(info.modes),
         "seed": info.seed,
-        "ok": not failed(results),
+        "ok": not failed(results) and not info.interrupted,
         "totals": {"runs": len(results), **counts(results)},
         "rules": rule_totals(results),
         "duration": round(info.duration, 6),
+        "interrupted": info.interrupted,
         "results": [result_json(r) for r in results],
     }
 
@@ -343,6 +340,8 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
     n = counts(results)
     parts = [f"{n[s]} {s}" for s in STATUS_ORDER if n[s]]
     verdict = "❌ does not conform" if failed(results) else "✅ conforms"
+    if info.interrupted:
+        verdict = "⚠️ interrupted"
     lines = [
         f"### conform: `{info.target}` {verdict}",
         "",

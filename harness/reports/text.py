@@ -10,6 +10,7 @@ from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
+    PUSH,
     STATUS_ORDER,
     TIMED_OUT,
     XFAILED,
@@ -107,7 +108,7 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
         lines.extend("  " + line for line in str(result.extra["stderr"]).splitlines())
     crash = result.crash
     if crash is not None:
-        where = f"step {crash.step} (line {crash.line})" if crash.step is not None else "finish"
+        where = f"step {crash.step} (line {crash.line})" if crash.stage == PUSH else crash.stage
         was = result.expectation.was if result.expectation is not None else result.status
         stopped = "timed out" if was == TIMED_OUT else "crashed"
         lines.append(f"  {stopped} at {where}: {crash.message}")

@@ -85,8 +85,8 @@ class Suite:
     ) -> list[Case]:
         """The suite's cases sorted by id, selected.
 
-        With patterns, those whose id matches one; with rules, those that pin one of them (`R6`,
-        `I1`, `SSE`); never those whose id matches an `exclude` pattern.
+        With patterns, those that match one (`case_matches`); with rules, those that pin one of
+        them (`R6`, `I1`, `SSE`); never those that match an `exclude` pattern.
         """
         found: dict[str, Case] = {}
         for path in sorted(self.recordings_dir.rglob("*")):
@@ -98,9 +98,9 @@ class Suite:
                     f"two recordings make case '{case_id}': {found[case_id].recording} and {path}",
                     hint="rename one of them",
                 )
-            if patterns and not any(_matches(case_id, p) for p in patterns):
+            if patterns and not any(case_matches(case_id, p) for p in patterns):
                 continue
-            if any(_matches(case_id, p) for p in exclude):
+            if any(case_matches(case_id, p) for p in exclude):
                 continue
             found[case_id] = Case(case_id, path, self.golden_path(case_id))
         chosen = [found[key] for key in sorted(found)]
@@ -117,7 +117,7 @@ class Suite:
         found = []
         for path in sorted(self.golden_dir.rglob("*.json")):
             case_id = case_id_of(self.golden_dir, path)
-            if case_id in ids or (patterns and not any(_matches(case_id, p) for p in patterns)):
+            if case_id in ids or (patterns and not any(case_matches(case_id, p) for p in patterns)):
                 continue
             found.append(path)
         return found
@@ -134,8 +134,14 @@ class Suite:
             )
 
 
-def _matches(case_id: str, pattern: str) -> bool:
-    """A glob on the case id; a pattern without wildcards also matches as a substring."""
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(case_id, pattern)
-    return pattern in case_id
+def case_matches(case_id: str, pattern: str) -> bool:
+    """The one rule of `-k` and of `--xfail` case globs: `pattern` is a shell-style glob
+    (`fnmatch`, case-sensitive, `*` also crossing `/`) that matches the whole case id, or a folder
+    of it (`synthetic` and `synthetic/` match every case below `synthetic/`).
+
+    `llama-server/tool_call` is that case alone, never `llama-server/tool_calls_parallel`.
+    """
+    folder = pattern.rstrip("/")
+    return fnmatch.fnmatchcase(case_id, pattern) or (
+        bool(folder) and fnmatch.fnmatchcase(case_id, folder + "/*")
+    )

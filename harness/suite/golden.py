@@ -20,6 +20,7 @@ from harness.errors import GoldenError, RecordingError
 from harness.files import write_atomically
 from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
+from harness.suite.golden_schema import check_golden
 from harness.suite.recording import case_id_of, iter_payloads, read_info
 from reference import choices as choices_of
 from reference.choices import Choices
@@ -108,37 +109,27 @@ def serialize(golden: dict[str, Any]) -> str:
 
 def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
     golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
+    check_golden(path, golden, hint=hint)
     _check_outcome(path, golden, "", hint=hint)
-    alternatives = golden.get("alternatives", [])
-    if not isinstance(alternatives, list):
-        raise GoldenError(path, "'alternatives' is not a list", hint=hint)
-    for index, alternative in enumerate(alternatives):
-        where = f"alternatives[{index}]"
-        if not isinstance(alternative, dict) or not _is_choices(alternative.get("choices")):
-            raise GoldenError(path, f"{where} has no list of 'choices'", hint=hint)
-        _check_outcome(path, alternative, f"{where}.", hint=hint)
-    if "choices" in golden and not _is_choices(golden["choices"]):
-        raise GoldenError(path, "'choices' is not a list of choices", hint=hint)
-
-
-def _is_choices(value: Any) -> bool:
-    return isinstance(value, list) and all(
-        isinstance(c, dict) and all(isinstance(v, str) for v in c.values()) for c in value
-    )
+    for index, alternative in enumerate(golden.get("alternatives", ())):
+        _check_outcome(path, alternative, f"alternatives[{index}].", hint=hint)
 
 
 def _check_outcome(path: Path, outcome: dict[str, Any], where: str, *, hint: str) -> None:
-    steps = outcome.get("steps")
-    if not isinstance(steps, list):
-        raise GoldenError(path, f"not a golden file: '{where}steps' is missing", hint=hint)
-    for index, step in enumerate(steps):
-        golden_stream.check_step(path, index, step, None, hint=hint)
+    """The rules of a step list the schema cannot say: an error step ends it, and the finish."""
+    steps = outcome["steps"]
+    for index, step in enumerate(steps[:-1]):
+        if "error" in step:
+            raise GoldenError(path, f"{where}steps[{index + 1}] follows an error step", hint=hint)
     if steps and "error" in steps[-1]:
         if "finish" in outcome:
             raise GoldenError(
-                path, f"{where}steps end in an error step, so there is no finish", hint=hint
+                path,
+                "a golden file that ends in an error step has no finish"
+                + (f" ({where.rstrip('.')})" if where else ""),
+                hint=hint,
             )
-    elif not isinstance(outcome.get("finish"), dict):
+    elif "finish" not in outcome:
         raise GoldenError(path, f"'{where}finish' is missing", hint=hint)
 
 

@@ -28,6 +28,7 @@ from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError
 from harness.files import write_atomically
 from harness.suite.cases import Case
+from harness.suite.golden_schema import check_golden
 from harness.suite.recording import iter_payloads, read_info
 
 #: Golden files larger than this (bytes) are streamed rather than parsed whole.
@@ -83,12 +84,8 @@ def _loads(path: Path, text: bytes, first_line: int, where: str = "") -> Any:
 
 
 def check_step(path: Path, index: int, step: Any, line: int | None, *, hint: str) -> None:
-    """GoldenError unless `step` is a step: a line, then events and state, or an error."""
-    where = f"steps[{index}]" if line is None else f"steps[{index}] (line {line})"
-    if not isinstance(step, dict) or not isinstance(step.get("line"), int):
-        raise GoldenError(path, f"{where} is not a step with a line", hint=hint)
-    if "error" not in step and not ("events" in step and "state" in step):
-        raise GoldenError(path, f"{where} has neither events and state nor error", hint=hint)
+    """GoldenError unless `step` is a step as the golden schema has it (`suite.golden_schema`)."""
+    check_golden(path, step, part="step", at=("steps", index), line=line, hint=hint)
 
 
 def check_header(path: Path, golden: Any, *, schema: int, hint: str) -> None:
@@ -197,6 +194,7 @@ def read_streamed(path: Path, *, schema: int) -> dict[str, Any]:
         line = head[:start].count(b"\n") + 1
         end, finish = _read_finish(path, stream, size=size, start=start)
     check_header(path, header, schema=schema, hint=_REGENERATE)
+    check_golden(path, header if finish is None else {**header, "finish": finish}, hint=_REGENERATE)
     steps = GoldenSteps(path, start=start, end=end, line=line, finished=finish is not None)
     golden = {**header, "steps": steps}
     if finish is not None:

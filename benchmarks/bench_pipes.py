@@ -1,0 +1,73 @@
+"""What a large payload costs in a worker process, against in-process: the worker pipes' speed.
+
+One case of two payloads, the first carrying SIZE bytes of answer text (`"x" * SIZE` in
+`delta.content`), is run through the reference in-process (`InProcessDriver`) and in a worker
+(`python -m harness.adapter reference:Assembler`, as `conform run` starts it): `new`, both pushes,
+`finish`. The worker is started before timing. Repeats are interleaved so both sides see the same
+machine load; the figures are medians, and the ratio is worker / in-process (the aim: within 2x
+on large payloads, where the pipes rather than the per-request round trip decide).
+
+Run: `python benchmarks/bench_pipes.py` (`--sizes 1,50` MiB, `--repeats 5`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
+from harness.drive.process import python_target_driver  # noqa: E402
+
+
+def _payloads(size: int) -> list[str]:
+    chunk = {"id": "chatcmpl-big", "choices": [{"index": 0, "delta": {"content": "x" * size}}]}
+    last = {"id": "chatcmpl-big", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return [json.dumps(chunk), json.dumps(last)]
+
+
+def _once(driver: Driver, payloads: list[str]) -> float:
+    started = time.perf_counter()
+    driver.start_case()
+    for line, data in enumerate(payloads, start=1):
+        step = driver.push(data, line)
+        assert "error" not in step, step
+    done = driver.finish(False)
+    assert done["completion"]["content"] is not None
+    return time.perf_counter() - started
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1,50", help="payload sizes in MiB (1,50)")
+    parser.add_argument("--repeats", type=int, default=5, help="repeats per size (5)")
+    args = parser.parse_args(argv)
+    sizes = [float(size) for size in args.sizes.split(",")]
+    in_process = InProcessDriver(load_target("reference:Assembler"))
+    worker = python_target_driver("reference:Assembler", timeout=600)
+    worker.start()
+    print(f"{'payload':>9}  {'in-process':>10}  {'worker':>10}  {'ratio':>6}")
+    try:
+        for mib in sizes:
+            payloads = _payloads(int(mib * 2**20))
+            _once(worker, payloads)  # warm up both sides (imports, buffers)
+            _once(in_process, payloads)
+            inside, outside = [], []
+            for _ in range(args.repeats):
+                inside.append(_once(in_process, payloads))
+                outside.append(_once(worker, payloads))
+            a, b = statistics.median(inside), statistics.median(outside)
+            print(f"{mib:>6g} MiB  {a:>9.3f}s  {b:>9.3f}s  {b / a:>5.2f}x", flush=True)
+    finally:
+        worker.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
