@@ -1,0 +1,318 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// ErrorKind is one of the three ways push and finish fail.
+type ErrorKind string
+
+const (
+	KindProtocol          ErrorKind = "protocol"
+	KindStreamClosedEarly ErrorKind = "stream_closed_early"
+	KindServer            ErrorKind = "server"
+)
+
+// Error is the only error the assembler returns.
+type Error struct {
+	Kind    ErrorKind
+	Message string
+}
+
+func (e *Error) Error() string { return string(e.Kind) + ": " + e.Message }
+
+func protocolError(format string, args ...any) *Error {
+	return &Error{Kind: KindProtocol, Message: fmt.Sprintf(format, args...)}
+}
+
+// The payload: one chunk of llama-server's stream. Pointer fields are the optional ones; nil means
+// absent or null.
+type chunk struct {
+	ID             *string         `json:"id"`
+	Choices        []choice        `json:"choices"`
+	Timings        *Timings        `json:"timings"`
+	PromptProgress *promptProgress `json:"prompt_progress"`
+	Error          *serverError    `json:"error"`
+}
+
+type choice struct {
+	Delta        *delta  `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
+}
+
+type delta struct {
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content"`
+	ToolCalls        []toolCall `json:"tool_calls"`
+}
+
+type toolCall struct {
+	Index    *int      `json:"index"`
+	ID       *string   `json:"id"`
+	Function *function `json:"function"`
+}
+
+type function struct {
+	Name      *string `json:"name"`
+	Arguments *string `json:"arguments"`
+}
+
+type promptProgress struct {
+	Total     *int `json:"total"`
+	Cache     *int `json:"cache"`
+	Processed *int `json:"processed"`
+	TimeMs    *int `json:"time_ms"`
+}
+
+type serverError struct {
+	Message *string `json:"message"`
+}
+
+// Timings is llama-server's timings object, as the completion reports it.
+type Timings struct {
+	CacheN              *float64 `json:"cache_n"`
+	PromptN             *float64 `json:"prompt_n"`
+	PromptMs            *float64 `json:"prompt_ms"`
+	PromptPerTokenMs    *float64 `json:"prompt_per_token_ms"`
+	PromptPerSecond     *float64 `json:"prompt_per_second"`
+	PredictedN          *float64 `json:"predicted_n"`
+	PredictedMs         *float64 `json:"predicted_ms"`
+	PredictedPerTokenMs *float64 `json:"predicted_per_token_ms"`
+	PredictedPerSecond  *float64 `json:"predicted_per_second"`
+	DraftN              *float64 `json:"draft_n"`
+	DraftNAccepted      *float64 `json:"draft_n_accepted"`
+}
+
+// Events, in the golden files' shapes.
+
+type Event interface{ isEvent() }
+
+type ProgressEvent struct {
+	Type      string `json:"type"`
+	Total     *int   `json:"total"`
+	Cache     *int   `json:"cache"`
+	Processed *int   `json:"processed"`
+	TimeMs    *int   `json:"time_ms"`
+}
+
+type TextEvent struct {
+	Type string `json:"type"` // "reasoning" or "content"
+	Text string `json:"text"`
+}
+
+type ToolCallDelta struct {
+	Type      string  `json:"type"`
+	Index     int     `json:"index"`
+	ID        *string `json:"id"`
+	Name      *string `json:"name"`
+	Arguments string  `json:"arguments"`
+}
+
+func (ProgressEvent) isEvent() {}
+func (TextEvent) isEvent()     {}
+func (ToolCallDelta) isEvent() {}
+
+// ToolCall is one assembled tool call of the completion.
+type ToolCall struct {
+	ID        *string `json:"id"`
+	Name      *string `json:"name"`
+	Arguments string  `json:"arguments"`
+}
+
+// Completion is what finish returns.
+type Completion struct {
+	ID               string     `json:"id"`
+	Content          *string    `json:"content"`
+	ReasoningContent *string    `json:"reasoning_content"`
+	ToolCalls        []ToolCall `json:"tool_calls"`
+	FinishReason     string     `json:"finish_reason"`
+	Timings          *Timings   `json:"timings"`
+	ReasoningTokens  int        `json:"reasoning_tokens"`
+	ThinkingCapped   bool       `json:"thinking_capped"`
+}
+
+// Assembler folds the payloads of one streamed chat completion into events and a completion.
+type Assembler struct {
+	id              *string
+	content         *string
+	reasoning       *string
+	calls           []ToolCall
+	finishReason    *string
+	timings         *Timings
+	reasoningTokens int
+	inReasoning     bool
+}
+
+func (a *Assembler) ID() *string          { return a.id }
+func (a *Assembler) ReasoningTokens() int { return a.reasoningTokens }
+func (a *Assembler) InReasoning() bool    { return a.inReasoning }
+func (a *Assembler) IsFinished() bool     { return a.finishReason != nil }
+
+// Push reads one payload and returns its events, in order.
+func (a *Assembler) Push(data string) ([]Event, error) {
+	var c chunk
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		return nil, protocolError("invalid payload: %v", err)
+	}
+	if err := validate(&c); err != nil {
+		return nil, err
+	}
+	if c.Error != nil {
+		msg := ""
+		if c.Error.Message != nil {
+			msg = *c.Error.Message
+		}
+		return nil, &Error{Kind: KindServer, Message: msg}
+	}
+	if err := a.check(&c); err != nil {
+		return nil, err
+	}
+	return a.apply(&c), nil
+}
+
+// validate checks what the types alone do not: the finish reasons and the required tool-call index.
+func validate(c *chunk) error {
+	for i, ch := range c.Choices {
+		if ch.FinishReason != nil {
+			switch *ch.FinishReason {
+			case "stop", "tool_calls", "length":
+			default:
+				return protocolError("choices[%d].finish_reason %q is not stop, tool_calls or length", i, *ch.FinishReason)
+			}
+		}
+		if ch.Delta == nil {
+			continue
+		}
+		for j, tc := range ch.Delta.ToolCalls {
+			if tc.Index == nil {
+				return protocolError("choices[%d].delta.tool_calls[%d].index is required", i, j)
+			}
+			if *tc.Index < 0 {
+				return protocolError("choices[%d].delta.tool_calls[%d].index is negative", i, j)
+			}
+		}
+	}
+	return nil
+}
+
+// check applies the rules that depend on the stream so far, before anything changes.
+func (a *Assembler) check(c *chunk) error {
+	timings := a.timings
+	if c.Timings != nil {
+		timings = c.Timings
+	}
+	calls := len(a.calls)
+	for _, ch := range c.Choices {
+		if ch.Delta == nil {
+			continue
+		}
+		if r := ch.Delta.ReasoningContent; r != nil && *r != "" && timings != nil && timings.PredictedN != nil {
+			n := *timings.PredictedN
+			if n < 0 || n != math.Trunc(n) {
+				return protocolError("timings.predicted_n must be a non-negative integer, not %v", n)
+			}
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			if *tc.Index > calls {
+				return protocolError("tool call index %d skips ahead: %d call(s) so far", *tc.Index, calls)
+			}
+			if *tc.Index == calls {
+				calls++
+			}
+		}
+	}
+	return nil
+}
+
+func appendText(to **string, text string) {
+	if *to == nil {
+		*to = new(string)
+	}
+	**to += text
+}
+
+func (a *Assembler) apply(c *chunk) []Event {
+	var events []Event
+	if c.Timings != nil {
+		a.timings = c.Timings
+	}
+	if a.id == nil && c.ID != nil && *c.ID != "" {
+		a.id = c.ID
+	}
+	if p := c.PromptProgress; p != nil {
+		events = append(events, ProgressEvent{"progress", p.Total, p.Cache, p.Processed, p.TimeMs})
+	}
+	for _, ch := range c.Choices {
+		if d := ch.Delta; d != nil {
+			if d.ReasoningContent != nil && *d.ReasoningContent != "" {
+				events = append(events, TextEvent{"reasoning", *d.ReasoningContent})
+				appendText(&a.reasoning, *d.ReasoningContent)
+				if a.timings != nil && a.timings.PredictedN != nil {
+					a.reasoningTokens = int(*a.timings.PredictedN)
+				}
+				a.inReasoning = true
+			}
+			if d.Content != nil && *d.Content != "" {
+				events = append(events, TextEvent{"content", *d.Content})
+				appendText(&a.content, *d.Content)
+				a.inReasoning = false
+			}
+			for _, tc := range d.ToolCalls {
+				ev := ToolCallDelta{Type: "tool_call_delta", Index: *tc.Index, ID: tc.ID}
+				if tc.Function != nil {
+					ev.Name = tc.Function.Name
+					if tc.Function.Arguments != nil {
+						ev.Arguments = *tc.Function.Arguments
+					}
+				}
+				events = append(events, ev)
+				if ev.Index == len(a.calls) {
+					a.calls = append(a.calls, ToolCall{})
+				}
+				call := &a.calls[ev.Index]
+				if call.ID == nil && ev.ID != nil && *ev.ID != "" {
+					call.ID = ev.ID
+				}
+				if call.Name == nil && ev.Name != nil && *ev.Name != "" {
+					call.Name = ev.Name
+				}
+				call.Arguments += ev.Arguments
+				a.inReasoning = false
+			}
+		}
+		if ch.FinishReason != nil {
+			a.finishReason = ch.FinishReason
+		}
+	}
+	return events
+}
+
+// Finish ends the stream and returns the completion.
+func (a *Assembler) Finish(thinkingCapped bool) (*Completion, error) {
+	if a.finishReason == nil {
+		return nil, &Error{Kind: KindStreamClosedEarly, Message: "the stream ended before a finish_reason arrived"}
+	}
+	if a.id == nil {
+		return nil, protocolError("no chunk carried an id")
+	}
+	for i, call := range a.calls {
+		if call.ID == nil {
+			return nil, protocolError("tool call %d never got an id", i)
+		}
+		if call.Name == nil {
+			return nil, protocolError("tool call %d never got a name", i)
+		}
+	}
+	return &Completion{
+		ID:               *a.id,
+		Content:          a.content,
+		ReasoningContent: a.reasoning,
+		ToolCalls:        a.calls,
+		FinishReason:     *a.finishReason,
+		Timings:          a.timings,
+		ReasoningTokens:  a.reasoningTokens,
+		ThinkingCapped:   thinkingCapped,
+	}, nil
+}

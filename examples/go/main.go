@@ -1,0 +1,139 @@
+// Command conform-go is an assembler for llama-server's streamed chat completions that speaks
+// conform's line protocol (docs/protocol.md) on standard input and output.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+type request struct {
+	Seq            *int64  `json:"seq"`
+	Op             string  `json:"op"`
+	Protocol       *int    `json:"protocol"`
+	Data           *string `json:"data"`
+	ThinkingCapped *bool   `json:"thinking_capped"`
+}
+
+type errorBody struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+type state struct {
+	ID              *string `json:"id"`
+	ReasoningTokens int     `json:"reasoning_tokens"`
+	InReasoning     bool    `json:"in_reasoning"`
+	IsFinished      bool    `json:"is_finished"`
+}
+
+type reply struct {
+	Seq        *int64      `json:"seq"`
+	Name       string      `json:"name,omitempty"`
+	Version    string      `json:"version,omitempty"`
+	Language   string      `json:"language,omitempty"`
+	Protocol   int         `json:"protocol,omitempty"`
+	OK         bool        `json:"ok,omitempty"`
+	Events     []Event     `json:"events,omitempty"`
+	State      *state      `json:"state,omitempty"`
+	Completion *Completion `json:"completion,omitempty"`
+	Error      *errorBody  `json:"error,omitempty"`
+}
+
+func errorReply(seq *int64, kind, message string) reply {
+	return reply{Seq: seq, Error: &errorBody{Kind: kind, Message: message}}
+}
+
+type session struct {
+	asm *Assembler
+}
+
+// answer returns the reply to one request line, and whether the program should exit.
+func (s *session) answer(line []byte) (reply, bool) {
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		return errorReply(nil, "bad_request", "the request is not valid JSON: "+err.Error()), false
+	}
+	if req.Seq == nil {
+		return errorReply(nil, "bad_request", `every request needs an integer "seq"`), false
+	}
+	seq := req.Seq
+	switch req.Op {
+	case "hello":
+		if req.Protocol == nil || *req.Protocol != 1 {
+			return errorReply(seq, "bad_request", "only protocol 1 is spoken here"), false
+		}
+		return reply{Seq: seq, Name: "conform-go-example", Version: "0.1.0", Language: "go", Protocol: 1}, false
+	case "new":
+		s.asm = &Assembler{}
+		return reply{Seq: seq, OK: true}, false
+	case "push":
+		if req.Data == nil {
+			return errorReply(seq, "bad_request", `"push" needs a string "data"`), false
+		}
+		if s.asm == nil {
+			return errorReply(seq, "bad_request", `no case is open: send "new" first`), false
+		}
+		events, err := s.asm.Push(*req.Data)
+		if err != nil {
+			return assemblerError(seq, err), false
+		}
+		a := s.asm
+		return reply{Seq: seq, Events: events, State: &state{a.ID(), a.ReasoningTokens(), a.InReasoning(), a.IsFinished()}}, false
+	case "finish":
+		if req.ThinkingCapped == nil {
+			return errorReply(seq, "bad_request", `"finish" needs a boolean "thinking_capped"`), false
+		}
+		if s.asm == nil {
+			return errorReply(seq, "bad_request", `no case is open: send "new" first`), false
+		}
+		completion, err := s.asm.Finish(*req.ThinkingCapped)
+		if err != nil {
+			return assemblerError(seq, err), false
+		}
+		return reply{Seq: seq, Completion: completion}, false
+	case "bye":
+		return reply{Seq: seq, OK: true}, true
+	default:
+		return errorReply(seq, "bad_request", fmt.Sprintf("unknown op %q", req.Op)), false
+	}
+}
+
+func assemblerError(seq *int64, err error) reply {
+	var e *Error
+	if errors.As(err, &e) {
+		return errorReply(seq, string(e.Kind), e.Message)
+	}
+	return errorReply(seq, "crash", err.Error())
+}
+
+func main() {
+	in := bufio.NewReader(os.Stdin)
+	out := bufio.NewWriter(os.Stdout)
+	enc := json.NewEncoder(out)
+	s := &session{}
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			r, exit := s.answer(line)
+			if err := enc.Encode(r); err != nil {
+				fmt.Fprintln(os.Stderr, "write:", err)
+				os.Exit(1)
+			}
+			out.Flush()
+			if exit {
+				return
+			}
+		}
+		if err == io.EOF {
+			return
+		} else if err != nil {
+			fmt.Fprintln(os.Stderr, "read:", err)
+			os.Exit(1)
+		}
+	}
+}
