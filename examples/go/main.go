@@ -31,21 +31,49 @@ type state struct {
 	IsFinished      bool    `json:"is_finished"`
 }
 
-type reply struct {
-	Seq        *int64      `json:"seq"`
-	Name       string      `json:"name,omitempty"`
-	Version    string      `json:"version,omitempty"`
-	Language   string      `json:"language,omitempty"`
-	Protocol   int         `json:"protocol,omitempty"`
-	OK         bool        `json:"ok,omitempty"`
-	Events     []Event     `json:"events,omitempty"`
-	State      *state      `json:"state,omitempty"`
-	Completion *Completion `json:"completion,omitempty"`
-	Error      *errorBody  `json:"error,omitempty"`
+// The replies, one type each. A single reply struct with `omitempty` on every optional part is the
+// obvious Go shape, but `omitempty` drops an empty slice too: a push with no events would lose its
+// "events" field, which the protocol makes garbage (pitfall "omitempty", kept below for the tests).
+type helloReply struct {
+	Seq      *int64 `json:"seq"`
+	Name     string `json:"name"`
+	Version  string `json:"version"`
+	Language string `json:"language"`
+	Protocol int    `json:"protocol"`
 }
 
-func errorReply(seq *int64, kind, message string) reply {
-	return reply{Seq: seq, Error: &errorBody{Kind: kind, Message: message}}
+type okReply struct {
+	Seq *int64 `json:"seq"`
+	OK  bool   `json:"ok"`
+}
+
+type pushReply struct {
+	Seq    *int64  `json:"seq"`
+	Events []Event `json:"events"`
+	State  state   `json:"state"`
+}
+
+type finishReply struct {
+	Seq        *int64      `json:"seq"`
+	Completion *Completion `json:"completion"`
+}
+
+type errorReply struct {
+	Seq   *int64    `json:"seq"`
+	Error errorBody `json:"error"`
+}
+
+// pitfallOmitEmptyReply is the natural single reply type, used only under CONFORM_GO_PITFALL=omitempty.
+type pitfallOmitEmptyReply struct {
+	Seq    *int64  `json:"seq"`
+	Events []Event `json:"events,omitempty"`
+	State  *state  `json:"state,omitempty"`
+}
+
+type reply = any
+
+func newErrorReply(seq *int64, kind, message string) reply {
+	return errorReply{Seq: seq, Error: errorBody{Kind: kind, Message: message}}
 }
 
 type session struct {
@@ -56,59 +84,66 @@ type session struct {
 func (s *session) answer(line []byte) (reply, bool) {
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
-		return errorReply(nil, "bad_request", "the request is not valid JSON: "+err.Error()), false
+		return newErrorReply(nil, "bad_request", "the request is not valid JSON: "+err.Error()), false
 	}
 	if req.Seq == nil {
-		return errorReply(nil, "bad_request", `every request needs an integer "seq"`), false
+		return newErrorReply(nil, "bad_request", `every request needs an integer "seq"`), false
 	}
 	seq := req.Seq
 	switch req.Op {
 	case "hello":
 		if req.Protocol == nil || *req.Protocol != 1 {
-			return errorReply(seq, "bad_request", "only protocol 1 is spoken here"), false
+			return newErrorReply(seq, "bad_request", "only protocol 1 is spoken here"), false
 		}
-		return reply{Seq: seq, Name: "conform-go-example", Version: "0.1.0", Language: "go", Protocol: 1}, false
+		return helloReply{Seq: seq, Name: "conform-go-example", Version: "0.1.0", Language: "go", Protocol: 1}, false
 	case "new":
 		s.asm = &Assembler{}
-		return reply{Seq: seq, OK: true}, false
+		return okReply{Seq: seq, OK: true}, false
 	case "push":
 		if req.Data == nil {
-			return errorReply(seq, "bad_request", `"push" needs a string "data"`), false
+			return newErrorReply(seq, "bad_request", `"push" needs a string "data"`), false
 		}
 		if s.asm == nil {
-			return errorReply(seq, "bad_request", `no case is open: send "new" first`), false
+			return newErrorReply(seq, "bad_request", `no case is open: send "new" first`), false
 		}
 		events, err := s.asm.Push(*req.Data)
 		if err != nil {
 			return assemblerError(seq, err), false
 		}
 		a := s.asm
-		return reply{Seq: seq, Events: events, State: &state{a.ID(), a.ReasoningTokens(), a.InReasoning(), a.IsFinished()}}, false
+		st := state{a.ID(), a.ReasoningTokens(), a.InReasoning(), a.IsFinished()}
+		if pitfall("omitempty") {
+			return pitfallOmitEmptyReply{Seq: seq, Events: events, State: &st}, false
+		}
+		if events == nil {
+			events = []Event{} // a nil slice would be written as null, not []
+		}
+		return pushReply{Seq: seq, Events: events, State: st}, false
 	case "finish":
 		if req.ThinkingCapped == nil {
-			return errorReply(seq, "bad_request", `"finish" needs a boolean "thinking_capped"`), false
+			return newErrorReply(seq, "bad_request", `"finish" needs a boolean "thinking_capped"`), false
 		}
 		if s.asm == nil {
-			return errorReply(seq, "bad_request", `no case is open: send "new" first`), false
+			return newErrorReply(seq, "bad_request", `no case is open: send "new" first`), false
 		}
 		completion, err := s.asm.Finish(*req.ThinkingCapped)
 		if err != nil {
 			return assemblerError(seq, err), false
 		}
-		return reply{Seq: seq, Completion: completion}, false
+		return finishReply{Seq: seq, Completion: completion}, false
 	case "bye":
-		return reply{Seq: seq, OK: true}, true
+		return okReply{Seq: seq, OK: true}, true
 	default:
-		return errorReply(seq, "bad_request", fmt.Sprintf("unknown op %q", req.Op)), false
+		return newErrorReply(seq, "bad_request", fmt.Sprintf("unknown op %q", req.Op)), false
 	}
 }
 
 func assemblerError(seq *int64, err error) reply {
 	var e *Error
 	if errors.As(err, &e) {
-		return errorReply(seq, string(e.Kind), e.Message)
+		return newErrorReply(seq, string(e.Kind), e.Message)
 	}
-	return errorReply(seq, "crash", err.Error())
+	return newErrorReply(seq, "crash", err.Error())
 }
 
 func main() {
