@@ -305,11 +305,17 @@ func (a *Assembler) Finish(thinkingCapped bool) (*Completion, error) {
 			return nil, protocolError("tool call %d never got a name", i)
 		}
 	}
+	// A nil slice is written as null; the completion's tool_calls is always a list. (Copying also
+	// keeps the completion apart from the assembler.)
+	calls := append([]ToolCall{}, a.calls...)
+	if pitfall("nil_slice") {
+		calls = a.calls
+	}
 	return &Completion{
 		ID:               *a.id,
 		Content:          a.content,
 		ReasoningContent: a.reasoning,
-		ToolCalls:        a.calls,
+		ToolCalls:        calls,
 		FinishReason:     *a.finishReason,
 		Timings:          a.timings,
 		ReasoningTokens:  a.reasoningTokens,
