@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"strconv"
 )
 
 // ErrorKind is one of the three ways push and finish fail.
@@ -28,10 +29,12 @@ func protocolError(format string, args ...any) *Error {
 }
 
 // The payload: one chunk of llama-server's stream. Pointer fields are the optional ones; nil means
-// absent or null.
+// absent or null. Array elements are pointers too, so that a null element can be told from an
+// empty object: encoding/json decodes null into a struct as a silent no-op (the zero value), but
+// "null means absent" is for fields, never for elements (R6).
 type chunk struct {
 	ID             *string         `json:"id"`
-	Choices        []choice        `json:"choices"`
+	Choices        []*choice       `json:"choices"`
 	Timings        *Timings        `json:"timings"`
 	PromptProgress *promptProgress `json:"prompt_progress"`
 	Error          *serverError    `json:"error"`
@@ -43,9 +46,9 @@ type choice struct {
 }
 
 type delta struct {
-	Content          *string    `json:"content"`
-	ReasoningContent *string    `json:"reasoning_content"`
-	ToolCalls        []toolCall `json:"tool_calls"`
+	Content          *string     `json:"content"`
+	ReasoningContent *string     `json:"reasoning_content"`
+	ToolCalls        []*toolCall `json:"tool_calls"`
 }
 
 type toolCall struct {
@@ -68,6 +71,147 @@ type promptProgress struct {
 
 type serverError struct {
 	Message *string `json:"message"`
+}
+
+// encoding/json matches object keys to struct fields case-insensitively ("Content" and "CONTENT"
+// fill Content), and a key that comes twice decodes into the same field twice, merging two
+// objects into one. R7 says a key that is not exactly a read name is unknown, hence ignored; and a
+// duplicate key must leave the last value (or fail). So every payload type decodes through
+// decodeFields: the object goes into a map first (exact keys, the last duplicate wins), and only
+// then is each read name decoded into its field.
+func decodeFields(data []byte, fields map[string]any) error {
+	var object map[string]json.RawMessage
+	if err := json.Unmarshal(data, &object); err != nil {
+		return err
+	}
+	for name, field := range fields {
+		if raw, ok := object[name]; ok {
+			if err := json.Unmarshal(raw, field); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// naturalDecoding is true under the pitfalls the exact-key decoding fixes: the tests run the
+// plain struct decoding to show that the suite catches it.
+func naturalDecoding() bool {
+	return pitfall("case_insensitive_keys") || pitfall("duplicate_keys_merge")
+}
+
+func (c *chunk) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain chunk
+		return json.Unmarshal(data, (*plain)(c))
+	}
+	return decodeFields(data, map[string]any{
+		"id": &c.ID, "choices": &c.Choices, "timings": &c.Timings,
+		"prompt_progress": &c.PromptProgress, "error": &c.Error,
+	})
+}
+
+func (c *choice) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain choice
+		return json.Unmarshal(data, (*plain)(c))
+	}
+	return decodeFields(data, map[string]any{"delta": &c.Delta, "finish_reason": &c.FinishReason})
+}
+
+func (d *delta) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain delta
+		return json.Unmarshal(data, (*plain)(d))
+	}
+	return decodeFields(data, map[string]any{
+		"content": &d.Content, "reasoning_content": &d.ReasoningContent, "tool_calls": &d.ToolCalls,
+	})
+}
+
+func (t *toolCall) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain toolCall
+		return json.Unmarshal(data, (*plain)(t))
+	}
+	return decodeFields(data, map[string]any{"index": &t.Index, "id": &t.ID, "function": &t.Function})
+}
+
+func (f *function) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain function
+		return json.Unmarshal(data, (*plain)(f))
+	}
+	return decodeFields(data, map[string]any{"name": &f.Name, "arguments": &f.Arguments})
+}
+
+func (p *promptProgress) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain promptProgress
+		return json.Unmarshal(data, (*plain)(p))
+	}
+	return decodeFields(data, map[string]any{
+		"total": &p.Total, "cache": &p.Cache, "processed": &p.Processed, "time_ms": &p.TimeMs,
+	})
+}
+
+func (e *serverError) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain serverError
+		return json.Unmarshal(data, (*plain)(e))
+	}
+	return decodeFields(data, map[string]any{"message": &e.Message})
+}
+
+func (t *Timings) UnmarshalJSON(data []byte) error {
+	if naturalDecoding() {
+		type plain Timings
+		return json.Unmarshal(data, (*plain)(t))
+	}
+	return decodeFields(data, map[string]any{
+		"cache_n": &t.CacheN, "prompt_n": &t.PromptN, "prompt_ms": &t.PromptMs,
+		"prompt_per_token_ms": &t.PromptPerTokenMs, "prompt_per_second": &t.PromptPerSecond,
+		"predicted_n": &t.PredictedN, "predicted_ms": &t.PredictedMs,
+		"predicted_per_token_ms": &t.PredictedPerTokenMs, "predicted_per_second": &t.PredictedPerSecond,
+		"draft_n": &t.DraftN, "draft_n_accepted": &t.DraftNAccepted,
+	})
+}
+
+// loneSurrogate returns the offset of the first \u escape of an unpaired UTF-16 surrogate in
+// JSON text, or -1. encoding/json silently turns such an escape into U+FFFD, where R6 makes it a
+// protocol error anywhere in the payload.
+func loneSurrogate(text string) int {
+	for i := 0; i < len(text); i++ {
+		if text[i] != '\\' {
+			continue
+		}
+		unit, ok := hexEscape(text, i)
+		if !ok {
+			i++ // some other escape (\\, \", \n...): skip the escaped character
+			continue
+		}
+		switch {
+		case unit >= 0xD800 && unit <= 0xDBFF:
+			if low, ok := hexEscape(text, i+6); ok && low >= 0xDC00 && low <= 0xDFFF {
+				i += 11
+				continue
+			}
+			return i
+		case unit >= 0xDC00 && unit <= 0xDFFF:
+			return i
+		}
+		i += 5
+	}
+	return -1
+}
+
+// hexEscape reads a \uXXXX escape at text[i:].
+func hexEscape(text string, i int) (uint64, bool) {
+	if i+6 > len(text) || text[i] != '\\' || text[i+1] != 'u' {
+		return 0, false
+	}
+	unit, err := strconv.ParseUint(text[i+2:i+6], 16, 16)
+	return unit, err == nil
 }
 
 // Timings is llama-server's timings object, as the completion reports it.
@@ -152,11 +296,22 @@ func (a *Assembler) IsFinished() bool     { return a.finishReason != nil }
 
 // Push reads one payload and returns its events, in order.
 func (a *Assembler) Push(data string) ([]Event, error) {
-	var c chunk
+	if at := loneSurrogate(data); at >= 0 && !pitfall("surrogate_fffd") {
+		return nil, protocolError("the payload has an unpaired surrogate escape at offset %d", at)
+	}
+	// Decoding into a pointer tells a null payload from an object: into a struct, null is a silent
+	// no-op that leaves an empty chunk.
+	var c *chunk
+	if pitfall("null_payload") {
+		c = new(chunk)
+	}
 	if err := json.Unmarshal([]byte(data), &c); err != nil {
 		return nil, protocolError("invalid payload: %v", err)
 	}
-	if err := validate(&c); err != nil {
+	if c == nil {
+		return nil, protocolError("the payload is null, not an object")
+	}
+	if err := validate(c); err != nil {
 		return nil, err
 	}
 	if c.Error != nil {
@@ -166,15 +321,22 @@ func (a *Assembler) Push(data string) ([]Event, error) {
 		}
 		return nil, &Error{Kind: KindServer, Message: msg}
 	}
-	if err := a.check(&c); err != nil {
+	if err := a.check(c); err != nil {
 		return nil, err
 	}
-	return a.apply(&c), nil
+	return a.apply(c), nil
 }
 
 // validate checks what the types alone do not: the finish reasons and the required tool-call index.
 func validate(c *chunk) error {
-	for i, ch := range c.Choices {
+	for i := range c.Choices {
+		if c.Choices[i] == nil {
+			if !pitfall("null_element") {
+				return protocolError("choices[%d] is null, not an object", i)
+			}
+			c.Choices[i] = &choice{} // what decoding into []choice makes of null
+		}
+		ch := c.Choices[i]
 		if ch.FinishReason != nil {
 			switch *ch.FinishReason {
 			case "stop", "tool_calls", "length":
@@ -186,6 +348,9 @@ func validate(c *chunk) error {
 			continue
 		}
 		for j, tc := range ch.Delta.ToolCalls {
+			if tc == nil {
+				return protocolError("choices[%d].delta.tool_calls[%d] is null, not an object", i, j)
+			}
 			if tc.Index == nil {
 				return protocolError("choices[%d].delta.tool_calls[%d].index is required", i, j)
 			}

@@ -12,11 +12,11 @@ import (
 )
 
 type request struct {
-	Seq            *int64  `json:"seq"`
-	Op             string  `json:"op"`
-	Protocol       *int    `json:"protocol"`
-	Data           *string `json:"data"`
-	ThinkingCapped *bool   `json:"thinking_capped"`
+	Seq            *int64          `json:"seq"`
+	Op             string          `json:"op"`
+	Protocol       *int            `json:"protocol"`
+	Data           json.RawMessage `json:"data"` // raw: see the push case
+	ThinkingCapped *bool           `json:"thinking_capped"`
 }
 
 type errorBody struct {
@@ -100,13 +100,20 @@ func (s *session) answer(line []byte) (reply, bool) {
 		s.asm = &Assembler{}
 		return okReply{Seq: seq, OK: true}, false
 	case "push":
-		if req.Data == nil {
+		var data string
+		if err := json.Unmarshal(req.Data, &data); err != nil || len(req.Data) == 0 || req.Data[0] != '"' {
 			return newErrorReply(seq, "bad_request", `"push" needs a string "data"`), false
 		}
 		if s.asm == nil {
 			return newErrorReply(seq, "bad_request", `no case is open: send "new" first`), false
 		}
-		events, err := s.asm.Push(*req.Data)
+		// A payload holding a lone surrogate arrives as an escape in the request line, and decoding
+		// "data" turns it into U+FFFD, a valid character. The payload was not valid text, which R6
+		// makes a protocol error: answer as the assembler would, instead of pushing the changed text.
+		if at := loneSurrogate(string(req.Data)); at >= 0 {
+			return newErrorReply(seq, "protocol", fmt.Sprintf("the payload holds an unpaired surrogate (offset %d of the request's data)", at)), false
+		}
+		events, err := s.asm.Push(data)
 		if err != nil {
 			return assemblerError(seq, err), false
 		}
