@@ -302,10 +302,14 @@ func (a *Assembler) Push(data string) ([]Event, error) {
 	// Decoding into a pointer tells a null payload from an object: into a struct, null is a silent
 	// no-op that leaves an empty chunk.
 	var c *chunk
+	var err error
 	if pitfall("null_payload") {
 		c = new(chunk)
+		err = json.Unmarshal([]byte(data), c)
+	} else {
+		err = json.Unmarshal([]byte(data), &c)
 	}
-	if err := json.Unmarshal([]byte(data), &c); err != nil {
+	if err != nil {
 		return nil, protocolError("invalid payload: %v", err)
 	}
 	if c == nil {
