@@ -7,6 +7,9 @@ import (
 	"strconv"
 )
 
+// maxSafeInteger is 2^53−1: every integer up to it, and none much beyond, is held exactly by a float64.
+const maxSafeInteger = 1<<53 - 1
+
 // ErrorKind is one of the three ways push and finish fail.
 type ErrorKind string
 
@@ -378,8 +381,12 @@ func (a *Assembler) check(c *chunk) error {
 			continue
 		}
 		if r := ch.Delta.ReasoningContent; r != nil && *r != "" && timings != nil && timings.PredictedN != nil {
+			// int(n) of a float64 beyond int64's range is unspecified in Go (on amd64 it is the
+			// most negative int64), so the range is checked before the conversion in apply: an
+			// integer field holds at most ±(2^53−1), the integers a float64 holds exactly (I2).
 			n := *timings.PredictedN
-			if n < 0 || n != math.Trunc(n) {
+			tooBig := n > maxSafeInteger && !pitfall("float_to_int")
+			if n < 0 || n != math.Trunc(n) || tooBig {
 				return protocolError("timings.predicted_n must be a non-negative integer, not %v", n)
 			}
 		}
