@@ -1,0 +1,3 @@
+module conform.example/assembler
+
+go 1.19
