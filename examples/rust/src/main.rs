@@ -2,6 +2,7 @@
 //! stdin, one JSON reply per line on stdout.
 
 mod assembler;
+mod pitfall;
 
 use std::io::{self, BufRead, Write};
 use std::panic::{self, AssertUnwindSafe};
@@ -126,6 +127,10 @@ impl Session {
 }
 
 fn main() {
+    if let Err(message) = pitfall::init_from_env() {
+        eprintln!("{message}");
+        std::process::exit(2);
+    }
     // A panic is reported as a `crash` reply, not a dead program; keep its message off stdout.
     panic::set_hook(Box::new(|info| eprintln!("assembler panicked: {info}")));
     let stdin = io::stdin();
