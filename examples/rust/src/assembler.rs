@@ -36,7 +36,9 @@ impl InferError {
     pub fn message(&self) -> String {
         match self {
             InferError::Protocol(message) | InferError::Server(message) => message.clone(),
-            InferError::StreamClosedEarly => "the stream ended before a finish_reason arrived".into(),
+            InferError::StreamClosedEarly => {
+                "the stream ended before a finish_reason arrived".into()
+            }
         }
     }
 }
@@ -177,7 +179,9 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
         if pitfall::active(Pitfall::StructFromArray) {
             return T::deserialize(deserializer).map(Object);
         }
-        deserializer.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
+        deserializer
+            .deserialize_map(ObjectVisitor(PhantomData))
+            .map(Object)
     }
 }
 
@@ -242,7 +246,11 @@ fn has_lone_surrogate_escape(data: &str) -> bool {
             i += 1;
             continue;
         }
-        let unit = if bytes.get(i + 1) == Some(&b'u') { unit_at(i + 2) } else { None };
+        let unit = if bytes.get(i + 1) == Some(&b'u') {
+            unit_at(i + 2)
+        } else {
+            None
+        };
         match unit {
             Some(0xD800..=0xDBFF) if high_pending => return true,
             Some(0xD800..=0xDBFF) => high_pending = true,
@@ -269,7 +277,9 @@ fn parse_chunk(data: &str) -> Result<Chunk, InferError> {
 fn reasoning_tokens(n: &Number) -> Result<u64, InferError> {
     match n.as_u64() {
         Some(n) if n <= MAX_SAFE_INTEGER => Ok(n),
-        _ => Err(protocol(format!("timings.predicted_n must be a non-negative integer, not {n}"))),
+        _ => Err(protocol(format!(
+            "timings.predicted_n must be a non-negative integer, not {n}"
+        ))),
     }
 }
 
@@ -280,9 +290,18 @@ fn reasoning_tokens(n: &Number) -> Result<u64, InferError> {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChatEvent {
     Progress(Progress),
-    Reasoning { text: String },
-    Content { text: String },
-    ToolCallDelta { index: usize, id: Option<String>, name: Option<String>, arguments: String },
+    Reasoning {
+        text: String,
+    },
+    Content {
+        text: String,
+    },
+    ToolCallDelta {
+        index: usize,
+        id: Option<String>,
+        name: Option<String>,
+        arguments: String,
+    },
 }
 
 #[derive(Debug, Clone, Default, Serialize)]
@@ -391,7 +410,9 @@ impl Assembler {
         for Object(choice) in chunk.choices {
             if let Some(Object(delta)) = choice.delta {
                 if let Some(text) = delta.reasoning_content.filter(|t| !t.is_empty()) {
-                    self.reasoning.get_or_insert_with(String::new).push_str(&text);
+                    self.reasoning
+                        .get_or_insert_with(String::new)
+                        .push_str(&text);
                     if let Some(n) = self.timings.as_ref().and_then(|t| t.predicted_n.as_ref()) {
                         self.reasoning_tokens = reasoning_tokens(n).expect("checked in `check`");
                     }
@@ -421,7 +442,12 @@ impl Assembler {
                     }
                     call.arguments.push_str(&arguments);
                     self.in_reasoning = false;
-                    events.push(ChatEvent::ToolCallDelta { index, id: piece.id, name, arguments });
+                    events.push(ChatEvent::ToolCallDelta {
+                        index,
+                        id: piece.id,
+                        name,
+                        arguments,
+                    });
                 }
             }
             if choice.finish_reason.is_some() {

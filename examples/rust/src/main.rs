@@ -53,7 +53,9 @@ fn state(seq: u64, events: Value, asm: &Assembler) -> Value {
 
 // The `seq` of a request too broken to read as a `Request`, when it has one.
 fn seq_of(line: &str) -> Option<u64> {
-    serde_json::from_str::<Value>(line).ok().and_then(|v| v.get("seq").and_then(Value::as_u64))
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|v| v.get("seq").and_then(Value::as_u64))
 }
 
 #[derive(Default)]
@@ -65,7 +67,9 @@ impl Session {
     fn answer(&mut self, line: &str) -> Outcome {
         let request: Request = match serde_json::from_str(line) {
             Ok(request) => request,
-            Err(e) => return Outcome::Reply(error_reply(seq_of(line), "bad_request", e.to_string())),
+            Err(e) => {
+                return Outcome::Reply(error_reply(seq_of(line), "bad_request", e.to_string()))
+            }
         };
         let seq = request.seq;
         let bad = |message: &str| Outcome::Reply(error_reply(Some(seq), "bad_request", message));
@@ -87,7 +91,9 @@ impl Session {
                 Outcome::Reply(json!({"seq": seq, "ok": true}))
             }
             "push" => {
-                let Some(raw) = request.data else { return bad("\"push\" needs a string \"data\"") };
+                let Some(raw) = request.data else {
+                    return bad("\"push\" needs a string \"data\"");
+                };
                 if !raw.get().starts_with('"') {
                     return bad("\"push\" needs a string \"data\"");
                 }
@@ -140,18 +146,26 @@ fn main() {
     for line in stdin.lock().split(b'\n') {
         let Ok(line) = line else { break };
         let outcome = match std::str::from_utf8(&line) {
-            Err(_) => Outcome::Reply(error_reply(None, "bad_request", "the request is not valid UTF-8")),
-            Ok(text) => panic::catch_unwind(AssertUnwindSafe(|| session.answer(text))).unwrap_or_else(|_| {
-                session = Session::default();
-                Outcome::Reply(error_reply(seq_of(text), "crash", "the assembler panicked"))
-            }),
+            Err(_) => Outcome::Reply(error_reply(
+                None,
+                "bad_request",
+                "the request is not valid UTF-8",
+            )),
+            Ok(text) => panic::catch_unwind(AssertUnwindSafe(|| session.answer(text)))
+                .unwrap_or_else(|_| {
+                    session = Session::default();
+                    Outcome::Reply(error_reply(seq_of(text), "crash", "the assembler panicked"))
+                }),
         };
         let (reply, exit) = match outcome {
             Outcome::Reply(reply) => (reply, false),
             Outcome::Exit(reply) => (reply, true),
         };
         // The harness closing the pipe is no reason for a panic.
-        if serde_json::to_writer(&mut out, &reply).is_err() || out.write_all(b"\n").is_err() || out.flush().is_err() {
+        if serde_json::to_writer(&mut out, &reply).is_err()
+            || out.write_all(b"\n").is_err()
+            || out.flush().is_err()
+        {
             break;
         }
         if exit {

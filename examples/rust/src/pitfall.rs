@@ -40,11 +40,16 @@ pub fn init_from_env() -> Result<(), String> {
             Some((_, pitfall)) => Some(*pitfall),
             None => {
                 let known: Vec<&str> = NAMES.iter().map(|(n, _)| *n).collect();
-                return Err(format!("unknown CONFORM_RUST_PITFALL {name:?}; known: {}", known.join(", ")));
+                return Err(format!(
+                    "unknown CONFORM_RUST_PITFALL {name:?}; known: {}",
+                    known.join(", ")
+                ));
             }
         },
     };
-    ACTIVE.set(active).map_err(|_| "pitfalls are already set".to_string())
+    ACTIVE
+        .set(active)
+        .map_err(|_| "pitfalls are already set".to_string())
 }
 
 /// Whether the program runs with this pitfall brought back.
