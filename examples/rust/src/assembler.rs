@@ -10,9 +10,6 @@ use serde_json::Number;
 
 use crate::pitfall::{self, Pitfall};
 
-/// Reasoning tokens are counted exactly up to here: `predicted_n` beyond it is a protocol error.
-const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
-
 /// What `push` and `finish` fail with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InferError {
@@ -273,14 +270,14 @@ fn parse_chunk(data: &str) -> Result<Chunk, InferError> {
     Ok(chunk.0)
 }
 
-/// `predicted_n` as reasoning tokens (R4): a non-negative integer, exactly held.
+/// `predicted_n` as reasoning tokens (R4): a non-negative integer. Integers beyond 2^53 are read
+/// exactly (implementation-defined); `5.0` is a protocol error (implementation-defined too).
 fn reasoning_tokens(n: &Number) -> Result<u64, InferError> {
-    match n.as_u64() {
-        Some(n) if n <= MAX_SAFE_INTEGER => Ok(n),
-        _ => Err(protocol(format!(
+    n.as_u64().ok_or_else(|| {
+        protocol(format!(
             "timings.predicted_n must be a non-negative integer, not {n}"
-        ))),
-    }
+        ))
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
