@@ -40,9 +40,7 @@ def test_without_them_it_fails_exactly_the_listed_cases(tmp_path: Path) -> None:
     failing = {(r["case"], r["mode"]) for r in results if r["status"] != PASSED}
     assert all(r["status"] in (PASSED, FAILED) for r in results)
     # Under --strict it fails only cases that pin an implementation-defined point.
-    assert all(
-        any(p.startswith("I") for p in r["pins"]) for r in results if r["status"] != PASSED
-    )
+    assert all(any(p.startswith("I") for p in r["pins"]) for r in results if r["status"] != PASSED)
     code, judged = run_json(tmp_path, "--in-process", "--strict", "--xfail", str(XFAIL))
     assert code == 0
     results = judged["results"]
