@@ -653,6 +653,18 @@ class TruthyTimings(_Truthy):
     name = "timings"
 
 
+class ZeroIsFalsy(_Reads):
+    """JavaScript (`p.cache || null`), Python (`p.get("cache") or None`): a progress count of 0
+    is falsy, so it becomes null."""
+
+    def adjust(self, chunk: Any) -> Any:
+        progress = chunk.get("prompt_progress") if isinstance(chunk, dict) else None
+        for key, value in progress.items() if isinstance(progress, dict) else ():
+            if value == 0:
+                progress[key] = None
+        return chunk
+
+
 class BoolIsInt(_Reads):
     """Python: `isinstance(True, int)` is true, so `true` passes as a number (1)."""
 
@@ -853,6 +865,10 @@ PITFALLS: dict[str, tuple[str, str]] = {
     "TruthyTimings": (
         "synthetic/r3_pitfall_timings_empty_object",
         r"finish\.completion\.timings\.predicted_n \(finish\): expected null, got 1",
+    ),
+    "ZeroIsFalsy": (
+        "synthetic/r1_progress_with_text",
+        r"steps\[\d+\]\.events\[0\]\.\w+ \(line \d+\): expected 0, got null",
     ),
     "BoolIsInt": ("synthetic/r6_timings_field_true", _ACCEPTED),
     "OverflowIsInfinity": ("synthetic/r6_float_overflow", _ACCEPTED),
