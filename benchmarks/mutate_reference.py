@@ -253,29 +253,33 @@ def _with_test(node: Any, test: ast.expr) -> Any:
     return node
 
 
-def mutants(module: str) -> Iterator[tuple[Mutant, ast.Module]]:
-    """Every mutant of `module`, with its mutated tree."""
+def mutants(module: str) -> Iterator[Mutant]:
+    """Every mutant of `module` (`mutated_tree` builds its code)."""
     source = _source(module)
     lines = source.splitlines()
-    tree = ast.parse(source)
     sites = _Sites()
-    sites.visit(tree)
+    sites.visit(ast.parse(source))
     for number, (node, operator, make) in enumerate(sites.found):
-        # Mutate a copy: find the node's twin in a deep copy by walking both trees in step.
-        twin_tree = copy.deepcopy(tree)
-        twin = next(
-            b for a, b in zip(ast.walk(tree), ast.walk(twin_tree), strict=True) if a is node
-        )
-        before = _short(twin)
-        replacement = make(twin)
+        before = _short(node)
+        replacement = make(copy.deepcopy(node))
         after = "pass" if isinstance(replacement, ast.Pass) else _short(replacement)
-        if replacement is not twin:
-            _replace(twin_tree, twin, replacement)
         if after == before:
             continue
         line = lines[node.lineno - 1].strip()  # type: ignore[attr-defined]
-        mutant = Mutant(module, number, operator, node.lineno, line, before, after)  # type: ignore[attr-defined]
-        yield mutant, ast.fix_missing_locations(twin_tree)
+        yield Mutant(module, number, operator, node.lineno, line, before, after)  # type: ignore[attr-defined]
+
+
+def mutated_tree(mutant: Mutant) -> ast.Module:
+    """The syntax tree of `mutant`'s module with its one change made."""
+    source = _source(mutant.module)
+    sites = _Sites()
+    tree = ast.parse(source)
+    sites.visit(tree)
+    node, _, make = sites.found[mutant.number]
+    replacement = make(node)
+    if replacement is not node:
+        _replace(tree, node, replacement)
+    return ast.fix_missing_locations(tree)
 
 
 def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
@@ -335,7 +339,7 @@ def load_mutant(module: str, tree: ast.Module, tag: str) -> type:
 
 _RUNS: list[tuple[Any, dict[str, Any], str]] = []  # (case, golden, mode), the order tried
 _TRIED_FIRST: list[int] = []  # indexes into _RUNS of recent killers, most recent first
-_TREES: dict[str, dict[int, ast.Module]] = {}  # a module's mutated trees, by mutant number
+_MUTANTS: dict[str, dict[int, Mutant]] = {}  # a module's mutants, by number
 
 
 def _init_worker() -> None:
@@ -357,9 +361,9 @@ def _alarm(signum: int, frame: Any) -> None:
 def _kill(job: tuple[str, int]) -> tuple[str, int, str | None]:
     """Run one mutant; the run that killed it ("case [mode]: why"), or None if it survived."""
     module, number = job
-    if module not in _TREES:  # each worker makes a module's mutants once
-        _TREES[module] = {m.number: t for m, t in mutants(module)}
-    tree = _TREES[module][number]
+    if module not in _MUTANTS:  # each worker lists a module's mutants once
+        _MUTANTS[module] = {m.number: m for m in mutants(module)}
+    tree = mutated_tree(_MUTANTS[module][number])
     signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(MUTANT_TIMEOUT)
     try:
@@ -423,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     chosen = args.module or list(MODULES)
-    every = {(m.module, m.number): m for name in chosen for m, _ in mutants(name)}
+    every = {(m.module, m.number): m for name in chosen for m in mutants(name)}
     if args.list:
         for m in every.values():
             print(f"{m.module}:{m.lineno} {m.operator}: {m.before}  ->  {m.after}")
