@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -48,6 +49,7 @@ _TOKEN = re.compile(
 )
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _CLOSER = {"[": "]", "{": "}"}
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?[eE][+-]?[0-9]+|-?[0-9]+\.[0-9]+")
 
 
 def _protocol(message: str) -> InferError:
@@ -223,8 +225,12 @@ def _decode(data: str, choices: Choices) -> Chunk:
         raise _protocol(f"not a chunk: {exc}") from None
 
 
-def _integer(value: int | float, where: str, choices: Choices) -> int:
-    """An integer field's value (R6), as I1 and I2 choose."""
+def _integer(value: int | float, where: str, choices: Choices, payload: str | None = None) -> int:
+    """An integer field's value (R6), as I1 and I2 choose.
+
+    `payload`, the text the value came from, lets I2 `exact` read an integral number written with
+    a fraction or exponent beyond ±(2^53-1) exactly (a double cannot hold 9007199254740993.0).
+    """
     if type(value) is int:
         if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER or choices.I2 == "exact":
             return value
@@ -232,14 +238,32 @@ def _integer(value: int | float, where: str, choices: Choices) -> int:
     if isinstance(value, float) and value.is_integer():
         if choices.I1 == "protocol":
             raise _protocol(f"{where} must be written as an integer, got {value!r}")
-        if abs(value) <= MAX_SAFE_INTEGER or choices.I2 == "exact":
+        if abs(value) <= MAX_SAFE_INTEGER:
             return int(value)
+        exact = _as_written(payload, value) if choices.I2 == "exact" else None
+        if exact is not None:
+            return exact
         raise _protocol(f"{where} is beyond ±(2^53-1): {value!r}")
     raise _protocol(f"{where} must be an integer, got {value!r}")
 
 
-def _optional_integer(value: int | float | None, where: str, choices: Choices) -> int | None:
-    return None if value is None else _integer(value, where, choices)
+def _as_written(payload: str | None, value: float) -> int | None:
+    """The integer a number of `payload` written with a fraction or exponent stands for, found by
+    its value as a double; None when no such number is there or two differ."""
+    if payload is None:
+        return None
+    found = {
+        int(exact)
+        for token in _NUMBER.findall(_STRING.sub('""', payload))
+        if float(token) == value and (exact := Decimal(token)) == exact.to_integral_value()
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def _optional_integer(
+    value: int | float | None, where: str, choices: Choices, payload: str
+) -> int | None:
+    return None if value is None else _integer(value, where, choices, payload)
 
 
 def _timings(timings: Timings, choices: Choices) -> Timings:
@@ -324,13 +348,13 @@ class Assembler:
         progress_event = None
         if progress is not None:
             progress_event = Progress(
-                _optional_integer(progress.total, "prompt_progress.total", choices),
-                _optional_integer(progress.cache, "prompt_progress.cache", choices),
-                _optional_integer(progress.processed, "prompt_progress.processed", choices),
-                _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices),
+                _optional_integer(progress.total, "prompt_progress.total", choices, data),
+                _optional_integer(progress.cache, "prompt_progress.cache", choices, data),
+                _optional_integer(progress.processed, "prompt_progress.processed", choices, data),
+                _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices, data),
             )
         indexes = [
-            [self._index(piece) for piece in choice.delta.tool_calls]
+            [self._index(piece, data) for piece in choice.delta.tool_calls]
             if choice.delta is not None and choice.delta.tool_calls
             else []
             for choice in chunk.choices or ()
@@ -359,8 +383,8 @@ class Assembler:
                 self._finish_reason = FinishReason(choice.finish_reason)
         return events
 
-    def _index(self, piece: ToolCallPiece) -> int:
-        index = _integer(piece.index, "tool_calls[].index", self._choices)
+    def _index(self, piece: ToolCallPiece, payload: str) -> int:
+        index = _integer(piece.index, "tool_calls[].index", self._choices, payload)
         if index < 0:
             raise _protocol(f"tool call index {index} is negative")
         return index

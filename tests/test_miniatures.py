@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from tests.miniatures import BATTERY
+from tests.miniatures import BATTERY, PITFALLS
 
 MINIATURES = str(Path(__file__).with_name("miniatures.py"))
 
@@ -39,3 +39,26 @@ def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fie
     code, output = conform("run", f"{MINIATURES}:RejectsUnknownFields", "--mode", "unknown-fields")
     assert code == 1
     assert "[unknown-fields]" in output and "[plain]" not in output
+
+
+def _block(output: str, case_id: str) -> str:
+    """The report's lines for one failing case (its FAIL line and the mismatches under it)."""
+    found = re.search(rf"^FAIL {re.escape(case_id)} \[plain\].*\n((?:[ \t].*\n)*)", output, re.M)
+    return found.group(0) if found else ""
+
+
+def test_the_pitfall_miniatures_reader_alone_passes() -> None:
+    # Reading with json and handing the reference plain JSON changes nothing by itself, so each
+    # pitfall miniature below fails through its pitfall only.
+    code, output = conform("run", f"{MINIATURES}:_Reads", "--mode", "plain", "--in-process")
+    assert code == 0, output
+
+
+@pytest.mark.parametrize("name", sorted(PITFALLS))
+def test_each_language_pitfall_fails_on_its_case(name: str) -> None:
+    case_id, pattern = PITFALLS[name]
+    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process")
+    assert code == 1, output
+    block = _block(output, case_id)
+    assert block, f"{name}: {case_id} did not fail:\n{output}"
+    assert re.search(pattern, block), f"{name}: no mismatch matching {pattern!r} in:\n{block}"

@@ -383,9 +383,12 @@ function readChunk(root) {
         const at = `${where}.delta.tool_calls[${t}]`;
         const index = field(call, "index");
         if (index === null) throw protocolError(`${at}.index is required`);
+        const position = toInteger(index, `${at}.index`);
+        // A negative index is a shape error: it wins over an error object beside it (R8).
+        if (position < 0) throw protocolError(`${at}.index ${position} is negative`);
         const fn = optObject(call, "function", `${at}.function`);
         read.toolCalls.push({
-          index: toInteger(index, `${at}.index`),
+          index: position,
           id: optString(call, "id", `${at}.id`),
           name: fn === null ? null : optString(fn, "name", `${at}.function.name`),
           arguments: (fn === null ? null : optString(fn, "arguments", `${at}.function.arguments`)) ?? "",
