@@ -30,11 +30,13 @@ from harness.check.modes import (
     mutate,
     truncation_points,
 )
-from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run
+from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run, run_case
 from harness.cli import main
 from harness.drive.inprocess import InProcessDriver, finish_step, push_step
 from harness.suite.cases import Case, Suite
+from harness.suite.golden import read_golden
 from harness.suite.recording import iter_payloads
+from reference.choices import OUTCOMES, REFERENCE
 from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
@@ -146,6 +148,26 @@ def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
     results = _run(suite, reference.Assembler, MODES)
     assert len(results) == len(suite.cases()) * len(MODES)
     assert [(r.case_id, r.mode, r.status) for r in _failures(results)] == []
+
+
+def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode(
+    suite: Suite,
+) -> None:
+    # Only the cases that pin a point: the others give the same under every outcome (test_pins).
+    failed = []
+    for case in suite.cases():
+        golden = read_golden(case)
+        for point in (p for p in golden["pins"] if p in OUTCOMES):
+            for value in OUTCOMES[point]:
+                chosen = REFERENCE.replace({point: value})
+                driver = InProcessDriver(lambda chosen=chosen: reference.Assembler(chosen))
+                for mode in MODES:
+                    result = run_case(
+                        case, golden, driver, mode=mode, seed=SEED, require={point: value}
+                    )
+                    if result.status != PASSED:
+                        failed.append((case.case_id, point, value, mode, result.status))
+    assert failed == []
 
 
 @pytest.mark.parametrize("mode", sorted(FRAGILE))
@@ -310,6 +332,14 @@ def test_nesting_up_to_the_limit_is_still_rewritten() -> None:
     data = "[" * 127 + '{"a":1,"b":2}' + "]" * 127
     out = mutate(WHITESPACE, data, seed=SEED, case_id="c", step=0)
     assert out != data and json.loads(out) == json.loads(data)
+
+
+def test_unknown_fields_leaves_a_number_alone_whose_exact_value_would_move() -> None:
+    # Re-serialized, 9007199254740993.0 would come back 9007199254740992.0 (I2 `exact` tells them).
+    data = '{"prompt_progress":{"total":9007199254740993.0},"choices":[]}'
+    assert mutate(UNKNOWN_FIELDS, data, seed=SEED, case_id="c", step=0) == data
+    kept = '{"timings":{"predicted_n":9007199254740992.0,"prompt_ms":3.1688235294117644}}'
+    assert mutate(UNKNOWN_FIELDS, kept, seed=SEED, case_id="c", step=0) != kept
 
 
 def test_unknown_fields_leaves_duplicate_keys_alone() -> None:

@@ -15,8 +15,9 @@
 The expected result is always the golden file (for `truncated`, its steps up to the cut). The last
 three rewrite the original text token by token (`harness.check.jsontext`), so numbers keep their
 exact text; a payload that cannot be rewritten without changing its meaning (invalid JSON, `NaN`, an
-unpaired surrogate escape, nesting beyond the limit, and for `unknown-fields` duplicate keys) is
-pushed unchanged. Every change is a pure function of (seed, case id, step), so a failure is
+unpaired surrogate escape, nesting beyond the limit, and for `unknown-fields`, which writes the
+parsed value back, duplicate keys and an integral number its double cannot hold) is pushed
+unchanged. Every change is a pure function of (seed, case id, step), so a failure is
 reproduced by the same command, and the exact payload is shown in its report.
 """
 
@@ -24,7 +25,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -33,6 +36,10 @@ from harness.check import jsontext
 from harness.drive.normalize import TIMINGS_FIELDS
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
+#: 16 digits in a row, a point maybe among them: the only numbers a re-serialization may change.
+_LONG_DIGITS = re.compile(r"[0-9.]{17}|[0-9]{16}")
+_STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 PLAIN = "plain"
 UNKNOWN_FIELDS = "unknown-fields"
@@ -96,15 +103,39 @@ def _members(value: Any) -> int:
     return 0
 
 
+def _numbers_survive(data: str) -> bool:
+    """False when a number would be written back with another exact value.
+
+    Re-serializing writes a fraction or exponent as the shortest text of its double, which is
+    the same number for up to 15 significant digits; beyond that the value may move. Where it
+    moves to or from an integral value (`9007199254740993.0` comes back `9007199254740992.0`), a
+    target that reads integers exactly (I2 `exact`) would be given another number than the golden
+    file's; a fraction that stays a fraction has the same double, which is all any reading takes.
+    """
+    if _LONG_DIGITS.search(data) is None:  # the cheap test, strings included: most payloads
+        return True
+    for token in _NUMBER.findall(_STRINGS.sub('""', data)):
+        mantissa = token.lstrip("-").replace("E", "e").split("e")[0]
+        if mantissa == token.lstrip("-") and "." not in mantissa:
+            continue  # an integer: decoded and written back exactly
+        if len(mantissa.replace(".", "").lstrip("0")) <= 15:
+            continue
+        exact, written = Decimal(token), Decimal(repr(float(token)))
+        if exact != written and (exact == exact.to_integral_value() or written == int(written)):
+            return False  # a fraction moved to another of the same double is read the same
+    return True
+
+
 def _parse(data: str) -> Any:
     """The payload's JSON value, or None where re-serializing could change its meaning.
 
     msgspec refuses `NaN`, numbers beyond a double's range and unpaired surrogate escapes, and
     parsing would keep only the last of duplicate keys, so those are refused too: each member of
     the text has one colon outside strings, and the parsed objects must hold as many. A payload
-    nested beyond the limit stays as it is, as in the other rewriting modes.
+    nested beyond the limit stays as it is, as in the other rewriting modes, and so does one with
+    a fraction or exponent whose exact value would not survive (`_numbers_survive`).
     """
-    if not jsontext.rewritable(data):
+    if not jsontext.rewritable(data) or not _numbers_survive(data):
         return None
     try:
         value = msgspec.json.decode(data)
