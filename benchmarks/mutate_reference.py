@@ -7,6 +7,16 @@ behaves like the reference on every input the contract allows (*equivalent*, lis
 `benchmarks/mutation_equivalents.toml`) or the suite lacks a case. The script prints the score per
 operator and every survivor that the equivalents file does not list, and exits 1 if there is one.
 
+The implementation-defined points (I1 to I4): the reference is told its outcome at each point
+(`Assembler(choices)`), and the golden files hold the outcome of every choice, made by the *real*
+reference. So each mutant is run under the reference's own choices and under every other allowed
+outcome of each point (one point changed at a time, the choices made with the mutant's own
+`REFERENCE.replace`), and under each it must give the golden outcome of *those* choices
+(`run_case(require=...)`), not just any allowed one: a bug on a path only another choice takes
+(I3 `ignore`'s pruning, I2 `exact`) is a bug in what generates the golden alternatives. What a
+mutant cannot be caught for is taking another allowed outcome *by default*: the choices are always
+passed, so a changed default in `reference/choices.py` is an "I-point choice" equivalent.
+
 Operators: `compare` (a comparison flipped: `==`/`!=`, `<`/`>=`, `is`/`is not`, `in`/`not in`),
 `boundary` (`<`/`<=`, `>`/`>=`), `number` (an integer constant +1 and -1), `negate` (an `if` or
 conditional expression's test negated), `and_or` (`and`/`or` swapped), `arith` (`+`/`-`),
@@ -17,10 +27,12 @@ replaced by `True`, an operand of `and`/`or` dropped).
 Why a small AST mutator of our own rather than mutmut or cosmic-ray: both run the whole test
 command once per mutant in a fresh process (seconds each, with the harness's start-up), and they
 patch files on disk, which the parallel agents on this machine and the harness's own use of the
-unmutated reference (the `truncated` mode asks it for the expected results) rule out. Here each
-mutant is a fresh copy of the reference's modules compiled from a changed tree and loaded under a
-private name, so the harness keeps the real reference, nothing is written to disk, and a mutant
-costs one suite run that stops at its first failure (about 0.3 s for a survivor). No dependency.
+unmutated reference (the `truncated` mode asks it for the expected results under the outcome's
+choices, `harness.check.runner`) rule out. Here each mutant is a fresh copy of the mutated module
+and of every module importing it, compiled from a changed tree and loaded under a private name, so
+the harness (its golden files, its truncated-mode expectations, its `reference.choices`) keeps the
+real reference, nothing is written to disk, and a mutant costs one suite run per set of choices
+that stops at its first failure. No dependency.
 
 Run: `python benchmarks/mutate_reference.py` (`-j 2` by default; `--list` prints the mutants,
 `--all-survivors` also prints the listed equivalents). Survivors are printed in the equivalents
@@ -48,17 +60,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import MODES, Suite, read_golden, run_case  # noqa: E402
-
-try:
-    from harness.target import InProcessDriver
-except ImportError:  # the layout after the move into subpackages
-    from harness.drive.inprocess import InProcessDriver  # type: ignore[no-redef]
+from harness.drive.inprocess import InProcessDriver  # noqa: E402
+from reference.choices import OUTCOMES, REFERENCE  # noqa: E402
 
 SEED = 20261129  # the CLI's default seed, so a kill reproduces with `conform run`
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.toml"
 #: The modules mutated, in import order (each imports only those before it). `__init__` only
 #: re-exports names, so it has nothing to mutate.
-MODULES = ("types", "_wire", "assembler")
+MODULES = ("types", "_wire", "choices", "assembler")
+#: Module-level names not mutated: only the harness uses them (listing the points, enumerating
+#: the combinations a golden file is built under), and the harness keeps the real reference by
+#: design, so no run could ever tell a mutant of them.
+_HARNESS_ONLY = {"choices": {"TITLES", "combinations"}}
+#: The sets of choices each mutant runs under: the reference's own, then each other allowed
+#: outcome of one point at a time (test_pins.py checks that a case's outcome moves with a point
+#: only if the case pins it, so one point at a time reaches every alternative in the suite).
+OWN = {point: getattr(REFERENCE, point) for point in OUTCOMES}
+CONFIGS: tuple[dict[str, str], ...] = (
+    OWN,
+    *(OWN | {point: v} for point, values in OUTCOMES.items() for v in values if v != OWN[point]),
+)
 #: Calls whose string arguments only make an error's message (not part of the contract).
 _MESSAGE_CALLS = {"_protocol", "InferError", "_integer", "_optional_integer"}
 MUTANT_TIMEOUT = 60  # seconds; a mutant that hangs is killed (the harness would time it out)
@@ -93,6 +114,27 @@ def _source(module: str) -> str:
     return (ROOT / "reference" / f"{module}.py").read_text(encoding="utf-8")
 
 
+def _imports(module: str) -> set[str]:
+    """The modules of `MODULES` that `module` imports (`from reference.X import ...`)."""
+    return {
+        node.module.split(".", 1)[1]
+        for node in ast.walk(ast.parse(_source(module)))
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("reference.")
+        and node.module.split(".", 1)[1] in MODULES
+    }
+
+
+def _rebuilt(module: str) -> set[str]:
+    """`module` and every module that imports it, directly or not."""
+    rebuilt = {module}
+    for name in MODULES[MODULES.index(module) + 1 :]:
+        if _imports(name) & rebuilt:
+            rebuilt.add(name)
+    return rebuilt
+
+
 def _short(node: ast.AST) -> str:
     text = " ".join(ast.unparse(node).split())
     return text if len(text) <= 100 else text[:97] + "..."
@@ -101,10 +143,21 @@ def _short(node: ast.AST) -> str:
 class _Sites(ast.NodeVisitor):
     """Every mutation of a tree, as (node path, operator, replacement maker)."""
 
-    def __init__(self) -> None:
+    def __init__(self, module: str) -> None:
         self.found: list[tuple[ast.AST, str, Callable[[ast.AST], ast.AST | list[ast.stmt]]]] = []
         self.skip: set[int] = set()  # ids of constants that only make messages or slots
         self.in_code = 0  # inside a function or class body
+        self.harness_only = _HARNESS_ONLY.get(module, set())
+
+    def visit_Module(self, node: ast.Module) -> None:
+        for stmt in node.body:
+            if isinstance(stmt, ast.FunctionDef | ast.ClassDef):
+                names = {stmt.name}
+            else:
+                targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
+                names = {t.id for t in targets if isinstance(t, ast.Name)}
+            if not names & self.harness_only:
+                self.visit(stmt)
 
     def add(self, node: ast.AST, operator: str, make: Callable[[Any], Any]) -> None:
         self.found.append((node, operator, make))
@@ -257,7 +310,7 @@ def mutants(module: str) -> Iterator[Mutant]:
     """Every mutant of `module` (`mutated_tree` builds its code)."""
     source = _source(module)
     lines = source.splitlines()
-    sites = _Sites()
+    sites = _Sites(module)
     sites.visit(ast.parse(source))
     for number, (node, operator, make) in enumerate(sites.found):
         before = _short(node)
@@ -272,7 +325,7 @@ def mutants(module: str) -> Iterator[Mutant]:
 def mutated_tree(mutant: Mutant) -> ast.Module:
     """The syntax tree of `mutant`'s module with its one change made."""
     source = _source(mutant.module)
-    sites = _Sites()
+    sites = _Sites(mutant.module)
     tree = ast.parse(source)
     sites.visit(tree)
     node, _, make = sites.found[mutant.number]
@@ -308,14 +361,15 @@ class _Private(ast.NodeTransformer):
         return node
 
 
-def load_mutant(module: str, tree: ast.Module, tag: str) -> type:
-    """The `Assembler` class of the reference with `module` replaced by `tree`.
+def load_mutant(module: str, tree: ast.Module, tag: str) -> types.ModuleType:
+    """The `assembler` module of the reference with `module` replaced by `tree`.
 
     The mutated module and every module importing it are compiled afresh under a private package
-    name; the others are the real reference's, so the harness's own uses of it are untouched.
+    name; the others are the real reference's, so the harness's own uses of it are untouched. The
+    module returned holds the mutant's `Assembler` and the `REFERENCE` choices it imported.
     """
     prefix = f"_mutant_{tag}"
-    rebuilt = set(MODULES[MODULES.index(module) :])
+    rebuilt = _rebuilt(module)
     package = types.ModuleType(prefix)
     package.__path__ = []
     sys.modules[prefix] = package
@@ -329,7 +383,7 @@ def load_mutant(module: str, tree: ast.Module, tag: str) -> type:
             mod = types.ModuleType(f"{prefix}.{name}")
             sys.modules[mod.__name__] = mod
             exec(code, mod.__dict__)
-        return sys.modules[f"{prefix}.assembler"].Assembler  # type: ignore[no-any-return]
+        return sys.modules[f"{prefix}.assembler"]
     finally:
         for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
             del sys.modules[name]
@@ -337,17 +391,35 @@ def load_mutant(module: str, tree: ast.Module, tag: str) -> type:
 
 # --- running: one worker process holds the suite and its golden files ---
 
-_RUNS: list[tuple[Any, dict[str, Any], str]] = []  # (case, golden, mode), the order tried
+_RUNS: list[tuple[Any, dict[str, Any], str, int]] = []  # (case, golden, mode, config index)
 _TRIED_FIRST: list[int] = []  # indexes into _RUNS of recent killers, most recent first
 _MUTANTS: dict[str, dict[int, Mutant]] = {}  # a module's mutants, by number
 
 
 def _init_worker() -> None:
+    _RUNS.clear()
     suite = Suite.open(None)
     cases = [(case, read_golden(case)) for case in suite.cases()]
-    # All cases in plain mode first (cheap, and most mutants die there), then the other modes.
-    for mode in MODES:
-        _RUNS.extend((case, golden, mode) for case, golden in cases)
+    # All cases in plain mode under the reference's own choices first (cheap, and most mutants die
+    # there), then the cases that pin a point under its other outcomes, then the rest.
+    _RUNS.extend((case, golden, MODES[0], 0) for case, golden in cases)
+    later = []
+    for config in range(1, len(CONFIGS)):
+        (point,) = [p for p in OWN if CONFIGS[config][p] != OWN[p]]
+        for case, golden in cases:
+            pinned = point in golden.get("pins", ())
+            for mode in MODES:
+                (_RUNS if pinned and mode == MODES[0] else later).append(
+                    (case, golden, mode, config)
+                )
+    for mode in MODES[1:]:
+        _RUNS.extend((case, golden, mode, 0) for case, golden in cases)
+    _RUNS.extend(later)
+
+
+def _describe(config: int) -> str:
+    """How a run's choices are shown: nothing for the reference's own, else the point changed."""
+    return "".join(f", {p}={v}" for p, v in CONFIGS[config].items() if v != OWN[p])
 
 
 class _Hung(Exception):
@@ -368,15 +440,23 @@ def _kill(job: tuple[str, int]) -> tuple[str, int, str | None]:
     signal.alarm(MUTANT_TIMEOUT)
     try:
         try:
-            factory = load_mutant(module, tree, f"{module}_{number}")
+            loaded = load_mutant(module, tree, f"{module}_{number}")
         except Exception as exc:  # a mutant that does not even load is killed
             return module, number, f"(import): {type(exc).__name__}: {exc}"
-        driver = InProcessDriver(factory)
+        drivers: dict[int, InProcessDriver] = {}
+        for config, choices in enumerate(CONFIGS):
+            try:  # told its choices as the harness tells the real reference (golden.py)
+                chosen = loaded.REFERENCE.replace(choices)
+            except Exception as exc:  # it refuses an allowed outcome
+                return module, number, f"(choices{_describe(config)}): {type(exc).__name__}"
+            drivers[config] = InProcessDriver(lambda chosen=chosen: loaded.Assembler(chosen))
         order = _TRIED_FIRST + [i for i in range(len(_RUNS)) if i not in _TRIED_FIRST]
         for index in order:
-            case, golden, mode = _RUNS[index]
+            case, golden, mode, config = _RUNS[index]
             try:
-                result = run_case(case, golden, driver, mode=mode, seed=SEED)
+                result = run_case(
+                    case, golden, drivers[config], mode=mode, seed=SEED, require=CONFIGS[config]
+                )
                 status = result.status
             except Exception as exc:  # e.g. the harness rejecting a result
                 status = f"error {type(exc).__name__}"
@@ -385,7 +465,7 @@ def _kill(job: tuple[str, int]) -> tuple[str, int, str | None]:
                     _TRIED_FIRST.remove(index)
                 _TRIED_FIRST.insert(0, index)
                 del _TRIED_FIRST[8:]
-                return module, number, f"{case.case_id} [{mode}]: {status}"
+                return module, number, f"{case.case_id} [{mode}{_describe(config)}]: {status}"
         return module, number, None
     except _Hung:
         return module, number, f"(timeout after {MUTANT_TIMEOUT} s)"
