@@ -1,7 +1,9 @@
 """The `conform` command: each subcommand parses, calls one library function, renders, returns.
 
 Exit codes: 0 everything passed, 1 a conformance failure or crash (or golden drift for `golden
-check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here).
+check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here),
+3 an error inside conform itself (a bug in conform, not in the target): its traceback and what to
+report; `conform run` still writes the reports of the cases run before it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,9 +27,10 @@ from harness.inject import DEFAULT_SEED, MODES
 from harness.process import DEFAULT_TIMEOUT, start_driver
 from harness.progress import ProgressBar, paint_line, wants_colour
 from harness.record_cmd import record as record_command
-from harness.report import render, totals_line
+from harness.report import render, shorten, totals_line
 from harness.reports import (
     RunInfo,
+    conform_version,
     failed,
     github_annotations,
     on_github_actions,
@@ -35,23 +39,54 @@ from harness.reports import (
     write_junit,
 )
 from harness.runner import CaseResult, in_order, run_parallel
+from harness.safetext import printable
 from harness.suite import Case, Suite
 from harness.target import Driver, split_spec
 from harness.xfail import XfailList, write_baseline
+
+#: The exit status of an error inside conform itself.
+INTERNAL_ERROR = 3
 
 
 class _SetupFailure(click.ClickException):
     exit_code = 2
 
 
+class _InternalError(click.ClickException):
+    """An exception conform did not expect: a bug in conform, reported as such (exit 3)."""
+
+    exit_code = INTERNAL_ERROR
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+    def show(self, file: Any = None) -> None:
+        trace = "".join(traceback.format_exception(self.exc))
+        click.echo(printable(trace.rstrip(), keep_lines=True), err=True)
+        click.echo(
+            f"Internal error: conform {conform_version()} failed: "
+            f"{printable(shorten(self.message, 500))}\n"
+            "This is a bug in conform, not a verdict on the target. Please report it to conform's "
+            "maintainers with the command line, the traceback above and, if you can, the "
+            "target's reply that caused it. Reports already asked for hold the cases run so far.",
+            err=True,
+        )
+
+
 class _ConformGroup(click.Group):
-    """Turns the harness's own errors into one `Error:` line and exit code 2."""
+    """Turns the harness's own errors into one `Error:` line and exit code 2, and anything
+    unexpected into the internal-error report and exit code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ConformError as exc:
             raise _SetupFailure(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            raise _InternalError(exc) from None
 
 
 class TargetType(click.ParamType[str]):
@@ -121,20 +156,39 @@ def _write_reports(
     json_path: Path | None,
     write_xfail: Path | None,
 ) -> None:
-    if write_xfail is not None:
-        written = write_baseline(write_xfail, results)
-        click.echo(f"wrote {written} expected failure(s) to {write_xfail}")
+    """Write every report asked for; one that fails does not keep the others from being written
+    (the first such error is raised at the end)."""
+    writers: list[Callable[[], None]] = []
+    if write_xfail is not None and info.stopped is None:  # a partial run is no baseline
+
+        def baseline() -> None:
+            written = write_baseline(write_xfail, results, target=info.target, when=info.started)
+            click.echo(f"wrote {written} expected failure(s), one line a case, to {write_xfail}")
+
+        writers.append(baseline)
     if junit is not None:
-        write_junit(junit, results, info)
+        writers.append(lambda: write_junit(junit, results, info))
     if json_path is not None:
-        write_json(json_path, results, info)
+        writers.append(lambda: write_json(json_path, results, info))
     if on_github_actions():
-        workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
-        for command in github_annotations(results, info, workspace=workspace):
-            click.echo(command)
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            write_github_summary(results, info, path=Path(summary))
+
+        def github() -> None:
+            workspace = Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd())
+            for command in github_annotations(results, info, workspace=workspace):
+                click.echo(command)
+            summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if summary:
+                write_github_summary(results, info, path=Path(summary))
+
+        writers.append(github)
+    first: Exception | None = None
+    for write in writers:
+        try:
+            write()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 @click.group(cls=_ConformGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -243,7 +297,8 @@ def run_command(
     only its case; --exec runs a program in any language that speaks the same protocol.
 
     Exits 0 when every case passes in every mode (or fails as --xfail expects), 1 on any
-    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error.
+    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error, 3 on an error
+    inside conform itself (a bug to report; the reports asked for still hold the cases run).
     """
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
@@ -272,23 +327,31 @@ def run_command(
         enabled=not quiet and sys.stderr.isatty(),
         colour=wants_colour(sys.stderr),
     )
+    stopped: Exception | None = None  # an error inside conform: report what ran, then exit 3
     try:
         with bar:
             for result in run_parallel(cases, drivers, modes=chosen, seed=seed, jobs=jobs):
                 results.append(result if expected is None else expected.apply(result))
                 bar.advance(results[-1])
+    except ConformError:
+        raise
+    except Exception as exc:
+        stopped = exc
     finally:
         drivers.close_unused()
     results = in_order(results, cases, chosen)
     label = target if target is not None else str(exec_command)
     duration = time.perf_counter() - started
-    info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began)
+    why = None if stopped is None else f"{type(stopped).__name__}: {stopped}"
+    info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began, why)
     if not quiet:
         colour = wants_colour(sys.stdout)
         for line in render(results, verbose=verbose):
             click.echo(paint_line(line, colour=colour))
     click.echo(totals_line(results, info.duration))
     _write_reports(results, info, junit=junit, json_path=json_path, write_xfail=write_xfail)
+    if stopped is not None:
+        raise stopped
     if failed(results) and write_xfail is None:
         sys.exit(1)
 

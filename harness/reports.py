@@ -8,12 +8,10 @@ asks.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -23,7 +21,16 @@ from typing import Any
 from harness.compare import ABSENT
 from harness.errors import ConformError
 from harness.golden import write_atomically
-from harness.report import describe_case, label, recording_path, shorten, shown
+from harness.report import (
+    describe_case,
+    describe_fold,
+    fold,
+    fold_header,
+    label,
+    recording_path,
+    shorten,
+    shown,
+)
 from harness.runner import (
     CRASHED,
     FAILED,
@@ -36,6 +43,7 @@ from harness.runner import (
     Crash,
     Mismatch,
 )
+from harness.safetext import capped, dumps, printable, shorten_with_size
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -43,6 +51,9 @@ REPORT_SCHEMA = 1
 FAILING = (FAILED, CRASHED, TIMED_OUT, XPASSED)
 _SUMMARY_ROWS = 100
 _JUNIT_MESSAGE_CHARS = 500
+#: Characters kept of a payload, message or said in the JSON report; of a crash's details.
+FILE_TEXT_CHARS = 2_000
+FILE_DETAILS_CHARS = 20_000
 
 
 def conform_version() -> str:
@@ -64,6 +75,8 @@ class RunInfo:
     seed: int
     duration: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: Set when conform itself failed mid-run: the error; the results are those run before it.
+    stopped: str | None = None
 
 
 def failed(results: Sequence[CaseResult]) -> bool:
@@ -196,16 +209,13 @@ def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    """`value` as JSON can hold it: non-finite numbers and foreign objects become strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return repr(value)
+    """`value` as JSON can hold it and a report should: non-finite numbers and foreign objects
+    become strings, long strings and deep structures are cut, saying how much (safetext)."""
+    return capped(value)
+
+
+def _text(text: str | None, limit: int = FILE_TEXT_CHARS) -> str | None:
+    return None if text is None else shorten_with_size(text, limit)
 
 
 def _mismatch_json(m: Mismatch) -> dict[str, Any]:
@@ -215,7 +225,7 @@ def _mismatch_json(m: Mismatch) -> dict[str, Any]:
         found["expected"] = _jsonable(m.expected)
     if m.actual is not ABSENT:
         found["actual"] = _jsonable(m.actual)
-    found.update(step=m.step, line=m.line, payload=m.payload)
+    found.update(step=m.step, line=m.line, payload=_text(m.payload), said=_text(m.said))
     return found
 
 
@@ -223,11 +233,11 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
     if crash is None:
         return None
     return {
-        "message": crash.message,
-        "details": crash.details,
+        "message": _text(crash.message),
+        "details": _text(crash.details, FILE_DETAILS_CHARS),
         "step": crash.step,
         "line": crash.line,
-        "payload": crash.payload,
+        "payload": _text(crash.payload),
     }
 
 
@@ -257,16 +267,17 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "suite": {"path": str(info.suite), "cases": info.cases},
         "modes": list(info.modes),
         "seed": info.seed,
-        "ok": not failed(results),
+        "ok": not failed(results) and info.stopped is None,
         "totals": {"runs": len(results), **counts(results)},
         "duration": round(info.duration, 6),
+        "stopped": info.stopped,
         "results": [result_json(r) for r in results],
     }
 
 
 def json_text(results: Sequence[CaseResult], info: RunInfo) -> str:
     """The JSON report as text: two-space indent, UTF-8, trailing newline."""
-    return json.dumps(json_report(results, info), indent=2, ensure_ascii=False) + "\n"
+    return dumps(json_report(results, info), indent=2) + "\n"
 
 
 # -- GitHub Actions -----------------------------------------------------------------------------
@@ -291,13 +302,15 @@ def _shown_path(path: Path, workspace: Path) -> str:
 def github_annotations(
     results: Sequence[CaseResult], info: RunInfo, *, workspace: Path
 ) -> list[str]:
-    """One `::error` workflow command per result that fails the run.
+    """One `::error` workflow command per fold of results that fails the run (a case failing
+    alike in several modes is one annotation naming them).
 
     It points at the recording and the line of the first difference; an unexpected pass points
     at the expected-failures line that should go.
     """
     commands: list[str] = []
-    for result in results:
+    for folded in fold(results):
+        result = folded.first
         if result.status not in FAILING:
             continue
         where: dict[str, str] = {}
@@ -309,15 +322,15 @@ def github_annotations(
             line_number = first_line(result)
             if line_number is not None:
                 where["line"] = str(line_number)
-        where["title"] = f"conform: {label(result.status)} {result.case_id} [{result.mode}]"
+        where["title"] = printable(f"conform: {fold_header(folded)}")
         props = ",".join(f"{key}={_escape_property(value)}" for key, value in where.items())
-        message = "\n".join(describe_case(result))
+        message = "\n".join(describe_fold(folded))
         commands.append(f"::error {props}::{_escape_data(message)}")
     return commands
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return printable(text).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
@@ -332,17 +345,19 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
         f"in {info.duration:.2f} s: {', '.join(parts) or 'none'}",
         "",
     ]
-    shown_results = [r for r in results if r.status != PASSED]
-    if shown_results:
-        lines += ["| status | case | mode | first difference |", "|---|---|---|---|"]
-        for r in shown_results[:_SUMMARY_ROWS]:
+    shown_folds = [f for f in fold(results) if f.first.status != PASSED]
+    if shown_folds:
+        lines += ["| status | case | modes | first difference |", "|---|---|---|---|"]
+        for f in shown_folds[:_SUMMARY_ROWS]:
+            r = f.first
             lines.append(
-                f"| {label(r.status)} | `{_cell(r.case_id)}` | {r.mode} | {_cell(headline(r))} |"
+                f"| {label(r.status)} | `{_cell(r.case_id)}` | {', '.join(f.modes)} "
+                f"| {_cell(headline(r))} |"
             )
-        hidden = len(shown_results) - _SUMMARY_ROWS
+        hidden = len(shown_folds) - _SUMMARY_ROWS
         if hidden > 0:
             lines += ["", f"… and {hidden} more; the JSON and JUnit reports list them all."]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines), keep_lines=True) + "\n"
 
 
 def write_github_summary(results: Sequence[CaseResult], info: RunInfo, *, path: Path) -> None:

@@ -20,6 +20,7 @@ from harness.compare import ABSENT, Difference, differences, same
 from harness.errors import GoldenError
 from harness.golden import read_golden
 from harness.inject import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.normalize import SAID
 from harness.recording import Payload, iter_payloads
 from harness.suite import Case
 from harness.target import Driver, TargetCrash, TargetTimeout, finish_step, push_step
@@ -45,7 +46,8 @@ class Mismatch:
     actual: Any
     step: int | None = None  # None: at finish
     line: int | None = None
-    payload: str | None = None  # the payload pushed, in modes that change it
+    payload: str | None = None  # the payload pushed, when the mode changed it
+    said: str | None = None  # the target's own `kind: message` when it raised here
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +94,14 @@ def _stale(case: Case, why: str) -> GoldenError:
 
 
 def _mismatches(
-    found: list[Difference], *, step: int | None, line: int | None, payload: str | None
+    found: list[Difference],
+    *,
+    step: int | None,
+    line: int | None,
+    payload: str | None,
+    said: str | None = None,
 ) -> list[Mismatch]:
-    return [Mismatch(d.path, d.expected, d.actual, step, line, payload) for d in found]
+    return [Mismatch(d.path, d.expected, d.actual, step, line, payload, said) for d in found]
 
 
 class _Play:
@@ -143,14 +150,16 @@ class _Play:
             self.step, self.line = index, line
             count = index + 1
             pushed = payload.data if mutate is None else mutate(index, payload.data)
-            self.pushed = pushed
+            self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
             actual = driver.push(pushed, line)
+            said = actual.pop(SAID, None)
             if not same(expected, actual):
                 self.found += _mismatches(
                     differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
                     step=index,
                     line=line,
-                    payload=None if mutate is None else pushed,
+                    payload=self.pushed,
+                    said=said,
                 )
             if "error" in expected or "error" in actual:
                 return "error" in actual and "error" not in expected
@@ -166,9 +175,14 @@ class _Play:
             self.found.append(Mismatch(path, expected, ABSENT))
             return
         actual = self.driver.finish(capped)
+        said = actual.pop(SAID, None)
         if not same(expected, actual):
             self.found += _mismatches(
-                differences(expected, actual, prefix=path), step=None, line=None, payload=None
+                differences(expected, actual, prefix=path),
+                step=None,
+                line=None,
+                payload=None,
+                said=said,
             )
 
 
@@ -239,8 +253,7 @@ def run_case(
         message = exc.message
         if play.cut is not None:
             message += f" (the recording cut after {play.cut} payload(s))"
-        shown = None if play.mutate is None else play.pushed
-        crash = Crash(message, exc.details, play.step, play.line, shown)
+        crash = Crash(message, exc.details, play.step, play.line, play.pushed)
     else:
         status = FAILED if play.found else PASSED
     extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
