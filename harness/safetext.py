@@ -23,7 +23,7 @@ FILE_STRING_CHARS = 2_000
 #: Levels of nesting kept in those reports; deeper containers become a note.
 FILE_DEPTH = 32
 #: Characters of a pushed payload quoted in text output.
-PAYLOAD_CHARS = 240
+PAYLOAD_CHARS = 1_000
 
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 _UNPRINTABLE_OR_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")

@@ -161,9 +161,15 @@ def failing(result: CaseResult) -> bool:
     return result.status in FAILURES or result.status == XFAILED
 
 
-#: The header's lines, recognized (and replaced) when a baseline is written again; the old
-#: header ("# Expected failures of conform (written by ...)", "# One line each: ...") too.
-_HEADER = re.compile(r"^#\s*(Expected failures of |One line |Reasons and comments )")
+#: The header's lines as conform writes them, recognized (and replaced) when a baseline is written
+#: again; those of the older one-line-per-mode format too.
+_HEADER = re.compile(
+    r"^# (Expected failures of .*\(conform run --write-xfail, \d{4}-\d\d-\d\d\)\.$"
+    r"|Expected failures of conform \(written by 'conform run --write-xfail'\)\.$"
+    r"|One line each: CASE_GLOB \[MODE_GLOB\]  # reason\. Remove a line once its case passes\.$"
+    r"|One line a case: CASE \[MODES\]  # reason; no MODES: every mode, failing alike\.$"
+    r"|Hand-written reasons and comments stay when this file is written again\.$)"
+)
 #: A reason conform wrote: a status, then (after a colon) the first mismatch or crash.
 _GENERATED_REASON = re.compile(r"^(failed|crashed|timed-out)(:|$)")
 
@@ -196,7 +202,7 @@ def _kept(path: Path, text: str) -> _Kept:
             if block:
                 free += [*block, ""]
                 block = []
-        elif line.lstrip().startswith("#") and not _HEADER.match(line.lstrip()):
+        elif line.lstrip().startswith("#") and not _HEADER.match(line.strip()):
             block.append(line)
     if block:
         free += [*block, ""]
@@ -245,11 +251,9 @@ def baseline_text(
         rows.append((comments, escape_glob(case_id), mode_field, reason))
     day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
     lines = [
-        f"# Expected failures of {' '.join(target.split())}, written by 'conform run "
-        f"--write-xfail' on {day}.",
-        "# One line a case: CASE [MODES]  # reason (no MODES: every mode, alike). Remove a line "
-        "once its case passes.",
-        "# Reasons and comments written by hand are kept when this file is written again.",
+        f"# Expected failures of {' '.join(target.split())} (conform run --write-xfail, {day}).",
+        "# One line a case: CASE [MODES]  # reason; no MODES: every mode, failing alike.",
+        "# Hand-written reasons and comments stay when this file is written again.",
     ]
     if kept.free:
         lines += ["", *kept.free[:-1]]
