@@ -40,7 +40,7 @@ from harness.reports import (
 )
 from harness.runner import CaseResult, in_order, run_parallel
 from harness.safetext import printable
-from harness.suite import Case, Suite
+from harness.suite import Case, Suite, cases_of, open_suites, writable_root
 from harness.target import Driver, split_spec
 from harness.xfail import XfailList, write_baseline
 
@@ -107,7 +107,18 @@ _suite_option = click.option(
     "suite_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="A folder with recordings/ and golden/. Default: the suite shipped with conform.",
+    help="A folder with recordings/ and golden/. Default: the suite shipped with conform "
+    "(written only in a source checkout, never inside an installed package).",
+)
+_suites_option = click.option(
+    "--suite",
+    "suite_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    metavar="DIR",
+    help="A folder with recordings/ and golden/; repeatable, to run several suites together "
+    "(':shipped' names the suite shipped with conform; case ids must not clash). "
+    "Default: the shipped suite.",
 )
 _pattern_option = click.option(
     "-k",
@@ -118,11 +129,13 @@ _pattern_option = click.option(
 )
 
 
-def _cases(suite: Suite, patterns: tuple[str, ...]) -> list[Case]:
-    cases = suite.cases(patterns)
+def _cases(suite: Suite | list[Suite], patterns: tuple[str, ...]) -> list[Case]:
+    suites = suite if isinstance(suite, list) else [suite]
+    cases = cases_of(suites, patterns)
     if not cases:
         what = f" matching {' '.join(patterns)}" if patterns else ""
-        raise ConformError(f"no cases{what} in {suite.root}", hint="'conform list' shows the cases")
+        where = ", ".join(str(s.root) for s in suites)
+        raise ConformError(f"no cases{what} in {where}", hint="'conform list' shows the cases")
     return cases
 
 
@@ -223,7 +236,7 @@ def main() -> None:
     is_flag=True,
     help="Check every reply against the protocol's JSON Schemas (needs jsonschema).",
 )
-@_suite_option
+@_suites_option
 @click.option(
     "--mode",
     "modes",
@@ -279,7 +292,7 @@ def run_command(
     in_process: bool,
     timeout: float,
     validate_protocol: bool,
-    suite_dir: Path | None,
+    suite_dirs: tuple[Path, ...],
     modes: tuple[str, ...],
     patterns: tuple[str, ...],
     seed: int,
@@ -302,13 +315,14 @@ def run_command(
     """
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
-    suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns)
-    suite.require_recordings(patterns)
+    suites = open_suites(suite_dirs)
+    cases = _cases(suites, patterns)
+    for suite in suites:
+        suite.require_recordings(patterns)
     chosen = modes or MODES
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
-        expected.check([case.case_id for case in suite.cases()], MODES)
+        expected.check([case.case_id for case in cases_of(suites)], MODES)
     drivers = _Drivers(
         functools.partial(
             start_driver,
@@ -343,7 +357,8 @@ def run_command(
     label = target if target is not None else str(exec_command)
     duration = time.perf_counter() - started
     why = None if stopped is None else f"{type(stopped).__name__}: {stopped}"
-    info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began, why)
+    roots = tuple(s.root for s in suites)
+    info = RunInfo(label, roots[0], len(cases), chosen, seed, duration, began, why, roots)
     if not quiet:
         colour = wants_colour(sys.stdout)
         for line in render(results, verbose=verbose):
@@ -357,14 +372,15 @@ def run_command(
 
 
 @main.command("list")
-@_suite_option
+@_suites_option
 @_pattern_option
-def list_command(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """List the suite's cases, one id a line (golden files without a recording on stderr)."""
-    suite = Suite.open(suite_dir)
-    for case in _cases(suite, patterns):
+def list_command(suite_dirs: tuple[Path, ...], patterns: tuple[str, ...]) -> None:
+    """List the suites' cases, one id a line (golden files without a recording on stderr)."""
+    suites = open_suites(suite_dirs)
+    for case in _cases(suites, patterns):
         click.echo(case.case_id)
-    _warn_orphans(suite, patterns)
+    for suite in suites:
+        _warn_orphans(suite, patterns)
 
 
 def _warn_orphans(suite: Suite, patterns: tuple[str, ...]) -> None:
@@ -381,8 +397,12 @@ def golden_group() -> None:
 @_suite_option
 @_pattern_option
 def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """Regenerate golden files from the reference, atomically, listing what changed."""
-    suite = Suite.open(suite_dir)
+    """Regenerate golden files from the reference, atomically, listing what changed.
+
+    Writes into --suite DIR, or into the shipped suite of a source checkout; never into an
+    installed package.
+    """
+    suite = Suite.open(writable_root(suite_dir, command="golden update"))
     changes = golden_files.update(_cases(suite, patterns))
     for change in changes:
         if change.status != "unchanged":

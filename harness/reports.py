@@ -77,6 +77,15 @@ class RunInfo:
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     #: Set when conform itself failed mid-run: the error; the results are those run before it.
     stopped: str | None = None
+    #: Every suite run, when --suite named several (`suite` is the first).
+    suites: tuple[Path, ...] = ()
+
+    def recording_file(self, result: CaseResult) -> Path:
+        """The recording's file: in the suite that holds it."""
+        for root in self.suites or (self.suite,):
+            if (root / recording_path(result)).is_file():
+                return root / recording_path(result)
+        return self.suite / recording_path(result)
 
 
 def failed(results: Sequence[CaseResult]) -> bool:
@@ -264,7 +273,11 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "report_schema": REPORT_SCHEMA,
         "conform_version": conform_version(),
         "target": info.target,
-        "suite": {"path": str(info.suite), "cases": info.cases},
+        "suite": {
+            "path": str(info.suite),
+            "paths": [str(p) for p in info.suites or (info.suite,)],
+            "cases": info.cases,
+        },
         "modes": list(info.modes),
         "seed": info.seed,
         "ok": not failed(results) and info.stopped is None,
@@ -318,7 +331,7 @@ def github_annotations(
             file, _, line = result.expectation.source.rpartition(":")
             where = {"file": _shown_path(Path(file), workspace), "line": line}
         else:
-            where["file"] = _shown_path(info.suite / recording_path(result), workspace)
+            where["file"] = _shown_path(info.recording_file(result), workspace)
             line_number = first_line(result)
             if line_number is not None:
                 where["line"] = str(line_number)
