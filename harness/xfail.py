@@ -28,7 +28,7 @@ from pathlib import Path
 
 from harness.errors import ConformError
 from harness.inject import MODES
-from harness.report import failure_signature, shorten, shown
+from harness.report import shorten, shown
 from harness.reports import write_report
 from harness.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 
@@ -174,6 +174,21 @@ _HEADER = re.compile(
 _GENERATED_REASON = re.compile(r"^(failed|crashed|timed-out)(:|$)")
 
 
+_CUT_PREFIX = re.compile(r"^prefix\[\d+\]\.")
+_CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
+
+
+def failing_alike(result: CaseResult) -> tuple[object, ...]:
+    """What makes a case's failures in two modes alike for a baseline: the status and the first
+    mismatching field (or crash message), with `truncated`'s cut taken off (`prefix[3].`), since
+    that mode compares what `finish` makes at the cut."""
+    was = result.expectation.was if result.expectation is not None else result.status
+    if result.mismatches:
+        return (was, _CUT_PREFIX.sub("", result.mismatches[0].path))
+    message = result.crash.message if result.crash is not None else ""
+    return (was, _CUT_NOTE.sub("", message))
+
+
 def handwritten(reason: str) -> bool:
     """True when a reason was written by a person, not by `--write-xfail`."""
     return bool(reason) and not _GENERATED_REASON.match(reason)
@@ -221,7 +236,7 @@ def baseline_text(
     """An expected-failures file with one line per failing case of `results`.
 
     A case's line lists the modes it fails in, or none when it fails in every mode of
-    `all_modes` in the same way. `previous` is the text of the file being replaced: its
+    `all_modes` alike (`failing_alike`). `previous` is the text of the file being replaced: its
     hand-written reasons and its comments are kept (README, "Expected failures").
     """
     by_case: dict[str, list[CaseResult]] = {}
@@ -233,7 +248,7 @@ def baseline_text(
     rows: list[tuple[tuple[str, ...], str, str, str]] = []  # comments, case, modes, reason
     for case_id, failures in by_case.items():
         modes = [r.mode for r in failures]
-        alike = len({failure_signature(r) for r in failures}) == 1
+        alike = len({failing_alike(r) for r in failures}) == 1
         every = bool(all_modes) and set(modes) >= set(all_modes)
         mode_field = "" if every and alike else ",".join(escape_glob(m) for m in modes)
         reason = baseline_reason(failures[0])
