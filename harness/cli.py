@@ -1,7 +1,9 @@
 """The `conform` command: each subcommand parses, calls one library function, renders, returns.
 
 Exit codes: 0 everything passed, 1 a conformance failure or crash (or golden drift for `golden
-check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here).
+check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here),
+3 an error inside conform itself (a bug in conform, not in the target): its traceback and what to
+report; `conform run` still writes the reports of the cases run before it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,6 +37,7 @@ from harness.drive.process import (
 from harness.errors import ConformError
 from harness.reports.machine import (
     RunInfo,
+    conform_version,
     failed,
     github_annotations,
     on_github_actions,
@@ -43,24 +47,55 @@ from harness.reports.machine import (
 )
 from harness.reports.progress import ProgressBar, paint_line, wants_colour
 from harness.reports.text import render, rules_line, totals_line
+from harness.safetext import printable, shorten
 from harness.suite import golden as golden_files
-from harness.suite.cases import Case, Suite
+from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, writable_root
 from harness.suite.recording import PIN_TAGS
 from reference.choices import OUTCOMES, REFERENCE
+
+#: The exit status of an error inside conform itself.
+INTERNAL_ERROR = 3
 
 
 class _SetupFailure(click.ClickException):
     exit_code = 2
 
 
+class _InternalError(click.ClickException):
+    """An exception conform did not expect: a bug in conform, reported as such (exit 3)."""
+
+    exit_code = INTERNAL_ERROR
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+    def show(self, file: Any = None) -> None:
+        trace = "".join(traceback.format_exception(self.exc))
+        click.echo(printable(trace.rstrip(), keep_lines=True), err=True)
+        click.echo(
+            f"Internal error: conform {conform_version()} failed: "
+            f"{printable(shorten(self.message, 500))}\n"
+            "This is a bug in conform, not a verdict on the target. Please report it to conform's "
+            "maintainers with the command line, the traceback above and, if you can, the "
+            "target's reply that caused it. Reports already asked for hold the cases run so far.",
+            err=True,
+        )
+
+
 class _ConformGroup(click.Group):
-    """Turns the harness's own errors into one `Error:` line and exit code 2."""
+    """Turns the harness's own errors into one `Error:` line and exit code 2, and anything
+    unexpected into the internal-error report and exit code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ConformError as exc:
             raise _SetupFailure(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            raise _InternalError(exc) from None
 
 
 class TargetType(click.ParamType[str]):
@@ -81,7 +116,18 @@ _suite_option = click.option(
     "suite_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="A folder with recordings/ and golden/. Default: the suite shipped with conform.",
+    help="A folder with recordings/ and golden/. Default: the suite shipped with conform "
+    "(written only in a source checkout, never inside an installed package).",
+)
+_suites_option = click.option(
+    "--suite",
+    "suite_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    metavar="DIR",
+    help="A folder with recordings/ and golden/; repeatable, to run several suites together "
+    "(':shipped' names the suite shipped with conform; case ids must not clash). "
+    "Default: the shipped suite.",
 )
 _pattern_option = click.option(
     "-k",
@@ -141,16 +187,18 @@ _exclude_option = click.option(
 
 
 def _cases(
-    suite: Suite,
+    suite: Suite | list[Suite],
     patterns: tuple[str, ...],
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
 ) -> list[Case]:
-    cases = suite.cases(patterns, rules=rules, exclude=exclude)
+    suites = suite if isinstance(suite, list) else [suite]
+    cases = cases_of(suites, patterns, rules=rules, exclude=exclude)
     if not cases:
         what = " ".join([*(f"matching {p}" for p in patterns), *(f"pinning {r}" for r in rules)])
         what = f" {what}" if what else ""
-        raise ConformError(f"no cases{what} in {suite.root}", hint="'conform list' shows the cases")
+        where = ", ".join(str(s.root) for s in suites)
+        raise ConformError(f"no cases{what} in {where}", hint="'conform list' shows the cases")
     return cases
 
 
@@ -243,23 +291,42 @@ def _write_reports(
     workspace: Path,
     summary: Path | None,
 ) -> None:
+    """Write every report asked for; one that fails does not keep the others from being written
+    (the first such error is raised at the end)."""
+    writers: list[Callable[[], None]] = []
     if write_xfail is not None and info.interrupted:
         click.echo(f"not written: {write_xfail} (an interrupted run's baseline would be partial)")
-    elif write_xfail is not None:
-        written = write_baseline(write_xfail, results)
-        click.echo(f"wrote {written} expected failure(s) to {write_xfail}")
+    elif write_xfail is not None and info.stopped is None:  # a partial run is no baseline
+
+        def baseline() -> None:
+            written = write_baseline(write_xfail, results, target=info.target, when=info.started)
+            click.echo(f"wrote {written} expected failure(s), one line a case, to {write_xfail}")
+
+        writers.append(baseline)
     if junit is not None:
-        write_junit(junit, results, info)
+        writers.append(lambda: write_junit(junit, results, info))
     if json_path is not None:
-        write_json(json_path, results, info)
+        writers.append(lambda: write_json(json_path, results, info))
     if on_github_actions():
-        for command in github_annotations(results, info, workspace=workspace):
-            click.echo(command)
-        if summary is not None:
-            try:
-                write_github_summary(results, info, path=summary)
-            except ConformError as exc:  # the job's page, not the run's outcome
-                click.echo(f"warning: no job summary: {exc}", err=True)
+
+        def github() -> None:
+            for command in github_annotations(results, info, workspace=workspace):
+                click.echo(command)
+            if summary is not None:
+                try:
+                    write_github_summary(results, info, path=summary)
+                except ConformError as exc:  # the job's page, not the run's outcome
+                    click.echo(f"warning: no job summary: {exc}", err=True)
+
+        writers.append(github)
+    first: Exception | None = None
+    for write in writers:
+        try:
+            write()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -299,7 +366,7 @@ def main() -> None:
     is_flag=True,
     help="Check every reply against the protocol's JSON Schemas (needs jsonschema).",
 )
-@_suite_option
+@_suites_option
 @click.option(
     "--mode",
     "modes",
@@ -371,7 +438,7 @@ def run_command(
     in_process: bool,
     timeout: float,
     validate_protocol: bool,
-    suite_dir: Path | None,
+    suite_dirs: tuple[Path, ...],
     modes: tuple[str, ...],
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
@@ -393,11 +460,13 @@ def run_command(
     only its case; --exec runs a program in any language that speaks the same protocol.
 
     Exits 0 when every case passes in every mode (or fails as --xfail expects), 1 on any
-    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error.
+    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error, 3 on an error
+    inside conform itself (a bug to report; the reports asked for still hold the cases run).
     """
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
-    suite_dir, junit, json_path = _absolute(suite_dir), _absolute(junit), _absolute(json_path)
+    suite_dirs = tuple(d if str(d) == SHIPPED else Path(os.path.abspath(d)) for d in suite_dirs)
+    junit, json_path = _absolute(junit), _absolute(json_path)
     xfail_file, write_xfail = _absolute(xfail_file), _absolute(write_xfail)
     workspace = Path(os.path.abspath(os.environ.get("GITHUB_WORKSPACE") or os.curdir))
     summary = (
@@ -405,14 +474,15 @@ def run_command(
         if os.environ.get("GITHUB_STEP_SUMMARY")
         else None
     )
-    suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns, rules, exclude)
-    suite.require_recordings(patterns)
+    suites = open_suites(suite_dirs)
+    cases = _cases(suites, patterns, rules, exclude)
+    for suite in suites:
+        suite.require_recordings(patterns)
     chosen = modes or MODES
     require = _required_choices(strict=strict, chosen_points=chosen_points)
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
-        expected.check([case.case_id for case in suite.cases()], MODES)
+        expected.check([case.case_id for case in cases_of(suites)], MODES)
     make = functools.partial(
         start_driver,
         target,
@@ -430,6 +500,7 @@ def run_command(
         colour=wants_colour(sys.stderr),
     )
     allow_programs()  # a run earlier in this process (tests) may have been stopped
+    failure: Exception | None = None  # an error inside conform: report what ran, then exit 3
     with _Interruption(in_process=in_process) as interruption:
         try:
             drivers = _Drivers(make)
@@ -453,6 +524,8 @@ def run_command(
         except ConformError:
             if not interruption.cancel.is_set():
                 raise
+        except Exception as exc:
+            failure = exc
         finally:
             interruption.stop_raising()
             if interruption.cancel.is_set():
@@ -461,7 +534,11 @@ def run_command(
         label = target if target is not None else str(exec_command)
         duration = time.perf_counter() - started
         stopped = interruption.cancel.is_set()
-        info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began, stopped)
+        why = None if failure is None else f"{type(failure).__name__}: {failure}"
+        roots = tuple(s.root for s in suites)
+        info = RunInfo(
+            label, roots[0], len(cases), chosen, seed, duration, began, stopped, why, roots
+        )
         if not quiet:
             colour = wants_colour(sys.stdout)
             for line in render(results, verbose=verbose):
@@ -483,6 +560,8 @@ def run_command(
             workspace=workspace,
             summary=summary,
         )
+    if failure is not None:
+        raise failure
     if stopped:
         sys.exit(interruption.exit_code)
     if failed(results) and write_xfail is None:
@@ -498,29 +577,30 @@ def _required_choices(
 
 
 @main.command("list")
-@_suite_option
+@_suites_option
 @_pattern_option
 @_rule_option
 @_exclude_option
 @click.option("--ids", "ids_only", is_flag=True, help="Print the case ids alone.")
 def list_command(
-    suite_dir: Path | None,
+    suite_dirs: tuple[Path, ...],
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suite's cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
+    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
 
     Golden files without a recording are named on stderr.
     """
-    suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns, rules, exclude)
+    suites = open_suites(suite_dirs)
+    cases = _cases(suites, patterns, rules, exclude)
     width = max(len(case.case_id) for case in cases)
     for case in cases:
         pins = () if ids_only else _pins_or_nothing(case)
         click.echo(f"{case.case_id:<{width}}  {' '.join(pins)}" if pins else case.case_id)
-    _warn_orphans(suite, patterns)
+    for suite in suites:
+        _warn_orphans(suite, patterns)
 
 
 def _pins_or_nothing(case: Case) -> tuple[str, ...]:
@@ -545,8 +625,12 @@ def golden_group() -> None:
 @_suite_option
 @_pattern_option
 def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """Regenerate golden files from the reference, atomically, listing what changed."""
-    suite = Suite.open(suite_dir)
+    """Regenerate golden files from the reference, atomically, listing what changed.
+
+    Writes into --suite DIR, or into the shipped suite of a source checkout; never into an
+    installed package.
+    """
+    suite = Suite.open(writable_root(suite_dir, command="golden update"))
     changes = golden_files.update(_cases(suite, patterns))
     for change in changes:
         if change.status != "unchanged":

@@ -30,7 +30,7 @@ STAGES = {
     "harness.drive": 5,
     "harness.errors": 6,
     "harness.files": 6,
-    "harness.quoting": 6,
+    "harness.safetext": 6,
 }
 
 

@@ -182,6 +182,18 @@ def error_kind(exc: BaseException) -> str | None:
     return None
 
 
+#: The key of a step that carries the target's own words for its error (`protocol: nesting too
+#: deep`): shown in reports, never compared (only `server` messages are part of the contract) and
+#: never written to golden files.
+SAID = "said"
+
+
+def error_said(exc: BaseException, kind: str) -> str:
+    """`kind: message` for a contract error, the message as the exception gives it."""
+    message = getattr(exc, "message", None)
+    return f"{kind}: {message if isinstance(message, str) else exc}"
+
+
 def normalize_error(exc: BaseException) -> dict[str, Any] | None:
     """A contract error as the golden schema's error object, or None for any other exception."""
     kind = error_kind(exc)
