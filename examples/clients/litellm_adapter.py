@@ -13,9 +13,9 @@ to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed o
   what it passes on, holds back, or raises, mapped through litellm's own exception types), the
   events (read from the deltas of the chunks litellm yields during that push, `reasoning_content`
   included, which litellm maps itself), `stream_closed_early` (litellm itself fails a stream
-  that ends before a finish reason, whose message says "Stream ended before a finish_reason was received"), and
-  the completion (`stream_chunk_builder` over every
-  chunk litellm yielded: text, reasoning text, tool calls, id, finish reason).
+  that ends before a finish reason: "Stream ended before a finish_reason was received"), and the
+  completion (`stream_chunk_builder` over every chunk litellm yielded: text, reasoning text, tool
+  calls, id, finish reason).
 - FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
   openai-python's chunk before litellm sees it (litellm drops both fields); dropping empty text;
   and the error mapping below.
@@ -27,8 +27,8 @@ the next one. Chunks litellm yields only when the stream ends appear at `finish`
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
 openai-python's `APIError` for an `error` payload to `server`, with that error's message (litellm's
-own message prefixes it with its exception names), and the rest of the `APIError` family to `protocol`. Anything else is left alone, so
-conform reports it as a crash.
+own message prefixes it with its exception names), and the rest of the `APIError` family to
+`protocol`. Anything else is left alone, so conform reports it as a crash.
 """
 
 from __future__ import annotations
@@ -43,12 +43,9 @@ from typing import Any
 # litellm fetches a model price list from the network when imported, unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import litellm  # noqa: E402
-import openai  # noqa: E402
-from litellm.litellm_core_utils.litellm_logging import Logging  # noqa: E402
-from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper  # noqa: E402
-
-from _llama import (  # noqa: E402
+import litellm
+import openai
+from _llama import (
     Completion,
     Content,
     Reasoning,
@@ -58,9 +55,12 @@ from _llama import (  # noqa: E402
     ToolCallDelta,
     protocol,
     read_progress,
+    read_reasoning,
     read_timings,
 )
-from _openai_stream import chunk_stream  # noqa: E402
+from _openai_stream import chunk_stream
+from litellm.litellm_core_utils.litellm_logging import Logging
+from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
 litellm.disable_streaming_logging = True  # no logging threads: nothing is sent anywhere
 litellm.suppress_debug_info = True
@@ -93,7 +93,6 @@ class _Feed:
                     return
                 data, self.data = self.data, None
             yield data
-
 
     def close(self) -> None:
         with self.cond:
@@ -131,7 +130,8 @@ class Assembler:
         self._feed = _Feed()
         _OPEN.append(self._feed)
         self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops
-        self._out: list[Any] = []  # the chunks litellm yielded
+        self._out: list[Any] = []  # the chunks litellm yielded and no push has taken yet
+        self._chunks: list[Any] = []  # every chunk litellm yielded, for stream_chunk_builder
         self._error: BaseException | None = None
         self._done = False
         self._llama = ReasoningState()
@@ -174,8 +174,6 @@ class Assembler:
         self._chunks.extend(out)
         return out
 
-    _chunks: list[Any]
-
     # -- state readers ---------------------------------------------------------------------------
 
     @property
@@ -197,8 +195,6 @@ class Assembler:
     # -- push ------------------------------------------------------------------------------------
 
     def push(self, data: str) -> list[Any]:
-        if not hasattr(self, "_chunks"):
-            self._chunks = []
         if self._done:
             self._raise_error()
             return []  # litellm stopped reading (openai-python's stream ended at [DONE])
@@ -228,7 +224,7 @@ class Assembler:
         events: list[Any] = []
         for choice in chunk.choices or []:
             delta = choice.delta
-            reasoning = getattr(delta, "reasoning_content", None)
+            reasoning = read_reasoning(getattr(delta, "reasoning_content", None))
             if reasoning:
                 events.append(Reasoning(reasoning))
             if delta.content:
@@ -258,7 +254,9 @@ class Assembler:
         while isinstance(cause, BaseException) and cause not in chain:
             chain.append(cause)
             # litellm keeps the error it wrapped as `original_exception`, not always as the cause.
-            cause = getattr(cause, "original_exception", None) or cause.__cause__ or cause.__context__
+            cause = (
+                getattr(cause, "original_exception", None) or cause.__cause__ or cause.__context__
+            )
         root = next((c for c in reversed(chain) if not isinstance(c, StopIteration)), exc)
         message = getattr(exc, "message", None)
         message = message if isinstance(message, str) else str(exc)
@@ -266,12 +264,15 @@ class Assembler:
             # litellm's own check when its source ends (`_stream_eof_error`, an
             # httpx.RemoteProtocolError that reaches us only as text in litellm's message).
             raise StreamError("stream_closed_early", message) from exc
-        if isinstance(root, openai.APIError) and type(root).__module__.startswith("openai"):
-            if not isinstance(root, openai.APIResponseValidationError):
-                # litellm reports it as "litellm.MidStreamFallbackError: litellm.APIConnectionError:
-                # APIConnectionError: OpenAIException - <message>"; the server's message is
-                # openai-python's, on the cause.
-                raise StreamError("server", root.message) from exc
+        if (
+            isinstance(root, openai.APIError)
+            and type(root).__module__.startswith("openai")
+            and not isinstance(root, openai.APIResponseValidationError)
+        ):
+            # litellm reports it as "litellm.MidStreamFallbackError: litellm.APIConnectionError:
+            # APIConnectionError: OpenAIException - <message>"; the server's message is
+            # openai-python's, on the cause.
+            raise StreamError("server", root.message) from exc
         if isinstance(exc, litellm.exceptions.APIError | openai.APIError):
             raise protocol(f"{type(exc).__name__}: {message}") from exc
         raise exc
@@ -279,8 +280,6 @@ class Assembler:
     # -- finish ----------------------------------------------------------------------------------
 
     def finish(self, thinking_capped: bool) -> Completion:
-        if not hasattr(self, "_chunks"):
-            self._chunks = []
         self._feed.close()
         self._thread.join()
         self._raise_error()

@@ -28,8 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 import openai
-from openai.lib.streaming.chat import ChatCompletionStreamState
-
 from _llama import (
     Completion,
     Content,
@@ -44,6 +42,7 @@ from _llama import (
     read_timings,
 )
 from _openai_stream import OneAtATime, chunk_stream
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
 
 def _extra(model: Any, name: str) -> Any:
