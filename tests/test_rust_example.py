@@ -131,6 +131,10 @@ PITFALLS = {
     "struct_from_array": ["synthetic/r8_rust_struct_from_array", "synthetic/r6_progress_list"],
     "surrogate_in_ignored": ["synthetic/r6_surrogate_low_in_unknown"],
     "index_try_from": ["synthetic/r8_shape_error_beside_error_object"],
+    "minus_zero": [
+        "synthetic/r6_pitfall_minus_zero_index",
+        "synthetic/r9_pitfall_minus_zero_counts",
+    ],
 }
 
 
