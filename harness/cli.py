@@ -25,9 +25,10 @@ import click
 
 from harness.capture.command import record as record_command
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.check.runner import CaseResult, in_order, run_parallel
+from harness.check.runner import CaseResult, in_order
+from harness.check.targets import in_shard, parse_shard, run_target
 from harness.check.xfail import XfailList, write_baseline
-from harness.drive.inprocess import Driver, split_spec
+from harness.drive.inprocess import split_spec
 from harness.drive.process import (
     DEFAULT_TIMEOUT,
     allow_programs,
@@ -202,28 +203,6 @@ def _cases(
     return cases
 
 
-class _Drivers:
-    """Makes the drivers of a run: the first one up front (so a target that cannot start stops
-    the run before it begins), more on demand for `-j`, each on the thread that uses it."""
-
-    def __init__(self, make: Callable[[], Driver]) -> None:
-        self._make = make
-        self._spare: list[Driver] = [make()]
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Driver:
-        with self._lock:
-            if self._spare:
-                return self._spare.pop()
-        return self._make()
-
-    def close_unused(self) -> None:
-        with self._lock:
-            spare, self._spare = self._spare, []
-        for driver in spare:
-            driver.close()
-
-
 class _Interruption:
     """Ctrl-C and SIGTERM during a run: stop it cleanly, whatever the target is doing.
 
@@ -394,6 +373,12 @@ def main() -> None:
 @click.option(
     "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
 )
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only the K-th of N shards of the cases (each case's shard comes from a hash of its "
+    "id), for a CI job per shard; 'conform matrix --from' merges their --json reports.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the totals only (no progress, no cases).")
 @click.option(
@@ -446,6 +431,7 @@ def run_command(
     strict: bool,
     chosen_points: tuple[tuple[str, str], ...],
     seed: int,
+    shard: str | None,
     verbose: bool,
     quiet: bool,
     jobs: int,
@@ -474,8 +460,9 @@ def run_command(
         if os.environ.get("GITHUB_STEP_SUMMARY")
         else None
     )
+    part = None if shard is None else parse_shard(shard)
     suites = open_suites(suite_dirs)
-    cases = _cases(suites, patterns, rules, exclude)
+    cases = in_shard(_cases(suites, patterns, rules, exclude), part)
     for suite in suites:
         suite.require_recordings(patterns)
     chosen = modes or MODES
@@ -503,22 +490,19 @@ def run_command(
     failure: Exception | None = None  # an error inside conform: report what ran, then exit 3
     with _Interruption(in_process=in_process) as interruption:
         try:
-            drivers = _Drivers(make)
-            try:
-                with bar:
-                    for result in run_parallel(
-                        cases,
-                        drivers,
-                        modes=chosen,
-                        seed=seed,
-                        jobs=jobs,
-                        cancel=interruption.cancel,
-                        require=require,
-                    ):
-                        results.append(result if expected is None else expected.apply(result))
-                        bar.advance(results[-1])
-            finally:
-                drivers.close_unused()
+            with bar:
+                for result in run_target(
+                    make,
+                    cases,
+                    modes=chosen,
+                    seed=seed,
+                    jobs=jobs,
+                    cancel=interruption.cancel,
+                    require=require,
+                    expected=expected,
+                ):
+                    results.append(result)
+                    bar.advance(result)
         except KeyboardInterrupt:  # in-process
             interruption.interrupted(interruption.signum or signal.SIGINT)
         except ConformError:
@@ -537,7 +521,9 @@ def run_command(
         why = None if failure is None else f"{type(failure).__name__}: {failure}"
         roots = tuple(s.root for s in suites)
         info = RunInfo(
-            label, roots[0], len(cases), chosen, seed, duration, began, stopped, why, roots
+            label, roots[0], len(cases), chosen, seed, duration, began, stopped, why, roots,
+            kind="python" if target is not None else "exec",
+            shard=part,
         )
         if not quiet:
             colour = wants_colour(sys.stdout)
