@@ -36,6 +36,8 @@ from harness.drive.process import (
     stop_all_programs,
 )
 from harness.errors import ConformError
+from harness.files import write_report
+from harness.matrix import columns_from_reports, run_matrix, targets_of
 from harness.reports.machine import (
     RunInfo,
     conform_version,
@@ -46,6 +48,8 @@ from harness.reports.machine import (
     write_json,
     write_junit,
 )
+from harness.reports.matrix import column_line, load_matrix, markdown, matrix, matrix_text
+from harness.reports.page import matrix_page
 from harness.reports.progress import ProgressBar, paint_line, wants_colour
 from harness.reports.text import render, rules_line, totals_line
 from harness.safetext import printable, shorten
@@ -521,7 +525,16 @@ def run_command(
         why = None if failure is None else f"{type(failure).__name__}: {failure}"
         roots = tuple(s.root for s in suites)
         info = RunInfo(
-            label, roots[0], len(cases), chosen, seed, duration, began, stopped, why, roots,
+            label,
+            roots[0],
+            len(cases),
+            chosen,
+            seed,
+            duration,
+            began,
+            stopped,
+            why,
+            roots,
             kind="python" if target is not None else "exec",
             shard=part,
         )
@@ -643,3 +656,147 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 
 main.add_command(record_command)
+
+
+def _write_text(path: Path | None, text: str) -> None:
+    if path is not None:
+        write_report(path, text)
+
+
+@main.command("matrix")
+@click.argument("specs", nargs=-1, metavar="[LABEL=]TARGET...")
+@click.option(
+    "--exec",
+    "commands",
+    multiple=True,
+    metavar="[LABEL=]'COMMAND'",
+    help="A program speaking the line protocol, as a column; repeatable.",
+)
+@click.option(
+    "--xfail",
+    "xfails",
+    multiple=True,
+    metavar="LABEL=FILE",
+    help="The expected failures of the target LABEL; repeatable.",
+)
+@click.option(
+    "--from",
+    "reports",
+    multiple=True,
+    metavar="[LABEL=]REPORT.json",
+    help="A column from a 'conform run --json' report; shards of one run (same "
+    "label, by default the same target) merge; repeatable.",
+)
+@_suites_option
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(MODES),
+    multiple=True,
+    help="Input mode; repeatable. Default: every mode.",
+)
+@_pattern_option
+@_rule_option
+@_exclude_option
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Worker processes per target (every target runs at once).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each case.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as a self-contained HTML page.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the per-rule scores as a Markdown table.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as JSON (docs/matrix.md).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="A matrix JSON of an earlier run: mark the cells that changed since.",
+)
+def matrix_command(
+    specs: tuple[str, ...],
+    commands: tuple[str, ...],
+    xfails: tuple[str, ...],
+    reports: tuple[str, ...],
+    suite_dirs: tuple[Path, ...],
+    modes: tuple[str, ...],
+    patterns: tuple[str, ...],
+    rules: tuple[str, ...],
+    exclude: tuple[str, ...],
+    seed: int,
+    jobs: int,
+    timeout: float,
+    html_path: Path | None,
+    md_path: Path | None,
+    json_path: Path | None,
+    baseline: Path | None,
+) -> None:
+    """Run several targets over the same cases and show them side by side (docs/matrix.md).
+
+    Exits 0 unless a target fails outside its own --xfail (or did not run).
+    """
+    targets = targets_of(specs, commands, xfails)
+    columns = columns_from_reports(reports)
+    if not targets and not columns:
+        raise click.UsageError("give at least one TARGET, --exec or --from")
+    old = None if baseline is None else load_matrix(baseline)
+    if targets:
+        suites = open_suites(tuple(_suite_path(d) for d in suite_dirs))
+        cases = _cases(suites, patterns, rules, exclude)
+        echo = functools.partial(click.echo, err=True)
+        allow_programs()
+        with _Interruption(in_process=False) as interruption:
+            columns += run_matrix(
+                targets,
+                cases,
+                roots=[s.root for s in suites],
+                modes=modes or MODES,
+                seed=seed,
+                jobs=jobs,
+                timeout=timeout,
+                cancel=interruption.cancel,
+                done=lambda c: echo(column_line(c)),
+            )
+    data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
+    _write_text(json_path, matrix_text(data))
+    _write_text(md_path, markdown(data))
+    _write_text(html_path, matrix_page(data))
+    click.echo(markdown(data), nl=False)
+    if targets and interruption.cancel.is_set():
+        sys.exit(interruption.exit_code)
+    if not data["ok"]:
+        sys.exit(1)
+
+
+def _suite_path(folder: Path) -> Path:
+    return folder if str(folder) == SHIPPED else Path(os.path.abspath(folder))
