@@ -207,10 +207,8 @@ class Chromium:
         """Close the browser, then kill its process group whatever is left of it."""
         with contextlib.suppress(Exception):
             self.send("Browser.close", page=False)
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):

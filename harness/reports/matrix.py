@@ -300,9 +300,7 @@ def _choices(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         taken = set(OUTCOMES[point]).intersection(*cases.values())
         found[point] = {
             "taken": [o for o in OUTCOMES[point] if o in taken],
-            "cases": {
-                o: n for o in OUTCOMES[point] if (n := sum(o in c for c in cases.values()))
-            },
+            "cases": {o: n for o in OUTCOMES[point] if (n := sum(o in c for c in cases.values()))},
         }
     return found
 

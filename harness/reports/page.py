@@ -153,9 +153,7 @@ def _scores_table(data: Mapping[str, Any]) -> list[str]:
         if t["error"] is not None:
             out.append(f'<td class="bad" title="{_e(t["error"])}">did not run</td>')
             continue
-        xfail = (
-            f' <small title="{_e(t["xfail"])}">with --xfail</small>' if t["xfail"] else ""
-        )
+        xfail = f' <small title="{_e(t["xfail"])}">with --xfail</small>' if t["xfail"] else ""
         verdict = "✓ conforms" if t["ok"] else "✗ fails"
         out.append(f'<td class="{"ok" if t["ok"] else "bad"}">{verdict}{xfail}</td>')
     out.append("</tr></tbody></table>")
@@ -244,7 +242,7 @@ def matrix_page(data: Mapping[str, Any]) -> str:
         out.append(
             f'<tbody data-rule="{_e(tag)}"><tr class="rule"><th>'
             f'<button aria-expanded="true"><span>▾ </span>{_e(name)}</button> '
-            f"<small>({len(rows)} cases)</small></th>{scores}</tr>"
+            f"<small>({len(rows)} case{'s' if len(rows) != 1 else ''})</small></th>{scores}</tr>"
         )
         out += rows
         out.append("</tbody>")
