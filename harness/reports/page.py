@@ -39,7 +39,8 @@ table{border-collapse:collapse}th,td{border:1px solid var(--line);padding:2px 6p
 thead th{position:sticky;top:0;background:#fafafa;z-index:1;vertical-align:bottom}
 thead th small{display:block;font-weight:normal;color:#555;max-width:16em;overflow:hidden;
 text-overflow:ellipsis;white-space:nowrap}
-#scores{margin:12px 0 18px}#scores th{white-space:nowrap}#scores td{text-align:center;font-variant-numeric:tabular-nums}
+#scores{margin:12px 0 18px}#scores th{white-space:nowrap}
+#scores td{text-align:center;font-variant-numeric:tabular-nums}
 #scores td.full{background:var(--p);color:var(--pf)}#scores td.part{background:#fbe3e3;
 color:#7a1010;font-weight:600}#scores tr.total td{font-weight:700;border-top:2px solid #888}
 #scores td.ok{background:var(--p)}#scores td.bad{background:var(--f);color:#fff;font-weight:700}
