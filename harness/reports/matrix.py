@@ -279,7 +279,8 @@ def reproduce(report: Mapping[str, Any], *, case: str, mode: str) -> str:
 def _choices(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """Per implementation-defined point the target met in a case it conforms in: `taken`, the
     outcomes that explain every such case (empty when no one outcome does: the target is not
-    consistent), and `cases`, per outcome, how many of those cases it explains."""
+    consistent), `cases`, per outcome, how many of those cases it explains, and `varies`, how
+    many cases it conformed in with one outcome in some modes and another in others."""
     per_case: dict[str, dict[str, set[str]]] = {point: {} for point in OUTCOMES}
     results = list(results)
     # A truncated run matches the first outcome its cut allows, often before the point is met.
@@ -301,6 +302,7 @@ def _choices(results: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
         found[point] = {
             "taken": [o for o in OUTCOMES[point] if o in taken],
             "cases": {o: n for o in OUTCOMES[point] if (n := sum(o in c for c in cases.values()))},
+            "varies": sum(not c for c in cases.values()),
         }
     return found
 
@@ -471,7 +473,10 @@ def chosen(point: Mapping[str, Any] | None) -> str:
         return DASH
     if point["taken"]:
         return " or ".join(point["taken"])
-    return "mixed: " + ", ".join(f"{o} {n}" for o, n in point["cases"].items())
+    parts = [f"{o} {n}" for o, n in point["cases"].items()]
+    if point.get("varies"):
+        parts.append(f"{point['varies']} varying by mode")
+    return "mixed: " + ", ".join(parts)
 
 
 def markdown(data: Mapping[str, Any]) -> str:

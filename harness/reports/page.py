@@ -37,7 +37,7 @@ body{margin:16px 20px 120px}h1{font-size:20px;margin:0 0 4px}p{margin:4px 0}
 margin:0 4px 0 12px;border:1px solid var(--line)}
 table{border-collapse:collapse}th,td{border:1px solid var(--line);padding:2px 6px}
 thead th{position:sticky;top:0;background:#fafafa;z-index:1;vertical-align:bottom}
-thead th small{display:block;font-weight:normal;color:#555;max-width:16em;overflow:hidden;
+thead th small{display:block;font-weight:normal;color:#555;max-width:9em;overflow:hidden;
 text-overflow:ellipsis;white-space:nowrap}
 #scores{margin:12px 0 18px}#scores th{white-space:nowrap}
 #scores td{text-align:center;font-variant-numeric:tabular-nums}
