@@ -786,6 +786,7 @@ def matrix_command(
                 timeout=timeout,
                 cancel=interruption.cancel,
                 done=lambda c: echo(column_line(c)),
+                all_ids=[case.case_id for case in cases_of(suites)],
             )
     data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
     _write_text(json_path, matrix_text(data))

@@ -96,15 +96,17 @@ def run_matrix(
     require: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
     done: Callable[[Column], None] | None = None,
+    all_ids: Sequence[str] | None = None,
 ) -> list[Column]:
     """Every target over `cases` in `modes`, all at once (each with `jobs` workers), as columns.
 
     A target that cannot start (or whose --xfail file is wrong) becomes a column with its error
-    and no results; an error inside conform is raised once every target has stopped.
+    and no results; an error inside conform is raised once every target has stopped. A line of
+    an --xfail file must match one of `all_ids` (the whole suite's; default: `cases`).
     """
     columns: dict[str, Column] = {}
     failures: list[BaseException] = []
-    all_ids = [case.case_id for case in cases]
+    known = list(all_ids) if all_ids is not None else [case.case_id for case in cases]
 
     def one(target: Target) -> None:
         began, started = datetime.now(UTC), time.perf_counter()
@@ -113,7 +115,7 @@ def run_matrix(
         try:
             expected = None if target.xfail is None else XfailList.load(target.xfail)
             if expected is not None:
-                expected.check(all_ids, modes)
+                expected.check(known, modes)
             make = functools.partial(
                 start_driver,
                 target.spec if target.kind == "python" else None,
