@@ -25,9 +25,10 @@ import click
 
 from harness.capture.command import record as record_command
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.check.runner import CaseResult, in_order, run_parallel
+from harness.check.runner import CaseResult, in_order
+from harness.check.targets import in_shard, parse_shard, run_target
 from harness.check.xfail import XfailList, write_baseline
-from harness.drive.inprocess import Driver, split_spec
+from harness.drive.inprocess import split_spec
 from harness.drive.process import (
     DEFAULT_TIMEOUT,
     allow_programs,
@@ -35,6 +36,8 @@ from harness.drive.process import (
     stop_all_programs,
 )
 from harness.errors import ConformError
+from harness.files import write_report
+from harness.matrix import columns_from_reports, run_matrix, targets_of
 from harness.reports.machine import (
     RunInfo,
     conform_version,
@@ -45,6 +48,8 @@ from harness.reports.machine import (
     write_json,
     write_junit,
 )
+from harness.reports.matrix import column_line, load_matrix, markdown, matrix, matrix_text
+from harness.reports.page import matrix_page
 from harness.reports.progress import ProgressBar, paint_line, wants_colour
 from harness.reports.text import render, rules_line, totals_line
 from harness.safetext import printable, shorten
@@ -200,28 +205,6 @@ def _cases(
         where = ", ".join(str(s.root) for s in suites)
         raise ConformError(f"no cases{what} in {where}", hint="'conform list' shows the cases")
     return cases
-
-
-class _Drivers:
-    """Makes the drivers of a run: the first one up front (so a target that cannot start stops
-    the run before it begins), more on demand for `-j`, each on the thread that uses it."""
-
-    def __init__(self, make: Callable[[], Driver]) -> None:
-        self._make = make
-        self._spare: list[Driver] = [make()]
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Driver:
-        with self._lock:
-            if self._spare:
-                return self._spare.pop()
-        return self._make()
-
-    def close_unused(self) -> None:
-        with self._lock:
-            spare, self._spare = self._spare, []
-        for driver in spare:
-            driver.close()
 
 
 class _Interruption:
@@ -394,6 +377,12 @@ def main() -> None:
 @click.option(
     "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
 )
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only the K-th of N shards of the cases (each case's shard comes from a hash of its "
+    "id), for a CI job per shard; 'conform matrix --from' merges their --json reports.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the totals only (no progress, no cases).")
 @click.option(
@@ -446,6 +435,7 @@ def run_command(
     strict: bool,
     chosen_points: tuple[tuple[str, str], ...],
     seed: int,
+    shard: str | None,
     verbose: bool,
     quiet: bool,
     jobs: int,
@@ -474,8 +464,9 @@ def run_command(
         if os.environ.get("GITHUB_STEP_SUMMARY")
         else None
     )
+    part = None if shard is None else parse_shard(shard)
     suites = open_suites(suite_dirs)
-    cases = _cases(suites, patterns, rules, exclude)
+    cases = in_shard(_cases(suites, patterns, rules, exclude), part)
     for suite in suites:
         suite.require_recordings(patterns)
     chosen = modes or MODES
@@ -503,22 +494,19 @@ def run_command(
     failure: Exception | None = None  # an error inside conform: report what ran, then exit 3
     with _Interruption(in_process=in_process) as interruption:
         try:
-            drivers = _Drivers(make)
-            try:
-                with bar:
-                    for result in run_parallel(
-                        cases,
-                        drivers,
-                        modes=chosen,
-                        seed=seed,
-                        jobs=jobs,
-                        cancel=interruption.cancel,
-                        require=require,
-                    ):
-                        results.append(result if expected is None else expected.apply(result))
-                        bar.advance(results[-1])
-            finally:
-                drivers.close_unused()
+            with bar:
+                for result in run_target(
+                    make,
+                    cases,
+                    modes=chosen,
+                    seed=seed,
+                    jobs=jobs,
+                    cancel=interruption.cancel,
+                    require=require,
+                    expected=expected,
+                ):
+                    results.append(result)
+                    bar.advance(result)
         except KeyboardInterrupt:  # in-process
             interruption.interrupted(interruption.signum or signal.SIGINT)
         except ConformError:
@@ -537,7 +525,18 @@ def run_command(
         why = None if failure is None else f"{type(failure).__name__}: {failure}"
         roots = tuple(s.root for s in suites)
         info = RunInfo(
-            label, roots[0], len(cases), chosen, seed, duration, began, stopped, why, roots
+            label,
+            roots[0],
+            len(cases),
+            chosen,
+            seed,
+            duration,
+            began,
+            stopped,
+            why,
+            roots,
+            kind="python" if target is not None else "exec",
+            shard=part,
         )
         if not quiet:
             colour = wants_colour(sys.stdout)
@@ -657,3 +656,148 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 
 main.add_command(record_command)
+
+
+def _write_text(path: Path | None, text: str) -> None:
+    if path is not None:
+        write_report(path, text)
+
+
+@main.command("matrix")
+@click.argument("specs", nargs=-1, metavar="[LABEL=]TARGET...")
+@click.option(
+    "--exec",
+    "commands",
+    multiple=True,
+    metavar="[LABEL=]'COMMAND'",
+    help="A program speaking the line protocol, as a column; repeatable.",
+)
+@click.option(
+    "--xfail",
+    "xfails",
+    multiple=True,
+    metavar="LABEL=FILE",
+    help="The expected failures of the target LABEL; repeatable.",
+)
+@click.option(
+    "--from",
+    "reports",
+    multiple=True,
+    metavar="[LABEL=]REPORT.json",
+    help="A column from a 'conform run --json' report; shards of one run (same "
+    "label, by default the same target) merge; repeatable.",
+)
+@_suites_option
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(MODES),
+    multiple=True,
+    help="Input mode; repeatable. Default: every mode.",
+)
+@_pattern_option
+@_rule_option
+@_exclude_option
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Worker processes per target (every target runs at once).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each case.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as a self-contained HTML page.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the per-rule scores as a Markdown table.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as JSON (docs/matrix.md).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="A matrix JSON of an earlier run: mark the cells that changed since.",
+)
+def matrix_command(
+    specs: tuple[str, ...],
+    commands: tuple[str, ...],
+    xfails: tuple[str, ...],
+    reports: tuple[str, ...],
+    suite_dirs: tuple[Path, ...],
+    modes: tuple[str, ...],
+    patterns: tuple[str, ...],
+    rules: tuple[str, ...],
+    exclude: tuple[str, ...],
+    seed: int,
+    jobs: int,
+    timeout: float,
+    html_path: Path | None,
+    md_path: Path | None,
+    json_path: Path | None,
+    baseline: Path | None,
+) -> None:
+    """Run several targets over the same cases and show them side by side (docs/matrix.md).
+
+    Exits 0 unless a target fails outside its own --xfail (or did not run).
+    """
+    targets = targets_of(specs, commands, xfails)
+    columns = columns_from_reports(reports)
+    if not targets and not columns:
+        raise click.UsageError("give at least one TARGET, --exec or --from")
+    old = None if baseline is None else load_matrix(baseline)
+    if targets:
+        suites = open_suites(tuple(_suite_path(d) for d in suite_dirs))
+        cases = _cases(suites, patterns, rules, exclude)
+        echo = functools.partial(click.echo, err=True)
+        allow_programs()
+        with _Interruption(in_process=False) as interruption:
+            columns += run_matrix(
+                targets,
+                cases,
+                roots=[s.root for s in suites],
+                modes=modes or MODES,
+                seed=seed,
+                jobs=jobs,
+                timeout=timeout,
+                cancel=interruption.cancel,
+                done=lambda c: echo(column_line(c)),
+                all_ids=[case.case_id for case in cases_of(suites)],
+            )
+    data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
+    _write_text(json_path, matrix_text(data))
+    _write_text(md_path, markdown(data))
+    _write_text(html_path, matrix_page(data))
+    click.echo(markdown(data), nl=False)
+    if targets and interruption.cancel.is_set():
+        sys.exit(interruption.exit_code)
+    if not data["ok"]:
+        sys.exit(1)
+
+
+def _suite_path(folder: Path) -> Path:
+    return folder if str(folder) == SHIPPED else Path(os.path.abspath(folder))

@@ -77,6 +77,10 @@ class RunInfo:
     stopped: str | None = None
     #: Every suite run, when --suite named several (`suite` is the first).
     suites: tuple[Path, ...] = ()
+    #: `python` for a TARGET (module:Class), `exec` for an --exec program.
+    kind: str = "python"
+    #: `--shard K/N` as (K, N): the run covers that shard of the cases only.
+    shard: tuple[int, int] | None = None
 
     def recording_file(self, result: CaseResult) -> Path:
         """The recording's file: in the suite that holds it."""
@@ -278,6 +282,8 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "report_schema": REPORT_SCHEMA,
         "conform_version": conform_version(),
         "target": info.target,
+        "target_kind": info.kind,
+        "shard": None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]},
         "suite": {
             "path": str(info.suite),
             "paths": [str(p) for p in info.suites or (info.suite,)],
