@@ -9,6 +9,7 @@ image that lost them cannot pass unnoticed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -30,8 +31,13 @@ BINARY = "conform-rust-example"
 REGISTRY = Path("/usr/share/cargo/registry")
 CRATES = ("serde", "serde_derive", "serde_json")
 # Outside the worktree, so that repeated runs (and other checkouts) reuse the compiled crates.
+# One folder per checkout: cargo decides freshness per source path, so two checkouts sharing one
+# target folder would each copy out whichever binary the other linked last.
 TARGET_DIR = (
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "conform" / "rust-target"
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "conform"
+    / "rust-target"
+    / hashlib.sha256(str(EXAMPLE).encode()).hexdigest()[:12]
 )
 
 
