@@ -12,7 +12,7 @@ The package is laid out by stage, imports flowing one way (docs/layout.md):
     capture/               live recording
     suite/                 recordings (SSE reader), cases, golden files
     drive/                 in-process and worker drivers, normalization
-    errors, files, quoting the base every stage uses
+    errors, files, safetext the base every stage uses
 """
 
 from __future__ import annotations

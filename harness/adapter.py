@@ -33,6 +33,7 @@ from harness.drive.inprocess import (
     push_step,
     split_spec,
 )
+from harness.drive.normalize import SAID
 from harness.drive.process import PROTOCOL_VERSION
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
@@ -135,17 +136,17 @@ class Session:
             data = request.get("data")
             if not isinstance(data, str):
                 raise _BadRequest('"push" needs a string "data"')
-            step = push_step(self._open_assembler(), data, 0)
+            step = push_step(self._open_assembler(), data, 0, say=True)
             if "error" in step:
-                return _contract_error(seq, step["error"]), False
+                return _contract_error(seq, step), False
             return {"seq": seq, "events": step["events"], "state": step["state"]}, False
         if op == "finish":
             capped = request.get("thinking_capped")
             if not isinstance(capped, bool):
                 raise _BadRequest('"finish" needs a boolean "thinking_capped"')
-            done = finish_step(self._open_assembler(), capped)
+            done = finish_step(self._open_assembler(), capped, say=True)
             if "error" in done:
-                return _contract_error(seq, done["error"]), False
+                return _contract_error(seq, done), False
             return {"seq": seq, "completion": done["completion"]}, False
         if op == "bye":
             return {"seq": seq, "ok": True}, True
@@ -161,9 +162,14 @@ def _error(seq: int | None, kind: str, message: str) -> dict[str, Any]:
     return {"seq": seq, "error": {"kind": kind, "message": message}}
 
 
-def _contract_error(seq: int, error: dict[str, Any]) -> dict[str, Any]:
-    # Messages of kinds other than `server` are not part of the contract (harness.drive.normalize).
-    return _error(seq, error["kind"], error.get("message", ""))
+def _contract_error(seq: int, step: dict[str, Any]) -> dict[str, Any]:
+    # Messages of kinds other than `server` are not compared (harness.normalize), but reports
+    # show them: the reply carries the assembler's own message whatever the kind.
+    error = step["error"]
+    said = step.get(SAID, "")
+    kind = str(error["kind"])
+    message = error["message"] if "message" in error else said.removeprefix(f"{kind}: ")
+    return _error(seq, kind, message)
 
 
 def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:

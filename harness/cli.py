@@ -1,7 +1,9 @@
 """The `conform` command: each subcommand parses, calls one library function, renders, returns.
 
 Exit codes: 0 everything passed, 1 a conformance failure or crash (or golden drift for `golden
-check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here).
+check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here),
+3 an error inside conform itself (a bug in conform, not in the target): its traceback and what to
+report; `conform run` still writes the reports of the cases run before it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,9 +25,10 @@ import click
 
 from harness.capture.command import record as record_command
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.check.runner import CaseResult, in_order, run_parallel
+from harness.check.runner import CaseResult, in_order
+from harness.check.targets import in_shard, parse_shard, run_target
 from harness.check.xfail import XfailList, write_baseline
-from harness.drive.inprocess import Driver, split_spec
+from harness.drive.inprocess import split_spec
 from harness.drive.process import (
     DEFAULT_TIMEOUT,
     allow_programs,
@@ -32,8 +36,11 @@ from harness.drive.process import (
     stop_all_programs,
 )
 from harness.errors import ConformError
+from harness.files import write_report
+from harness.matrix import columns_from_reports, run_matrix, targets_of
 from harness.reports.machine import (
     RunInfo,
+    conform_version,
     failed,
     github_annotations,
     on_github_actions,
@@ -41,26 +48,59 @@ from harness.reports.machine import (
     write_json,
     write_junit,
 )
+from harness.reports.matrix import column_line, load_matrix, markdown, matrix, matrix_text
+from harness.reports.page import matrix_page
 from harness.reports.progress import ProgressBar, paint_line, wants_colour
 from harness.reports.text import render, rules_line, totals_line
+from harness.safetext import printable, shorten
 from harness.suite import golden as golden_files
-from harness.suite.cases import Case, Suite
+from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, writable_root
 from harness.suite.recording import PIN_TAGS
 from reference.choices import OUTCOMES, REFERENCE
+
+#: The exit status of an error inside conform itself.
+INTERNAL_ERROR = 3
 
 
 class _SetupFailure(click.ClickException):
     exit_code = 2
 
 
+class _InternalError(click.ClickException):
+    """An exception conform did not expect: a bug in conform, reported as such (exit 3)."""
+
+    exit_code = INTERNAL_ERROR
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+    def show(self, file: Any = None) -> None:
+        trace = "".join(traceback.format_exception(self.exc))
+        click.echo(printable(trace.rstrip(), keep_lines=True), err=True)
+        click.echo(
+            f"Internal error: conform {conform_version()} failed: "
+            f"{printable(shorten(self.message, 500))}\n"
+            "This is a bug in conform, not a verdict on the target. Please report it to conform's "
+            "maintainers with the command line, the traceback above and, if you can, the "
+            "target's reply that caused it. Reports already asked for hold the cases run so far.",
+            err=True,
+        )
+
+
 class _ConformGroup(click.Group):
-    """Turns the harness's own errors into one `Error:` line and exit code 2."""
+    """Turns the harness's own errors into one `Error:` line and exit code 2, and anything
+    unexpected into the internal-error report and exit code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ConformError as exc:
             raise _SetupFailure(str(exc)) from None
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            raise _InternalError(exc) from None
 
 
 class TargetType(click.ParamType[str]):
@@ -81,7 +121,18 @@ _suite_option = click.option(
     "suite_dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="A folder with recordings/ and golden/. Default: the suite shipped with conform.",
+    help="A folder with recordings/ and golden/. Default: the suite shipped with conform "
+    "(written only in a source checkout, never inside an installed package).",
+)
+_suites_option = click.option(
+    "--suite",
+    "suite_dirs",
+    type=click.Path(path_type=Path, file_okay=False),
+    multiple=True,
+    metavar="DIR",
+    help="A folder with recordings/ and golden/; repeatable, to run several suites together "
+    "(':shipped' names the suite shipped with conform; case ids must not clash). "
+    "Default: the shipped suite.",
 )
 _pattern_option = click.option(
     "-k",
@@ -141,39 +192,19 @@ _exclude_option = click.option(
 
 
 def _cases(
-    suite: Suite,
+    suite: Suite | list[Suite],
     patterns: tuple[str, ...],
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
 ) -> list[Case]:
-    cases = suite.cases(patterns, rules=rules, exclude=exclude)
+    suites = suite if isinstance(suite, list) else [suite]
+    cases = cases_of(suites, patterns, rules=rules, exclude=exclude)
     if not cases:
         what = " ".join([*(f"matching {p}" for p in patterns), *(f"pinning {r}" for r in rules)])
         what = f" {what}" if what else ""
-        raise ConformError(f"no cases{what} in {suite.root}", hint="'conform list' shows the cases")
+        where = ", ".join(str(s.root) for s in suites)
+        raise ConformError(f"no cases{what} in {where}", hint="'conform list' shows the cases")
     return cases
-
-
-class _Drivers:
-    """Makes the drivers of a run: the first one up front (so a target that cannot start stops
-    the run before it begins), more on demand for `-j`, each on the thread that uses it."""
-
-    def __init__(self, make: Callable[[], Driver]) -> None:
-        self._make = make
-        self._spare: list[Driver] = [make()]
-        self._lock = threading.Lock()
-
-    def __call__(self) -> Driver:
-        with self._lock:
-            if self._spare:
-                return self._spare.pop()
-        return self._make()
-
-    def close_unused(self) -> None:
-        with self._lock:
-            spare, self._spare = self._spare, []
-        for driver in spare:
-            driver.close()
 
 
 class _Interruption:
@@ -243,23 +274,42 @@ def _write_reports(
     workspace: Path,
     summary: Path | None,
 ) -> None:
+    """Write every report asked for; one that fails does not keep the others from being written
+    (the first such error is raised at the end)."""
+    writers: list[Callable[[], None]] = []
     if write_xfail is not None and info.interrupted:
         click.echo(f"not written: {write_xfail} (an interrupted run's baseline would be partial)")
-    elif write_xfail is not None:
-        written = write_baseline(write_xfail, results)
-        click.echo(f"wrote {written} expected failure(s) to {write_xfail}")
+    elif write_xfail is not None and info.stopped is None:  # a partial run is no baseline
+
+        def baseline() -> None:
+            written = write_baseline(write_xfail, results, target=info.target, when=info.started)
+            click.echo(f"wrote {written} expected failure(s), one line a case, to {write_xfail}")
+
+        writers.append(baseline)
     if junit is not None:
-        write_junit(junit, results, info)
+        writers.append(lambda: write_junit(junit, results, info))
     if json_path is not None:
-        write_json(json_path, results, info)
+        writers.append(lambda: write_json(json_path, results, info))
     if on_github_actions():
-        for command in github_annotations(results, info, workspace=workspace):
-            click.echo(command)
-        if summary is not None:
-            try:
-                write_github_summary(results, info, path=summary)
-            except ConformError as exc:  # the job's page, not the run's outcome
-                click.echo(f"warning: no job summary: {exc}", err=True)
+
+        def github() -> None:
+            for command in github_annotations(results, info, workspace=workspace):
+                click.echo(command)
+            if summary is not None:
+                try:
+                    write_github_summary(results, info, path=summary)
+                except ConformError as exc:  # the job's page, not the run's outcome
+                    click.echo(f"warning: no job summary: {exc}", err=True)
+
+        writers.append(github)
+    first: Exception | None = None
+    for write in writers:
+        try:
+            write()
+        except Exception as exc:
+            first = first or exc
+    if first is not None:
+        raise first
 
 
 def _absolute(path: Path | None) -> Path | None:
@@ -299,7 +349,7 @@ def main() -> None:
     is_flag=True,
     help="Check every reply against the protocol's JSON Schemas (needs jsonschema).",
 )
-@_suite_option
+@_suites_option
 @click.option(
     "--mode",
     "modes",
@@ -326,6 +376,12 @@ def main() -> None:
 )
 @click.option(
     "--seed", type=int, default=DEFAULT_SEED, show_default=True, help="Seed of mutating modes."
+)
+@click.option(
+    "--shard",
+    metavar="K/N",
+    help="Run only the K-th of N shards of the cases (each case's shard comes from a hash of its "
+    "id), for a CI job per shard; 'conform matrix --from' merges their --json reports.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="List passing cases too.")
 @click.option("-q", "--quiet", is_flag=True, help="Print the totals only (no progress, no cases).")
@@ -371,7 +427,7 @@ def run_command(
     in_process: bool,
     timeout: float,
     validate_protocol: bool,
-    suite_dir: Path | None,
+    suite_dirs: tuple[Path, ...],
     modes: tuple[str, ...],
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
@@ -379,6 +435,7 @@ def run_command(
     strict: bool,
     chosen_points: tuple[tuple[str, str], ...],
     seed: int,
+    shard: str | None,
     verbose: bool,
     quiet: bool,
     jobs: int,
@@ -393,11 +450,13 @@ def run_command(
     only its case; --exec runs a program in any language that speaks the same protocol.
 
     Exits 0 when every case passes in every mode (or fails as --xfail expects), 1 on any
-    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error.
+    mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error, 3 on an error
+    inside conform itself (a bug to report; the reports asked for still hold the cases run).
     """
     if jobs > 1 and in_process:
         raise click.UsageError("-j runs worker processes; it does not go with --in-process")
-    suite_dir, junit, json_path = _absolute(suite_dir), _absolute(junit), _absolute(json_path)
+    suite_dirs = tuple(d if str(d) == SHIPPED else Path(os.path.abspath(d)) for d in suite_dirs)
+    junit, json_path = _absolute(junit), _absolute(json_path)
     xfail_file, write_xfail = _absolute(xfail_file), _absolute(write_xfail)
     workspace = Path(os.path.abspath(os.environ.get("GITHUB_WORKSPACE") or os.curdir))
     summary = (
@@ -405,14 +464,16 @@ def run_command(
         if os.environ.get("GITHUB_STEP_SUMMARY")
         else None
     )
-    suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns, rules, exclude)
-    suite.require_recordings(patterns)
+    part = None if shard is None else parse_shard(shard)
+    suites = open_suites(suite_dirs)
+    cases = in_shard(_cases(suites, patterns, rules, exclude), part)
+    for suite in suites:
+        suite.require_recordings(patterns)
     chosen = modes or MODES
     require = _required_choices(strict=strict, chosen_points=chosen_points)
     expected = None if xfail_file is None else XfailList.load(xfail_file)
     if expected is not None:
-        expected.check([case.case_id for case in suite.cases()], MODES)
+        expected.check([case.case_id for case in cases_of(suites)], MODES)
     make = functools.partial(
         start_driver,
         target,
@@ -430,29 +491,29 @@ def run_command(
         colour=wants_colour(sys.stderr),
     )
     allow_programs()  # a run earlier in this process (tests) may have been stopped
+    failure: Exception | None = None  # an error inside conform: report what ran, then exit 3
     with _Interruption(in_process=in_process) as interruption:
         try:
-            drivers = _Drivers(make)
-            try:
-                with bar:
-                    for result in run_parallel(
-                        cases,
-                        drivers,
-                        modes=chosen,
-                        seed=seed,
-                        jobs=jobs,
-                        cancel=interruption.cancel,
-                        require=require,
-                    ):
-                        results.append(result if expected is None else expected.apply(result))
-                        bar.advance(results[-1])
-            finally:
-                drivers.close_unused()
+            with bar:
+                for result in run_target(
+                    make,
+                    cases,
+                    modes=chosen,
+                    seed=seed,
+                    jobs=jobs,
+                    cancel=interruption.cancel,
+                    require=require,
+                    expected=expected,
+                ):
+                    results.append(result)
+                    bar.advance(result)
         except KeyboardInterrupt:  # in-process
             interruption.interrupted(interruption.signum or signal.SIGINT)
         except ConformError:
             if not interruption.cancel.is_set():
                 raise
+        except Exception as exc:
+            failure = exc
         finally:
             interruption.stop_raising()
             if interruption.cancel.is_set():
@@ -461,7 +522,22 @@ def run_command(
         label = target if target is not None else str(exec_command)
         duration = time.perf_counter() - started
         stopped = interruption.cancel.is_set()
-        info = RunInfo(label, suite.root, len(cases), chosen, seed, duration, began, stopped)
+        why = None if failure is None else f"{type(failure).__name__}: {failure}"
+        roots = tuple(s.root for s in suites)
+        info = RunInfo(
+            label,
+            roots[0],
+            len(cases),
+            chosen,
+            seed,
+            duration,
+            began,
+            stopped,
+            why,
+            roots,
+            kind="python" if target is not None else "exec",
+            shard=part,
+        )
         if not quiet:
             colour = wants_colour(sys.stdout)
             for line in render(results, verbose=verbose):
@@ -483,6 +559,8 @@ def run_command(
             workspace=workspace,
             summary=summary,
         )
+    if failure is not None:
+        raise failure
     if stopped:
         sys.exit(interruption.exit_code)
     if failed(results) and write_xfail is None:
@@ -498,29 +576,30 @@ def _required_choices(
 
 
 @main.command("list")
-@_suite_option
+@_suites_option
 @_pattern_option
 @_rule_option
 @_exclude_option
 @click.option("--ids", "ids_only", is_flag=True, help="Print the case ids alone.")
 def list_command(
-    suite_dir: Path | None,
+    suite_dirs: tuple[Path, ...],
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suite's cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
+    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
 
     Golden files without a recording are named on stderr.
     """
-    suite = Suite.open(suite_dir)
-    cases = _cases(suite, patterns, rules, exclude)
+    suites = open_suites(suite_dirs)
+    cases = _cases(suites, patterns, rules, exclude)
     width = max(len(case.case_id) for case in cases)
     for case in cases:
         pins = () if ids_only else _pins_or_nothing(case)
         click.echo(f"{case.case_id:<{width}}  {' '.join(pins)}" if pins else case.case_id)
-    _warn_orphans(suite, patterns)
+    for suite in suites:
+        _warn_orphans(suite, patterns)
 
 
 def _pins_or_nothing(case: Case) -> tuple[str, ...]:
@@ -545,8 +624,12 @@ def golden_group() -> None:
 @_suite_option
 @_pattern_option
 def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """Regenerate golden files from the reference, atomically, listing what changed."""
-    suite = Suite.open(suite_dir)
+    """Regenerate golden files from the reference, atomically, listing what changed.
+
+    Writes into --suite DIR, or into the shipped suite of a source checkout; never into an
+    installed package.
+    """
+    suite = Suite.open(writable_root(suite_dir, command="golden update"))
     changes = golden_files.update(_cases(suite, patterns))
     for change in changes:
         if change.status != "unchanged":
@@ -573,3 +656,148 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 
 main.add_command(record_command)
+
+
+def _write_text(path: Path | None, text: str) -> None:
+    if path is not None:
+        write_report(path, text)
+
+
+@main.command("matrix")
+@click.argument("specs", nargs=-1, metavar="[LABEL=]TARGET...")
+@click.option(
+    "--exec",
+    "commands",
+    multiple=True,
+    metavar="[LABEL=]'COMMAND'",
+    help="A program speaking the line protocol, as a column; repeatable.",
+)
+@click.option(
+    "--xfail",
+    "xfails",
+    multiple=True,
+    metavar="LABEL=FILE",
+    help="The expected failures of the target LABEL; repeatable.",
+)
+@click.option(
+    "--from",
+    "reports",
+    multiple=True,
+    metavar="[LABEL=]REPORT.json",
+    help="A column from a 'conform run --json' report; shards of one run (same "
+    "label, by default the same target) merge; repeatable.",
+)
+@_suites_option
+@click.option(
+    "--mode",
+    "modes",
+    type=click.Choice(MODES),
+    multiple=True,
+    help="Input mode; repeatable. Default: every mode.",
+)
+@_pattern_option
+@_rule_option
+@_exclude_option
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True)
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    metavar="N",
+    help="Worker processes per target (every target runs at once).",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each case.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as a self-contained HTML page.",
+)
+@click.option(
+    "--markdown",
+    "md_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the per-rule scores as a Markdown table.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="Write the matrix as JSON (docs/matrix.md).",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FILE",
+    help="A matrix JSON of an earlier run: mark the cells that changed since.",
+)
+def matrix_command(
+    specs: tuple[str, ...],
+    commands: tuple[str, ...],
+    xfails: tuple[str, ...],
+    reports: tuple[str, ...],
+    suite_dirs: tuple[Path, ...],
+    modes: tuple[str, ...],
+    patterns: tuple[str, ...],
+    rules: tuple[str, ...],
+    exclude: tuple[str, ...],
+    seed: int,
+    jobs: int,
+    timeout: float,
+    html_path: Path | None,
+    md_path: Path | None,
+    json_path: Path | None,
+    baseline: Path | None,
+) -> None:
+    """Run several targets over the same cases and show them side by side (docs/matrix.md).
+
+    Exits 0 unless a target fails outside its own --xfail (or did not run).
+    """
+    targets = targets_of(specs, commands, xfails)
+    columns = columns_from_reports(reports)
+    if not targets and not columns:
+        raise click.UsageError("give at least one TARGET, --exec or --from")
+    old = None if baseline is None else load_matrix(baseline)
+    if targets:
+        suites = open_suites(tuple(_suite_path(d) for d in suite_dirs))
+        cases = _cases(suites, patterns, rules, exclude)
+        echo = functools.partial(click.echo, err=True)
+        allow_programs()
+        with _Interruption(in_process=False) as interruption:
+            columns += run_matrix(
+                targets,
+                cases,
+                roots=[s.root for s in suites],
+                modes=modes or MODES,
+                seed=seed,
+                jobs=jobs,
+                timeout=timeout,
+                cancel=interruption.cancel,
+                done=lambda c: echo(column_line(c)),
+                all_ids=[case.case_id for case in cases_of(suites)],
+            )
+    data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
+    _write_text(json_path, matrix_text(data))
+    _write_text(md_path, markdown(data))
+    _write_text(html_path, matrix_page(data))
+    click.echo(markdown(data), nl=False)
+    if targets and interruption.cancel.is_set():
+        sys.exit(interruption.exit_code)
+    if not data["ok"]:
+        sys.exit(1)
+
+
+def _suite_path(folder: Path) -> Path:
+    return folder if str(folder) == SHIPPED else Path(os.path.abspath(folder))

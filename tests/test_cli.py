@@ -185,3 +185,17 @@ def test_run_reports_totals_per_rule(tmp_path: Path) -> None:
     assert len(r6) == data["suite"]["cases"] == data["rules"]["R6"]["cases"]
     assert data["rules"]["R6"] == {"cases": len(r6), "passed": len(r6), "failed": 0}
     assert f"R6 {len(r6)}/{len(r6)}" in output.splitlines()[-2]
+
+
+def test_every_report_totals_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    junit = tmp_path / "r.xml"
+    target = f"{Path(__file__).resolve().parent / 'fair_targets.py'}:I3_ignore"
+    args = ("run", target, "--in-process", "--mode", "plain", "--rule", "I3", "--strict")
+    code, output = conform(*args, "--junit-xml", str(junit))
+    assert code == 1
+    assert "by rule (cases conforming): R6 0/3 FAIL, I3 0/3 FAIL" in output
+    assert '<property name="rule.I3" value="0/3 cases conforming" />' in junit.read_text()
+    assert "| I3 | 0/3 | ❌ |" in summary.read_text(encoding="utf-8")

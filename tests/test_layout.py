@@ -23,6 +23,7 @@ STAGES = {
     "harness.cli": 0,
     "harness.plugin": 0,
     "harness.adapter": 0,
+    "harness.matrix": 0,
     "harness.reports": 1,
     "harness.check": 2,
     "harness.capture": 3,
@@ -30,7 +31,7 @@ STAGES = {
     "harness.drive": 5,
     "harness.errors": 6,
     "harness.files": 6,
-    "harness.quoting": 6,
+    "harness.safetext": 6,
 }
 
 

@@ -173,6 +173,7 @@ def test_json_report_of_every_status_follows_its_schema(report_schema: Any) -> N
         "step": 1,
         "line": 5,
         "payload": '{"x": "\x00"}',
+        "said": None,
     }
     assert "expected" not in second and second["actual"] == "nan"  # absent: no key
     assert document["results"][2]["crash"]["line"] == 9

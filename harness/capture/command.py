@@ -14,7 +14,7 @@ import click
 from harness.capture import live as recorder
 from harness.errors import ConformError
 from harness.suite import golden as golden_files
-from harness.suite.cases import Suite
+from harness.suite.cases import Suite, writable_root
 
 _DEFAULT_TIMEOUT = 300.0
 
@@ -99,10 +99,10 @@ class _Progress:
 @click.option(
     "--suite",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=Path("."),
+    default=None,
     metavar="DIR",
-    show_default=True,
-    help="Suite folder; the capture goes to DIR/recordings/NAME.http.",
+    help="Suite folder; the capture goes to DIR/recordings/NAME.http. Default: the shipped "
+    "suite of a source checkout (never an installed package: pass --suite there).",
 )
 @click.option("--force", is_flag=True, help="Overwrite an existing recording.")
 @click.option(
@@ -140,7 +140,7 @@ def record(
     url: str,
     name: str,
     request: tuple[str, dict[str, Any]],
-    suite: Path,
+    suite: Path | None,
     force: bool,
     keep_errors: bool,
     timeout: float,
@@ -165,6 +165,11 @@ def record(
     See docs/recording.md for running llama-server locally.
     """
     request_file, request_obj = request
+    try:
+        suite = writable_root(suite, command="record")
+    except ConformError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(2)
     options: dict[str, object] = {
         "--timeout": None if timeout == _DEFAULT_TIMEOUT else f"{timeout:g}",
         "--keep-errors": keep_errors,

@@ -13,16 +13,9 @@ from typing import Any
 
 import msgspec
 
+from harness.safetext import ABSENT
+
 _encode = msgspec.json.encode
-
-
-class _Absent:
-    def __repr__(self) -> str:
-        return "(absent)"
-
-
-#: Stands for a field one side does not have.
-ABSENT: Any = _Absent()
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +32,16 @@ def same(expected: Any, actual: Any) -> bool:
     # The fast path, for the usual equal step: `==` in C, where `True == 1` and `1 == 1.0`, so
     # the JSON texts must match too (`true` is not `1`; `1` and `1.0` differ, and go the slow
     # way). msgspec refuses subclasses of str and int, which `_same` judges.
-    if expected == actual:
-        try:
-            if _encode(expected) == _encode(actual):
-                return True
-        except (TypeError, ValueError, OverflowError):
-            pass
-    return _same(expected, actual)
+    try:
+        if expected == actual:
+            try:
+                if _encode(expected) == _encode(actual):
+                    return True
+            except (TypeError, ValueError, OverflowError):
+                pass
+        return _same(expected, actual)
+    except RecursionError:  # a target's value nested deeper than any golden value
+        return False
 
 
 def _same(expected: Any, actual: Any) -> bool:
@@ -82,7 +78,10 @@ def differences(expected: Any, actual: Any, *, prefix: str) -> list[Difference]:
     from deepdiff import DeepDiff
 
     found: list[Difference] = []
-    tree = DeepDiff(expected, actual, view="tree", verbose_level=2, threshold_to_diff_deeper=0)
+    try:
+        tree = DeepDiff(expected, actual, view="tree", verbose_level=2, threshold_to_diff_deeper=0)
+    except RecursionError:  # too deep to walk: the whole value is the difference
+        return [Difference(prefix, expected, actual)]
     for levels in tree.values():
         for level in levels:
             old, new = level.t1, level.t2

@@ -3,8 +3,11 @@
 - `plain` pushes payloads as recorded.
 - `unknown-fields` adds keys at every object level the chunk shape knows (top, each choice,
   `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`, `error`), with values
-  of every JSON type, including names that are read at another level (`content` inside `timings`,
-  `index` inside `delta`) but never a name read at that level.
+  of every JSON type, named only with names no OpenAI-compatible server sends
+  (`harness.known_fields` lists the names that are not unknown, and where each comes from).
+- `hostile-keys` adds keys the same way, named like JavaScript's `Object.prototype` members and
+  Python's dunders (`__proto__`, `constructor`, `toString`, `__class__`): unknown fields too, that
+  break clients which copy members onto plain objects or attributes.
 - `key-order` shuffles the members of every object, at every depth.
 - `whitespace` puts random insignificant white space (space, tab, LF, CR) between all tokens.
 - `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
@@ -33,6 +36,7 @@ from typing import Any
 import msgspec
 
 from harness.check import jsontext
+from harness.check.known_fields import HOSTILE_KEYS, KNOWN_NAMES
 from harness.drive.normalize import TIMINGS_FIELDS
 
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
@@ -43,13 +47,17 @@ _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 PLAIN = "plain"
 UNKNOWN_FIELDS = "unknown-fields"
+HOSTILE_KEYS_MODE = "hostile-keys"
 KEY_ORDER = "key-order"
 WHITESPACE = "whitespace"
 ESCAPES = "escapes"
 TRUNCATED = "truncated"
-MODES = (PLAIN, UNKNOWN_FIELDS, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
+#: Every mode, in the order runs and reports use; all run by default (`hostile-keys` too: R7 says
+#: a client ignores unknown members whatever their names, and these names are how JavaScript and
+#: Python clients most often fail to).
+MODES = (PLAIN, UNKNOWN_FIELDS, HOSTILE_KEYS_MODE, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
 #: Modes whose outcome depends on `--seed` (failures name the seed to reproduce them).
-SEEDED = (UNKNOWN_FIELDS, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
+SEEDED = (UNKNOWN_FIELDS, HOSTILE_KEYS_MODE, KEY_ORDER, WHITESPACE, ESCAPES, TRUNCATED)
 
 DEFAULT_SEED = 20261129
 
@@ -65,12 +73,18 @@ _READ_AT = {
     "usage": set(),
     "error": {"message"},
 }
-_ALL_READ = sorted(set().union(*_READ_AT.values()))
-_NEW_NAMES = ["x_future", "logprobs", "n_probs", "__proto__", "", "ünïcode_ключ", "type", "model"]
-#: The names injection may add at each level.
-_UNREAD_AT = {
-    level: [n for n in _ALL_READ + _NEW_NAMES if n not in read] for level, read in _READ_AT.items()
-}
+#: The names `unknown-fields` adds: invented, so that no OpenAI-compatible server sends them
+#: (tests/test_modes.py checks them against `harness.known_fields.KNOWN_NAMES`).
+UNKNOWN_NAMES: tuple[str, ...] = (
+    "x_future",
+    "x_conform_unknown",
+    "zz_future_field_2",
+    "ünïcode_ключ",
+    "",
+    "with space",
+)
+assert not set(UNKNOWN_NAMES) & (set(KNOWN_NAMES) | set(HOSTILE_KEYS))
+assert not set(HOSTILE_KEYS) & set(KNOWN_NAMES)
 
 _VALUES: list[Any] = [
     None,
@@ -146,56 +160,68 @@ def _parse(data: str) -> Any:
     return value
 
 
-def _add_fields(obj: dict[str, Any], level: str, rng: random.Random) -> dict[str, Any]:
-    names = [n for n in _UNREAD_AT[level] if n not in obj]
-    items = list(obj.items())
-    for name in rng.sample(names, k=min(3, len(names))):
-        items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
-    return dict(items)
+class _Injector:
+    """Adds up to three members named from `names` to every object level of a chunk."""
+
+    def __init__(self, names: tuple[str, ...], rng: random.Random) -> None:
+        self.names = names
+        self.rng = rng
+
+    def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
+        rng, read = self.rng, _READ_AT[level]
+        names = [n for n in self.names if n not in obj and n not in read]
+        items = list(obj.items())
+        for name in rng.sample(names, k=min(3, len(names))):
+            items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
+        return dict(items)
+
+    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        chunk = self.add(chunk, "top")
+        for key in ("timings", "prompt_progress", "usage", "error"):
+            if isinstance(chunk.get(key), dict):
+                chunk[key] = self.add(chunk[key], key)
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            chunk["choices"] = [self.choice(c) if isinstance(c, dict) else c for c in choices]
+        return chunk
+
+    def choice(self, choice: dict[str, Any]) -> dict[str, Any]:
+        choice = self.add(choice, "choice")
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            delta = self.add(delta, "delta")
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                delta["tool_calls"] = [self.call(c) if isinstance(c, dict) else c for c in calls]
+            choice["delta"] = delta
+        return choice
+
+    def call(self, call: dict[str, Any]) -> dict[str, Any]:
+        call = self.add(call, "tool_call")
+        if isinstance(call.get("function"), dict):
+            call["function"] = self.add(call["function"], "function")
+        return call
 
 
-def _inject(chunk: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    chunk = _add_fields(chunk, "top", rng)
-    for key in ("timings", "prompt_progress", "usage", "error"):
-        if isinstance(chunk.get(key), dict):
-            chunk[key] = _add_fields(chunk[key], key, rng)
-    choices = chunk.get("choices")
-    if isinstance(choices, list):
-        chunk["choices"] = [_inject_choice(c, rng) if isinstance(c, dict) else c for c in choices]
-    return chunk
-
-
-def _inject_choice(choice: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    choice = _add_fields(choice, "choice", rng)
-    delta = choice.get("delta")
-    if isinstance(delta, dict):
-        delta = _add_fields(delta, "delta", rng)
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
-            delta["tool_calls"] = [
-                _inject_call(call, rng) if isinstance(call, dict) else call for call in calls
-            ]
-        choice["delta"] = delta
-    return choice
-
-
-def _inject_call(call: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    call = _add_fields(call, "tool_call", rng)
-    if isinstance(call.get("function"), dict):
-        call["function"] = _add_fields(call["function"], "function", rng)
-    return call
-
-
-def unknown_fields(data: str, rng: random.Random) -> str:
-    """The payload with unknown fields added at every level; unparseable payloads unchanged."""
+def _with_members(data: str, names: tuple[str, ...], rng: random.Random) -> str:
     chunk = _parse(data)
     if not isinstance(chunk, dict):
         return data
     try:
-        mutated = _dumps(_inject(chunk, rng))
+        return _dumps(_Injector(names, rng).chunk(chunk))
     except RecursionError:
         return data
-    return mutated
+
+
+def unknown_fields(data: str, rng: random.Random) -> str:
+    """The payload with unknown fields added at every level; unparseable payloads unchanged."""
+    return _with_members(data, UNKNOWN_NAMES, rng)
+
+
+def hostile_keys(data: str, rng: random.Random) -> str:
+    """The payload with members named `__proto__`, `constructor` and the like added at every
+    level; unparseable payloads unchanged."""
+    return _with_members(data, HOSTILE_KEYS, rng)
 
 
 _REWRITE: dict[str, Callable[[str, random.Random], str]] = {
@@ -229,6 +255,8 @@ def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
         return None
     if mode == UNKNOWN_FIELDS:
         return lambda step, data: unknown_fields(data, _rng(seed, case_id, step))
+    if mode == HOSTILE_KEYS_MODE:
+        return lambda step, data: hostile_keys(data, _rng(seed, case_id, step))
     if mode in _REWRITE:
         return lambda step, data: rewrite(mode, data, _rng(seed, case_id, step))
     raise ValueError(f"unknown mode {mode!r}")

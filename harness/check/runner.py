@@ -16,10 +16,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import reference
-from harness.check.compare import ABSENT, Difference, differences, same
+from harness.check.compare import Difference, differences, same
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
+from harness.drive.normalize import SAID
 from harness.errors import GoldenError
+from harness.safetext import ABSENT
 from harness.suite.cases import Case
 from harness.suite.golden import read_golden
 from harness.suite.recording import Payload, iter_payloads
@@ -48,7 +50,8 @@ class Mismatch:
     actual: Any
     step: int | None = None  # None: at finish
     line: int | None = None
-    payload: str | None = None  # the payload pushed, in modes that change it
+    payload: str | None = None  # the payload pushed, when the mode changed it
+    said: str | None = None  # the target's own `kind: message` when it raised here
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +109,14 @@ def _stale(case: Case, why: str) -> GoldenError:
 
 
 def _mismatches(
-    found: list[Difference], *, step: int | None, line: int | None, payload: str | None
+    found: list[Difference],
+    *,
+    step: int | None,
+    line: int | None,
+    payload: str | None,
+    said: str | None = None,
 ) -> list[Mismatch]:
-    return [Mismatch(d.path, d.expected, d.actual, step, line, payload) for d in found]
+    return [Mismatch(d.path, d.expected, d.actual, step, line, payload, said) for d in found]
 
 
 class _Play:
@@ -158,14 +166,16 @@ class _Play:
             self.step, self.line, self.at = index, line, PUSH
             count = index + 1
             pushed = payload.data if mutate is None else mutate(index, payload.data)
-            self.pushed = pushed
+            self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
             actual = driver.push(pushed, line)
+            said = actual.pop(SAID, None)
             if not same(expected, actual):
                 self.found += _mismatches(
                     differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
                     step=index,
                     line=line,
-                    payload=None if mutate is None else pushed,
+                    payload=self.pushed,
+                    said=said,
                 )
             if "error" in expected or "error" in actual:
                 return "error" in actual and "error" not in expected
@@ -186,9 +196,14 @@ class _Play:
             self.found.append(Mismatch(path, expected, ABSENT))
             return
         actual = self.driver.finish(capped)
+        said = actual.pop(SAID, None)
         if not same(expected, actual):
             self.found += _mismatches(
-                differences(expected, actual, prefix=path), step=None, line=None, payload=None
+                differences(expected, actual, prefix=path),
+                step=None,
+                line=None,
+                payload=None,
+                said=said,
             )
 
 
@@ -332,8 +347,7 @@ def _attempt(
         message = exc.message
         if play.cut is not None:
             message += f" (the recording cut after {play.cut} payload(s))"
-        shown = None if play.mutate is None else play.pushed
-        crash = Crash(message, exc.details, play.step, play.line, shown, play.at)
+        crash = Crash(message, exc.details, play.step, play.line, play.pushed, play.at)
     else:
         status = FAILED if play.found else PASSED
     extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}

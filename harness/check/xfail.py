@@ -24,12 +24,14 @@ import fnmatch
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
+from harness.check.modes import MODES
 from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 from harness.errors import ConformError
 from harness.files import write_report
-from harness.quoting import shorten, shown
+from harness.safetext import shorten, shown
 from harness.suite.cases import case_matches
 
 _REASON_CHARS = 200
@@ -140,7 +142,7 @@ def escape_glob(text: str) -> str:
 
 def baseline_reason(result: CaseResult) -> str:
     """Why a result failed, on one short line: its status and first mismatch or crash message."""
-    if result.expectation is not None and result.expectation.reason:
+    if result.expectation is not None and handwritten(result.expectation.reason):
         return result.expectation.reason  # keep what a person wrote when re-baselining
     status = result.expectation.was if result.expectation is not None else result.status
     if result.mismatches:
@@ -161,28 +163,147 @@ def failing(result: CaseResult) -> bool:
     return result.status in FAILURES or result.status == XFAILED
 
 
-def baseline_text(results: Iterable[CaseResult]) -> str:
-    """An expected-failures file listing every failing case and mode of `results`."""
-    rows = [
-        (escape_glob(r.case_id), escape_glob(r.mode), baseline_reason(r))
-        for r in results
-        if failing(r)
-    ]
+#: The header's lines as conform writes them, recognized (and replaced) when a baseline is written
+#: again; those of the older one-line-per-mode format too.
+_HEADER = re.compile(
+    r"^# (Expected failures of .*\(conform run --write-xfail, \d{4}-\d\d-\d\d\)\.$"
+    r"|Expected failures of conform \(written by 'conform run --write-xfail'\)\.$"
+    r"|One line each: CASE_GLOB \[MODE_GLOB\]  # reason\. Remove a line once its case passes\.$"
+    r"|One line a case: CASE \[MODES\]  # reason; no MODES: every mode, failing alike\.$"
+    r"|Hand-written reasons and comments stay when this file is written again\.$)"
+)
+#: A reason conform wrote: a status, then (after a colon) the first mismatch or crash.
+_GENERATED_REASON = re.compile(r"^(failed|crashed|timed-out)(:|$)")
+
+
+_CUT_PREFIX = re.compile(r"^prefix\[\d+\]\.")
+_CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
+
+
+def failing_alike(result: CaseResult) -> tuple[object, ...]:
+    """What makes a case's failures in two modes alike for a baseline: the status and the first
+    mismatching field (or crash message), with `truncated`'s cut taken off (`prefix[3].`), since
+    that mode compares what `finish` makes at the cut."""
+    was = result.expectation.was if result.expectation is not None else result.status
+    if result.mismatches:
+        return (was, _CUT_PREFIX.sub("", result.mismatches[0].path))
+    message = result.crash.message if result.crash is not None else ""
+    return (was, _CUT_NOTE.sub("", message))
+
+
+def handwritten(reason: str) -> bool:
+    """True when a reason was written by a person, not by `--write-xfail`."""
+    return bool(reason) and not _GENERATED_REASON.match(reason)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What a baseline keeps of the file it replaces: comment blocks not attached to an entry,
+    and each entry with the comment lines directly above it."""
+
+    free: tuple[str, ...]
+    entries: tuple[tuple[XfailEntry, tuple[str, ...]], ...]
+
+
+def _kept(path: Path, text: str) -> _Kept:
+    free: list[str] = []
+    entries: list[tuple[XfailEntry, tuple[str, ...]]] = []
+    parsed = {entry.line: entry for entry in parse_lines(path, text)}
+    block: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.rstrip()
+        if number in parsed:
+            entries.append((parsed[number], tuple(block)))
+            block = []
+        elif not line.strip():
+            if block:
+                free += [*block, ""]
+                block = []
+        elif line.lstrip().startswith("#") and not _HEADER.match(line.strip()):
+            block.append(line)
+    if block:
+        free += [*block, ""]
+    return _Kept(tuple(free), tuple(entries))
+
+
+def baseline_text(
+    results: Iterable[CaseResult],
+    *,
+    target: str = "the target",
+    when: datetime | None = None,
+    previous: str | None = None,
+    path: Path = Path("conform.xfail"),
+    all_modes: Sequence[str] = (),
+) -> str:
+    """An expected-failures file with one line per failing case of `results`.
+
+    A case's line lists the modes it fails in, or none when it fails in every mode of
+    `all_modes` alike (`failing_alike`). `previous` is the text of the file being replaced: its
+    hand-written reasons and its comments are kept (README, "Expected failures").
+    """
+    by_case: dict[str, list[CaseResult]] = {}
+    for result in results:
+        if failing(result):
+            by_case.setdefault(result.case_id, []).append(result)
+    kept = _kept(path, previous) if previous is not None else _Kept((), ())
+    used: set[int] = set()
+    rows: list[tuple[tuple[str, ...], str, str, str]] = []  # comments, case, modes, reason
+    for case_id, failures in by_case.items():
+        modes = [r.mode for r in failures]
+        alike = len({failing_alike(r) for r in failures}) == 1
+        every = bool(all_modes) and set(modes) >= set(all_modes)
+        mode_field = "" if every and alike else ",".join(escape_glob(m) for m in modes)
+        reason = baseline_reason(failures[0])
+        comments: tuple[str, ...] = ()
+        for index, (entry, above) in enumerate(kept.entries):
+            if fnmatch.fnmatchcase(case_id, entry.case_glob) and any(
+                entry.matches_mode(m) for m in modes
+            ):
+                if handwritten(entry.reason):
+                    reason = entry.reason
+                if index not in used:
+                    comments = above
+                    used.add(index)
+                break
+        rows.append((comments, escape_glob(case_id), mode_field, reason))
+    day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
     lines = [
-        "# Expected failures of conform (written by 'conform run --write-xfail').",
-        "# One line each: CASE_GLOB [MODE_GLOB]  # reason. Remove a line once its case passes.",
+        f"# Expected failures of {' '.join(target.split())} (conform run --write-xfail, {day}).",
+        "# One line a case: CASE [MODES]  # reason; no MODES: every mode, failing alike.",
+        "# Hand-written reasons and comments stay when this file is written again.",
     ]
-    case_width = max((len(case) for case, _, _ in rows), default=0)
-    mode_width = max((len(mode) for _, mode, _ in rows), default=0)
-    lines += [
-        f"{case:<{case_width}}  {mode:<{mode_width}}  # {reason}".rstrip()
-        for case, mode, reason in rows
-    ]
+    if kept.free:
+        lines += ["", *kept.free[:-1]]
+    lines.append("")
+    case_width = max((len(case) for _, case, _, _ in rows), default=0)
+    mode_width = max((len(mode) for _, _, mode, _ in rows), default=0)
+    for comments, case, modes_text, reason in rows:
+        lines += comments
+        lines.append(f"{case:<{case_width}}  {modes_text:<{mode_width}}  # {reason}".rstrip())
     return "\n".join(lines) + "\n"
 
 
-def write_baseline(path: Path, results: Iterable[CaseResult]) -> int:
-    """Write the baseline of `results` to `path` atomically; the number of entries written."""
+def write_baseline(
+    path: Path,
+    results: Iterable[CaseResult],
+    *,
+    target: str = "the target",
+    when: datetime | None = None,
+    all_modes: Sequence[str] = MODES,
+) -> int:
+    """Write the baseline of `results` to `path` atomically, keeping the hand-written reasons
+    and comments of the file there; the number of lines (cases) written."""
     results = list(results)
-    write_report(path, baseline_text(results))
-    return sum(1 for r in results if failing(r))
+    try:
+        previous: str | None = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, NotADirectoryError):
+        previous = None  # nothing to keep; writing says why it cannot, if it cannot
+    except (OSError, UnicodeError) as exc:
+        raise ConformError(
+            f"cannot read {path} to keep its reasons: {exc}", hint="fix or delete it"
+        ) from None
+    text = baseline_text(
+        results, target=target, when=when, previous=previous, path=path, all_modes=all_modes
+    )
+    write_report(path, text)
+    return len({r.case_id for r in results if failing(r)})

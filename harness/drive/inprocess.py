@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.drive.normalize import (
+    SAID,
     NormalizeError,
+    error_said,
     normalize_completion,
     normalize_error,
     normalize_events,
@@ -167,8 +169,11 @@ def new_assembler(factory: Factory) -> Any:
     return assembler
 
 
-def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
-    """Push one payload; the golden step it makes (`events` and `state`, or `error`)."""
+def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dict[str, Any]:
+    """Push one payload; the golden step it makes (`events` and `state`, or `error`).
+
+    With `say`, an error step also carries the target's own words under `SAID`.
+    """
     try:
         events = assembler.push(data)
     except KeyboardInterrupt:
@@ -177,6 +182,8 @@ def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
         error = normalize_error(exc)
         if error is None:
             raise _crash(exc, "push") from None
+        if say:
+            return {"line": line, "error": error, SAID: error_said(exc, error["kind"])}
         return {"line": line, "error": error}
     try:
         return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
@@ -188,8 +195,9 @@ def push_step(assembler: Any, data: str, line: int) -> dict[str, Any]:
         raise _crash(exc, "reading the state") from None
 
 
-def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
-    """Call `finish`; the golden `finish` object (`completion` or `error`)."""
+def finish_step(assembler: Any, thinking_capped: bool, *, say: bool = False) -> dict[str, Any]:
+    """Call `finish`; the golden `finish` object (`completion` or `error`; `say` as in
+    `push_step`)."""
     try:
         completion = assembler.finish(thinking_capped)
     except KeyboardInterrupt:
@@ -198,6 +206,8 @@ def finish_step(assembler: Any, thinking_capped: bool) -> dict[str, Any]:
         error = normalize_error(exc)
         if error is None:
             raise _crash(exc, "finish") from None
+        if say:
+            return {"error": error, SAID: error_said(exc, error["kind"])}
         return {"error": error}
     try:
         return {"completion": normalize_completion(completion)}
@@ -220,10 +230,10 @@ class InProcessDriver:
         self._assembler = new_assembler(self._factory)
 
     def push(self, data: str, line: int) -> dict[str, Any]:
-        return push_step(self._assembler, data, line)
+        return push_step(self._assembler, data, line, say=True)
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
-        return finish_step(self._assembler, thinking_capped)
+        return finish_step(self._assembler, thinking_capped, say=True)
 
     def close(self) -> None:
         self._assembler = None

@@ -36,10 +36,10 @@ from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
 from typing import Any
 
 from harness.drive.inprocess import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
-from harness.drive.normalize import ERROR_KINDS
+from harness.drive.normalize import ERROR_KINDS, SAID
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import ConformError, TargetError
-from harness.quoting import shorten
+from harness.safetext import shorten
 
 PROTOCOL_VERSION = 1
 DEFAULT_TIMEOUT = 10.0
@@ -518,7 +518,7 @@ class ProcessDriver:
         """One payload; the golden step the program's reply stands for."""
         reply = self._call("push", {"data": data})
         if "error" in reply:
-            return {"line": line, "error": _contract_error(reply)}
+            return {"line": line, "error": _contract_error(reply), SAID: _said(reply)}
         events, state = reply.get("events"), reply.get("state")
         if not isinstance(events, list) or not isinstance(state, dict):
             raise self._garbage(
@@ -530,7 +530,7 @@ class ProcessDriver:
         """`finish`; the golden finish object the program's reply stands for."""
         reply = self._call("finish", {"thinking_capped": thinking_capped})
         if "error" in reply:
-            return {"error": _contract_error(reply)}
+            return {"error": _contract_error(reply), SAID: _said(reply)}
         completion = reply.get("completion")
         if not isinstance(completion, dict):
             raise self._garbage(reply, "a reply to finish needs an object 'completion'")
@@ -584,6 +584,11 @@ class ProcessDriver:
             text = raw.decode("utf-8", errors="replace")
             raise self._broken(
                 f"the program wrote a line that is not JSON in reply to {op}: {quoted(text)}"
+            ) from None
+        except RecursionError:  # valid JSON nested beyond what the decoder takes
+            raise self._broken(
+                f"the program's reply to {op} ({len(raw):,} bytes) nests too deep to read: "
+                f"{quoted(raw.decode('utf-8', errors='replace'))}"
             ) from None
         if not isinstance(reply, dict):
             raise self._garbage(reply, "a reply must be a JSON object")
@@ -665,7 +670,10 @@ class ProcessDriver:
         stderr = self._worker.stderr_since(self._case_mark)
         self._discard()
         op = self._request["op"]
-        shown = json.dumps(reply, ensure_ascii=False)
+        try:
+            shown = json.dumps(reply, ensure_ascii=False)
+        except (RecursionError, ValueError):
+            shown = f"(a reply of type {type(reply).__name__} that cannot be shown)"
         return TargetCrash(
             f"bad reply to {op}: {why}", details=self._details(stderr=stderr, reply=shown)
         )
@@ -757,6 +765,14 @@ def start_driver(
 
 def _is_error_reply(reply: dict[str, Any]) -> bool:
     return isinstance(reply.get("error"), dict)
+
+
+def _said(reply: dict[str, Any]) -> str:
+    """`kind: message`: the program's own words for its error (shown, not compared)."""
+    error = reply["error"]
+    message = error.get("message")
+    text = message if isinstance(message, str) else f"(a {type(message).__name__}, not a message)"
+    return f"{error['kind']}: {text}"
 
 
 def _contract_error(reply: dict[str, Any]) -> dict[str, Any]:

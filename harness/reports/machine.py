@@ -8,19 +8,16 @@ asks.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import xml.etree.ElementTree as ET
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from harness.check.compare import ABSENT
 from harness.check.runner import (
     CRASHED,
     FAILED,
@@ -34,13 +31,16 @@ from harness.check.runner import (
     Mismatch,
 )
 from harness.files import cannot_write, write_report
-from harness.quoting import shorten, shown
 from harness.reports.text import (
     describe_case,
+    describe_fold,
+    fold,
+    fold_header,
     label,
     recording_path,
     rule_totals,
 )
+from harness.safetext import ABSENT, capped, dumps, printable, shorten, shorten_with_size, shown
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -48,6 +48,9 @@ REPORT_SCHEMA = 1
 FAILING = (FAILED, CRASHED, TIMED_OUT, XPASSED)
 _SUMMARY_ROWS = 100
 _JUNIT_MESSAGE_CHARS = 500
+#: Characters kept of a payload, message or said in the JSON report; of a crash's details.
+FILE_TEXT_CHARS = 2_000
+FILE_DETAILS_CHARS = 20_000
 
 
 def conform_version() -> str:
@@ -70,6 +73,21 @@ class RunInfo:
     duration: float = 0.0
     started: datetime = field(default_factory=lambda: datetime.now(UTC))
     interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: results are the finished cases only
+    #: Set when conform itself failed mid-run: the error; the results are those run before it.
+    stopped: str | None = None
+    #: Every suite run, when --suite named several (`suite` is the first).
+    suites: tuple[Path, ...] = ()
+    #: `python` for a TARGET (module:Class), `exec` for an --exec program.
+    kind: str = "python"
+    #: `--shard K/N` as (K, N): the run covers that shard of the cases only.
+    shard: tuple[int, int] | None = None
+
+    def recording_file(self, result: CaseResult) -> Path:
+        """The recording's file: in the suite that holds it."""
+        for root in self.suites or (self.suite,):
+            if (root / recording_path(result)).is_file():
+                return root / recording_path(result)
+        return self.suite / recording_path(result)
 
 
 def failed(results: Sequence[CaseResult]) -> bool:
@@ -206,16 +224,13 @@ def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    """`value` as JSON can hold it: non-finite numbers and foreign objects become strings."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return repr(value)
+    """`value` as JSON can hold it and a report should: non-finite numbers and foreign objects
+    become strings, long strings and deep structures are cut, saying how much (safetext)."""
+    return capped(value)
+
+
+def _text(text: str | None, limit: int = FILE_TEXT_CHARS) -> str | None:
+    return None if text is None else shorten_with_size(text, limit)
 
 
 def _mismatch_json(m: Mismatch) -> dict[str, Any]:
@@ -225,7 +240,7 @@ def _mismatch_json(m: Mismatch) -> dict[str, Any]:
         found["expected"] = _jsonable(m.expected)
     if m.actual is not ABSENT:
         found["actual"] = _jsonable(m.actual)
-    found.update(step=m.step, line=m.line, payload=m.payload)
+    found.update(step=m.step, line=m.line, payload=_text(m.payload), said=_text(m.said))
     return found
 
 
@@ -233,12 +248,12 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
     if crash is None:
         return None
     return {
-        "message": crash.message,
-        "details": crash.details,
+        "message": _text(crash.message),
+        "details": _text(crash.details, FILE_DETAILS_CHARS),
         "at": crash.stage,
         "step": crash.step,
         "line": crash.line,
-        "payload": crash.payload,
+        "payload": _text(crash.payload),
     }
 
 
@@ -267,21 +282,28 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "report_schema": REPORT_SCHEMA,
         "conform_version": conform_version(),
         "target": info.target,
-        "suite": {"path": str(info.suite), "cases": info.cases},
+        "target_kind": info.kind,
+        "shard": None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]},
+        "suite": {
+            "path": str(info.suite),
+            "paths": [str(p) for p in info.suites or (info.suite,)],
+            "cases": info.cases,
+        },
         "modes": list(info.modes),
         "seed": info.seed,
-        "ok": not failed(results) and not info.interrupted,
+        "ok": not failed(results) and not info.interrupted and info.stopped is None,
         "totals": {"runs": len(results), **counts(results)},
         "rules": rule_totals(results),
         "duration": round(info.duration, 6),
         "interrupted": info.interrupted,
+        "stopped": info.stopped,
         "results": [result_json(r) for r in results],
     }
 
 
 def json_text(results: Sequence[CaseResult], info: RunInfo) -> str:
     """The JSON report as text: two-space indent, UTF-8, trailing newline."""
-    return json.dumps(json_report(results, info), indent=2, ensure_ascii=False) + "\n"
+    return dumps(json_report(results, info), indent=2) + "\n"
 
 
 # -- GitHub Actions -----------------------------------------------------------------------------
@@ -306,13 +328,15 @@ def _shown_path(path: Path, workspace: Path) -> str:
 def github_annotations(
     results: Sequence[CaseResult], info: RunInfo, *, workspace: Path
 ) -> list[str]:
-    """One `::error` workflow command per result that fails the run.
+    """One `::error` workflow command per fold of results that fails the run (a case failing
+    alike in several modes is one annotation naming them).
 
     It points at the recording and the line of the first difference; an unexpected pass points
     at the expected-failures line that should go.
     """
     commands: list[str] = []
-    for result in results:
+    for folded in fold(results):
+        result = folded.first
         if result.status not in FAILING:
             continue
         where: dict[str, str] = {}
@@ -320,19 +344,19 @@ def github_annotations(
             file, _, line = result.expectation.source.rpartition(":")
             where = {"file": _shown_path(Path(file), workspace), "line": line}
         else:
-            where["file"] = _shown_path(info.suite / recording_path(result), workspace)
+            where["file"] = _shown_path(info.recording_file(result), workspace)
             line_number = first_line(result)
             if line_number is not None:
                 where["line"] = str(line_number)
-        where["title"] = f"conform: {label(result.status)} {result.case_id} [{result.mode}]"
+        where["title"] = printable(f"conform: {fold_header(folded)}")
         props = ",".join(f"{key}={_escape_property(value)}" for key, value in where.items())
-        message = "\n".join(describe_case(result))
+        message = "\n".join(describe_fold(folded))
         commands.append(f"::error {props}::{_escape_data(message)}")
     return commands
 
 
 def _cell(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return printable(text).replace("\\", "\\\\").replace("|", "\\|")
 
 
 def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
@@ -356,17 +380,19 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
         ),
         "",
     ]
-    shown_results = [r for r in results if r.status != PASSED]
-    if shown_results:
-        lines += ["| status | case | mode | first difference |", "|---|---|---|---|"]
-        for r in shown_results[:_SUMMARY_ROWS]:
+    shown_folds = [f for f in fold(results) if f.first.status != PASSED]
+    if shown_folds:
+        lines += ["| status | case | modes | first difference |", "|---|---|---|---|"]
+        for f in shown_folds[:_SUMMARY_ROWS]:
+            r = f.first
             lines.append(
-                f"| {label(r.status)} | `{_cell(r.case_id)}` | {r.mode} | {_cell(headline(r))} |"
+                f"| {label(r.status)} | `{_cell(r.case_id)}` | {', '.join(f.modes)} "
+                f"| {_cell(headline(r))} |"
             )
-        hidden = len(shown_results) - _SUMMARY_ROWS
+        hidden = len(shown_folds) - _SUMMARY_ROWS
         if hidden > 0:
             lines += ["", f"… and {hidden} more; the JSON and JUnit reports list them all."]
-    return "\n".join(lines) + "\n"
+    return printable("\n".join(lines), keep_lines=True) + "\n"
 
 
 def write_github_summary(results: Sequence[CaseResult], info: RunInfo, *, path: Path) -> None:

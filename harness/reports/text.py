@@ -1,10 +1,17 @@
-"""Rendering result records as text for people: a line per case that did not pass, then totals."""
+"""Rendering result records as text for people: a block per failure, then totals.
+
+Results of one case that fail the same way in several modes fold into one block (`FAIL case
+[plain, key-order, whitespace]`): the modes are the only difference, so the mismatches are listed
+once. Every line is `printable` (lone surrogates and control characters escaped) and every value
+shortened, whatever the target returned (`harness.safetext`).
+"""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from harness.check.runner import (
     CRASHED,
@@ -18,7 +25,13 @@ from harness.check.runner import (
     CaseResult,
     Mismatch,
 )
-from harness.quoting import shown
+from harness.safetext import (
+    ABSENT,
+    printable,
+    quoted,
+    shorten_with_size,
+    shown,
+)
 from harness.suite.recording import PIN_TAGS
 
 _LABEL = {
@@ -58,27 +71,102 @@ def _expectation_line(result: CaseResult) -> str | None:
 
 
 def exact(payload: str) -> str:
-    """A pushed payload as a JSON string literal: every character of it visible and unambiguous."""
-    return json.dumps(payload, ensure_ascii=False)
+    """A pushed payload as a JSON string literal (every character visible), shortened with its
+    size when long."""
+    return quoted(payload)
 
 
-def _reproduce(result: CaseResult) -> str:
-    """`  (--seed 7)` for a mode that depends on the seed; `truncated` names its cut too."""
-    parts = []
-    if "seed" in result.extra:
-        parts.append(f"--seed {result.extra['seed']}")
-    if "prefix" in result.extra:
-        parts.append(f"cut after payload {result.extra['prefix']}")
-    return f"  ({', '.join(parts)})" if parts else ""
+#: Characters kept of a crash's message and of its details (traceback, stderr) in text.
+_MESSAGE_CHARS = 2_000
+_DETAILS_CHARS = 20_000
 
 
 def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> list[str]:
-    """The lines that explain one case's result (its header, then what went wrong).
+    """The lines that explain one case's result in one mode (its header, then what went wrong).
 
     At most `limit` mismatches are listed (all of them when None).
     """
-    header = f"{label(result.status)} {result.case_id} [{result.mode}]"
-    lines = [f"{header}  {recording_path(result)}{_reproduce(result)}"]
+    return describe_fold(Fold((result,)), limit=limit)
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Results of one case that did not pass in the same way, in one or more modes."""
+
+    results: tuple[CaseResult, ...]
+
+    @property
+    def first(self) -> CaseResult:
+        return self.results[0]
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return tuple(r.mode for r in self.results)
+
+
+def _value_key(value: Any) -> str:
+    return "(absent)" if value is ABSENT else shown(value, 100_000)
+
+
+def failure_signature(result: CaseResult) -> tuple[Any, ...]:
+    """How a case went wrong, whatever the mode and any expectation: the status it had, each
+    mismatch's field, step, values and the target's words, the crash's message and step
+    (payloads differ by mode, and are left out)."""
+    crash = result.crash
+    was = result.expectation.was if result.expectation is not None else result.status
+    return (
+        result.case_id,
+        was,
+        tuple(
+            (m.path, m.step, _value_key(m.expected), _value_key(m.actual), m.said)
+            for m in result.mismatches
+        ),
+        None if crash is None else (crash.message, crash.step),
+    )
+
+
+def signature(result: CaseResult) -> tuple[Any, ...]:
+    """What must be equal for two modes' results of a case to fold: the status, the
+    expectation's line, and the `failure_signature`."""
+    source = None if result.expectation is None else result.expectation.source
+    return (result.status, source, failure_signature(result))
+
+
+def fold(results: Iterable[CaseResult]) -> list[Fold]:
+    """The results grouped: a case's results with the same `signature` make one fold, in the
+    order of their first result."""
+    groups: dict[tuple[Any, ...], list[CaseResult]] = {}
+    for result in results:
+        groups.setdefault(signature(result), []).append(result)
+    return [Fold(tuple(group)) for group in groups.values()]
+
+
+def _reproduce_fold(results: Sequence[CaseResult]) -> str:
+    """`  (--seed 7)` when a mode depends on the seed; `truncated` names its cut too."""
+    parts: list[str] = []
+    for result in results:
+        if "seed" in result.extra and f"--seed {result.extra['seed']}" not in parts:
+            parts.append(f"--seed {result.extra['seed']}")
+        if "prefix" in result.extra:
+            parts.append(f"cut after payload {result.extra['prefix']}")
+    return f"  ({', '.join(parts)})" if parts else ""
+
+
+def fold_header(folded: Fold) -> str:
+    """`FAIL case [plain, key-order]`: the status, the case and the modes it fails in alike."""
+    first = folded.first
+    return f"{label(first.status)} {first.case_id} [{', '.join(folded.modes)}]"
+
+
+def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> list[str]:
+    """The lines that explain a fold: its header, then what went wrong, once for all its modes.
+
+    A payload is quoted only when the result stands alone (one mode) and that mode changed it;
+    at most `limit` mismatches are listed (all of them when None).
+    """
+    result = folded.first
+    alone = len(folded.results) == 1
+    lines = [f"{fold_header(folded)}  {recording_path(result)}{_reproduce_fold(folded.results)}"]
     if result.choice and result.status not in CONFORMING:
         points = " ".join(sorted({p for c in result.choice for p in c}))
         tried = result.extra.get("outcomes", 1)
@@ -95,8 +183,11 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     last_step: object = object()
     shown_mismatches = result.mismatches if limit is None else result.mismatches[:limit]
     for m in shown_mismatches:
-        if m.step != last_step and m.payload is not None:
-            lines.append(f"    payload pushed at {_where(m)}: {exact(m.payload)}")
+        if m.step != last_step:
+            if alone and m.payload is not None:
+                lines.append(f"    payload pushed at {_where(m)}: {exact(m.payload)}")
+            if m.said is not None:
+                lines.append(f"    the target raised {shorten_with_size(m.said, _MESSAGE_CHARS)}")
         last_step = m.step
         lines.append(
             f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
@@ -105,17 +196,19 @@ def describe_case(result: CaseResult, *, limit: int | None = MAX_SHOWN_MISMATCHE
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
     if "stderr" in result.extra:
-        lines.extend("  " + line for line in str(result.extra["stderr"]).splitlines())
+        stderr = shorten_with_size(str(result.extra["stderr"]), _DETAILS_CHARS)
+        lines.extend("  " + line for line in stderr.splitlines())
     crash = result.crash
     if crash is not None:
         where = f"step {crash.step} (line {crash.line})" if crash.stage == PUSH else crash.stage
         was = result.expectation.was if result.expectation is not None else result.status
         stopped = "timed out" if was == TIMED_OUT else "crashed"
-        lines.append(f"  {stopped} at {where}: {crash.message}")
-        if crash.payload is not None:
+        lines.append(f"  {stopped} at {where}: {shorten_with_size(crash.message, _MESSAGE_CHARS)}")
+        if alone and crash.payload is not None:
             lines.append(f"    payload pushed: {exact(crash.payload)}")
-        lines.extend("    " + line for line in crash.details.splitlines())
-    return lines
+        details = shorten_with_size(crash.details, _DETAILS_CHARS)
+        lines.extend("    " + line for line in details.splitlines())
+    return [printable(line) for line in lines]
 
 
 #: The statuses of a run whose target did what the golden file says (an xpass did, too).
@@ -162,14 +255,16 @@ def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
 
 
 def render(results: Iterable[CaseResult], *, verbose: bool = False) -> list[str]:
-    """Every non-passing case explained (all cases with `verbose`); expected failures briefly."""
+    """Every non-passing case explained, folded across modes (all cases with `verbose`);
+    expected failures briefly."""
     lines: list[str] = []
-    for result in results:
+    for folded in fold(results):
+        result = folded.first
         if result.status == PASSED:
             if verbose:
                 took = f"  (took {choice_text(result.choice)})" if result.choice else ""
-                lines.append(f"PASS {result.case_id} [{result.mode}]{took}")
+                lines.append(printable(f"PASS {result.case_id} [{', '.join(folded.modes)}]{took}"))
             continue
-        described = describe_case(result)
+        described = describe_fold(folded)
         lines.extend(described if verbose or result.status != XFAILED else described[:2])
     return lines

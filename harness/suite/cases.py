@@ -1,12 +1,18 @@
 """A suite: a folder with `recordings/` and `golden/`, and the cases it holds.
 
-The default suite is the one shipped with the package: `harness/_suite/` in an installed wheel, or
-the source checkout's own top-level folders when running from the repository.
+Where commands look for a suite, one rule for all of them: the folder `--suite DIR` names, else
+the suite shipped with conform (`harness/_suite/` in an installed wheel, or the source checkout's
+own top-level folders when running from the repository). `run` and `list` take several
+`--suite` (`:shipped` names the shipped one), whose case ids must not clash. Commands that write
+(`record`, `golden update`) never write into an installed package: there, `--suite` is required.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import site
+import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +51,85 @@ def default_suite_root() -> Path:
     )
 
 
+#: The `--suite` value that names the suite shipped with conform.
+SHIPPED = ":shipped"
+
+
+def _install_folders() -> list[Path]:
+    found = {sysconfig.get_paths().get(key) for key in ("purelib", "platlib")}
+    found.update(getattr(site, "getsitepackages", lambda: [])())
+    found.add(getattr(site, "getusersitepackages", lambda: None)())
+    return [Path(p).resolve() for p in found if p]
+
+
+def installed(path: Path) -> bool:
+    """True when `path` lies inside an installed package (site-packages), or is the suite a
+    wheel ships: no command may write there."""
+    resolved = path.resolve()
+    if resolved.name == "_suite" and resolved.parent.name == "harness":
+        return True
+    return any(resolved.is_relative_to(folder) for folder in _install_folders())
+
+
+def writable_root(root: Path | None, *, command: str) -> Path:
+    """The suite folder a writing command (`record`, `golden update`) writes into: `root`, else
+    the shipped suite when it is a source checkout; SuiteError inside an installed package."""
+    path = default_suite_root() if root is None or str(root) == SHIPPED else root
+    if installed(path):
+        where = "the suite shipped with conform" if root is None else str(path)
+        raise SuiteError(
+            f"{where} is inside an installed package ({path}); {command} does not write there",
+            hint="pass --suite DIR, a folder of your own (e.g. --suite my-suite); "
+            "'conform run TARGET --suite :shipped --suite DIR' runs it with the shipped cases",
+        )
+    return path
+
+
+def open_suites(roots: Sequence[Path]) -> list[Suite]:
+    """The suites `--suite` named, in order (the shipped one when none); SuiteError when one is
+    not a suite or is named twice."""
+    suites = [Suite.open(root) for root in roots] or [Suite.open(None)]
+    seen: dict[Path, Path] = {}
+    for suite in suites:
+        key = suite.root.resolve()
+        if key in seen:
+            raise SuiteError(f"the suite {suite.root} is named twice", hint="name it once")
+        seen[key] = suite.root
+    return suites
+
+
+def cases_of(
+    suites: Sequence[Suite],
+    patterns: tuple[str, ...] = (),
+    *,
+    rules: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+) -> list[Case]:
+    """The cases of all `suites`, selected as `Suite.cases` selects, sorted by id; SuiteError
+    when two suites hold the same case id (ids must stay unique, so that -k, reports and --xfail
+    lines name one case whatever suites are combined)."""
+    found: dict[str, tuple[Case, Suite]] = {}
+    for suite in suites:
+        for case in suite.cases():
+            if case.case_id in found:
+                other = found[case.case_id][1]
+                raise SuiteError(
+                    f"case '{case.case_id}' is in two suites: {other.root} and {suite.root}",
+                    hint="rename the recording in your suite (a folder of your own below "
+                    "recordings/, e.g. recordings/mine/, keeps ids apart)",
+                )
+            found[case.case_id] = (case, suite)
+    chosen = [
+        case
+        for case, _ in found.values()
+        if (not patterns or any(case_matches(case.case_id, p) for p in patterns))
+        and not any(case_matches(case.case_id, p) for p in exclude)
+    ]
+    if rules:
+        chosen = [case for case in chosen if set(rules).intersection(case.pins)]
+    return sorted(chosen, key=lambda case: case.case_id)
+
+
 @dataclass(frozen=True)
 class Suite:
     """The recordings and golden files below `root`."""
@@ -53,8 +138,9 @@ class Suite:
 
     @classmethod
     def open(cls, root: Path | None) -> Suite:
-        """The suite at `root` (the shipped one when None); SuiteError when it is not one."""
-        path = default_suite_root() if root is None else root
+        """The suite at `root` (the shipped one when None or `:shipped`); SuiteError when it is
+        not one."""
+        path = default_suite_root() if root is None or str(root) == SHIPPED else root
         if not path.is_dir():
             raise SuiteError(f"no suite at {path}", hint="--suite takes a folder with recordings/")
         if not (path / "recordings").is_dir():

@@ -6,6 +6,7 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Number;
 
 use crate::pitfall::{self, Pitfall};
@@ -202,14 +203,15 @@ fn tool_index<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
         // As first written: any i64 is read here; a negative one fails only in `check`.
         return Ok(usize::try_from(i64::deserialize(d)?).unwrap_or(usize::MAX));
     }
-    usize::deserialize(d)
+    minus_zero_is_zero(d)
 }
 
 fn count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Number>, D::Error> {
     if pitfall::active(Pitfall::U64Counts) {
         return Ok(Option::<u64>::deserialize(d)?.map(Number::from));
     }
-    Option::<Number>::deserialize(d)
+    // A count `-0` would be kept as the float -0.0, which `reasoning_tokens` refuses.
+    minus_zero_is_zero(d)
 }
 
 fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
@@ -218,7 +220,24 @@ fn integer<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
             .map(|n| i64::try_from(n).map_err(de::Error::custom))
             .transpose();
     }
-    Option::<i64>::deserialize(d)
+    minus_zero_is_zero(d)
+}
+
+/// Reads an integer field (or a count kept as a `Number`), with `-0` as the integer 0.
+///
+/// Fixed: serde_json parses the integer `-0` as the float -0.0 (to keep its sign), and a `usize`
+/// or `i64` field then refuses it ("invalid type: floating point"): a tool-call index `-0` was a
+/// protocol error. But `-0` is an integer literal (no fraction, no exponent, RFC 8259) whose
+/// value is 0 (R6, R9). A visitor's `visit_f64(-0.0)` cannot tell `-0` from `-0.0` (an integral
+/// float, refused like `1.0`: implementation-defined I1), so the field is read as its source text
+/// (serde_json's `raw_value` feature) and `-0` alone is read as `0`.
+fn minus_zero_is_zero<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<T, D::Error> {
+    if pitfall::active(Pitfall::MinusZero) {
+        return T::deserialize(d);
+    }
+    let raw = <&RawValue>::deserialize(d)?;
+    let text = if raw.get() == "-0" { "0" } else { raw.get() };
+    serde_json::from_str(text).map_err(de::Error::custom)
 }
 
 /// Whether `data` holds a `\u` escape of an unpaired surrogate (R6: a protocol error anywhere in

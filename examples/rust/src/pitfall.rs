@@ -1,5 +1,5 @@
 //! The serde pitfalls this example first fell into, each kept reachable so that a test can show
-//! the suite catches it: `CONFORM_RUST_PITFALL=<name>` brings one back at run time. The fifth,
+//! the suite catches it: `CONFORM_RUST_PITFALL=<name>` brings one back at run time. One more,
 //! serde_json's inexact float parser, is a cargo feature instead: build with
 //! `--no-default-features`.
 
@@ -19,14 +19,18 @@ pub enum Pitfall {
     /// The tool-call index read as `i64` and converted with `try_from` after the `error` object
     /// was looked at: a negative index next to one is a server error instead of a shape error.
     IndexTryFrom,
+    /// serde_json parses the integer `-0` as the float -0.0: an integer field (a tool-call index,
+    /// a progress field) refuses it, and a `predicted_n` of `-0` is no integer for R4.
+    MinusZero,
 }
 
-pub const NAMES: [(&str, Pitfall); 5] = [
+pub const NAMES: [(&str, Pitfall); 6] = [
     ("default_vs_null", Pitfall::DefaultVsNull),
     ("u64_counts", Pitfall::U64Counts),
     ("struct_from_array", Pitfall::StructFromArray),
     ("surrogate_in_ignored", Pitfall::SurrogateInIgnored),
     ("index_try_from", Pitfall::IndexTryFrom),
+    ("minus_zero", Pitfall::MinusZero),
 ];
 
 static ACTIVE: OnceLock<Option<Pitfall>> = OnceLock::new();

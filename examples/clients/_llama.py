@@ -1,0 +1,165 @@
+"""What the client adapters add themselves: the llama-server fields that no OpenAI client keeps.
+
+openai-python and litellm accumulate OpenAI's chat-completion chunks. llama-server adds fields to
+them that neither client reads: `timings` and `prompt_progress` at the top of a chunk, and the
+reasoning state (`in_reasoning`, `reasoning_tokens`) that the contract derives from
+`reasoning_content` and `timings.predicted_n`. The adapters keep these here, validated as
+docs/spec.md says, so that a failure in these fields is never blamed on the client. Everything
+else (parsing the payload, the completion's texts, tool calls, id and finish reason) comes from the
+client; see docs/clients.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_SAFE_INTEGER = 2**53 - 1
+#: All eleven keys: conform reads every one of them from a completion's `timings` (docs/clients.md).
+TIMINGS_FIELDS = (
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_token_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_token_ms",
+    "predicted_per_second",
+    "draft_n",
+    "draft_n_accepted",
+)
+PROGRESS_FIELDS = ("total", "cache", "processed", "time_ms")
+
+
+class StreamError(Exception):
+    """A contract error; `kind` is protocol, stream_closed_early or server."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+def protocol(message: str) -> StreamError:
+    return StreamError("protocol", message)
+
+
+# The events: conform reads an event's type from its class name.
+@dataclass(frozen=True)
+class Progress:
+    total: int | None
+    cache: int | None
+    processed: int | None
+    time_ms: int | None
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    text: str
+
+
+@dataclass(frozen=True)
+class Content:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str | None
+    name: str | None
+    arguments: str | None
+
+
+@dataclass(frozen=True)
+class Completion:
+    id: str | None
+    content: str | None
+    reasoning_content: str | None
+    tool_calls: list[ToolCall]
+    finish_reason: str | None
+    timings: dict[str, Any] | None
+    reasoning_tokens: int
+    thinking_capped: bool
+
+
+def _number(value: Any, where: str) -> int | float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise protocol(f"{where} must be a number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise protocol(f"{where} is out of range")
+    if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+        raise protocol(f"{where} is out of range")
+    return value
+
+
+def _integer(value: Any, where: str) -> int | None:
+    number = _number(value, where)
+    if isinstance(number, float):
+        if not number.is_integer():
+            raise protocol(f"{where} must be an integer")
+        return int(number)
+    return number
+
+
+def read_timings(value: Any) -> dict[str, Any] | None:
+    """A chunk's `timings`, with every one of the eleven keys (None when the server left it out)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise protocol("timings must be an object")
+    return {name: _number(value.get(name), f"timings.{name}") for name in TIMINGS_FIELDS}
+
+
+def read_progress(value: Any) -> Progress | None:
+    """A chunk's `prompt_progress` as the progress event, or None when it has none."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise protocol("prompt_progress must be an object")
+    return Progress(*(_integer(value.get(n), f"prompt_progress.{n}") for n in PROGRESS_FIELDS))
+
+
+def read_reasoning(value: Any) -> str | None:
+    """A delta's `reasoning_content`: a string or nothing."""
+    if value is None or isinstance(value, str):
+        return value
+    raise protocol("reasoning_content must be a string")
+
+
+@dataclass
+class ReasoningState:
+    """Timings, `reasoning_tokens` and `in_reasoning` (contract R3, R4), kept by the adapter."""
+
+    timings: dict[str, Any] | None = None
+    reasoning_tokens: int = 0
+    in_reasoning: bool = False
+    _pending: list[Any] = field(default_factory=list)
+
+    def take_timings(self, timings: dict[str, Any] | None) -> None:
+        """R4: a chunk's timings are taken before any of its text."""
+        if timings is not None:
+            self.timings = timings
+
+    def saw(self, event: Any) -> None:
+        """Update the state for one event, in event order."""
+        if isinstance(event, Reasoning):
+            self.in_reasoning = True
+            tokens = None if self.timings is None else self.timings["predicted_n"]
+            if tokens is not None:
+                if (isinstance(tokens, float) and not tokens.is_integer()) or tokens < 0:
+                    raise protocol("timings.predicted_n must be a non-negative integer")
+                self.reasoning_tokens = int(tokens)
+        elif isinstance(event, Content | ToolCallDelta):
+            self.in_reasoning = False

@@ -1,0 +1,309 @@
+"""litellm as a conform target: its stream wrapper folds the chunks, `stream_chunk_builder` builds.
+
+    conform run examples/clients/litellm_adapter.py:Assembler --timeout 60 \
+        --xfail examples/clients/litellm.xfail
+
+For an OpenAI-compatible server (`model="openai/..."` with `api_base`, as llama-server is used
+from litellm), litellm asks openai-python for the stream and wraps it in its
+`CustomStreamWrapper`, whose chunks (`ModelResponseStream`) the caller iterates and finally hands
+to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed one payload a push:
+
+- FROM THE CLIENT: parsing (openai-python's `Stream`, which litellm uses: `json.loads`, the
+  `error` check, the `ChatCompletionChunk`), litellm's per-chunk handling (`CustomStreamWrapper`:
+  what it passes on, holds back, or raises, mapped through litellm's own exception types), the
+  events (read from the deltas of the chunks litellm yields during that push, `reasoning_content`
+  included, which litellm maps itself), `stream_closed_early` (litellm itself fails a stream
+  that ends before a finish reason: "Stream ended before a finish_reason was received"), and the
+  completion (`stream_chunk_builder` over every chunk litellm yielded: text, reasoning text, tool
+  calls, id, finish reason).
+- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
+  openai-python's chunk before litellm sees it (litellm drops both fields); dropping empty text;
+  and the error mapping below.
+
+litellm iterates its source itself and may read several chunks before it yields one, so the
+wrapper runs in a thread that blocks on the next payload; a push returns once litellm waits for
+the next one. Chunks litellm yields only when the stream ends appear at `finish` (no events).
+
+Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
+openai-python's), with the original error as their cause. The adapter maps one whose root cause is
+openai-python's `APIError` for an `error` payload to `server`, with that error's message (litellm's
+own message prefixes it with its exception names), and the rest of the `APIError` family to
+`protocol`. Anything else is left alone, so conform reports it as a crash.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+# litellm fetches a model price list from the network when imported, unless told not to.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm
+import openai
+from _llama import (
+    Completion,
+    Content,
+    Reasoning,
+    ReasoningState,
+    StreamError,
+    ToolCall,
+    ToolCallDelta,
+    protocol,
+    read_progress,
+    read_reasoning,
+    read_timings,
+)
+from _openai_stream import chunk_stream
+from litellm.litellm_core_utils.litellm_logging import Logging
+from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+
+litellm.disable_streaming_logging = True  # no logging threads: nothing is sent anywhere
+litellm.suppress_debug_info = True
+MODEL = "openai/llama-server"
+_EOF_MESSAGE = "Stream ended before a finish_reason was received"
+
+
+def _extra(model: Any, name: str) -> Any:
+    return (getattr(model, "model_extra", None) or {}).get(name)
+
+
+class _Feed:
+    """A payload source that blocks until the next push, and tells when it is waiting."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.data: str | None = None
+        self.waiting = False
+        self.closed = False
+
+    def __iter__(self) -> Iterator[str]:
+        while True:
+            with self.cond:
+                self.waiting = True
+                self.cond.notify_all()
+                while self.data is None and not self.closed:
+                    self.cond.wait()
+                self.waiting = False
+                if self.data is None:
+                    return
+                data, self.data = self.data, None
+            yield data
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+
+#: The feed of the stream being assembled. conform runs one case at a time per worker and calls
+#: no `finish` after an error, so a new stream closes the last one's feed and its thread ends.
+_OPEN: list[_Feed] = []
+
+
+def _logging() -> Logging:
+    logging = Logging(
+        model=MODEL,
+        messages=[{"role": "user", "content": "conform"}],
+        stream=True,
+        call_type="completion",
+        start_time=datetime.datetime.now(),
+        litellm_call_id=str(uuid.uuid4()),
+        function_id="conform",
+    )
+    logging.update_environment_variables(
+        model=MODEL, user=None, optional_params={}, litellm_params={}, custom_llm_provider="openai"
+    )
+    return logging
+
+
+class Assembler:
+    """One stream, folded by litellm on top of openai-python."""
+
+    def __init__(self) -> None:
+        while _OPEN:
+            _OPEN.pop().close()
+        self._feed = _Feed()
+        _OPEN.append(self._feed)
+        self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops
+        self._out: list[Any] = []  # the chunks litellm yielded and no push has taken yet
+        self._chunks: list[Any] = []  # every chunk litellm yielded, for stream_chunk_builder
+        self._error: BaseException | None = None
+        self._done = False
+        self._llama = ReasoningState()
+        self._finish_reason: str | None = None
+        self._id: str | None = None
+        self._wrapper = CustomStreamWrapper(
+            completion_stream=self._tap(chunk_stream(iter(self._feed))),
+            model="llama-server",
+            custom_llm_provider="openai",
+            logging_obj=_logging(),
+        )
+        self._thread = threading.Thread(target=self._consume, daemon=True)
+        self._thread.start()
+
+    def _tap(self, stream: Any) -> Iterator[Any]:
+        for chunk in stream:
+            self._seen.append(chunk)
+            yield chunk
+
+    def _consume(self) -> None:
+        try:
+            for chunk in self._wrapper:
+                with self._feed.cond:
+                    self._out.append(chunk)
+        except BaseException as exc:  # handed to the caller of push or finish
+            self._error = exc
+        with self._feed.cond:
+            self._done = True
+            self._feed.cond.notify_all()
+
+    def _settle(self) -> None:
+        """Wait until litellm asks for the next payload, or has stopped."""
+        with self._feed.cond:
+            while not self._done and not (self._feed.waiting and self._feed.data is None):
+                self._feed.cond.wait()
+
+    def _take(self) -> list[Any]:
+        with self._feed.cond:
+            out, self._out = self._out, []
+        self._chunks.extend(out)
+        return out
+
+    # -- state readers ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def is_finished(self) -> bool:
+        return self._finish_reason is not None
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._llama.reasoning_tokens
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self._llama.in_reasoning
+
+    # -- push ------------------------------------------------------------------------------------
+
+    def push(self, data: str) -> list[Any]:
+        if self._done:
+            self._raise_error()
+            return []  # litellm stopped reading (openai-python's stream ended at [DONE])
+        seen = len(self._seen)
+        with self._feed.cond:
+            self._feed.data = data
+            self._feed.cond.notify_all()
+        self._settle()
+        self._raise_error()
+        events: list[Any] = []
+        # Adapter: timings and progress from openai-python's chunk, which litellm drops.
+        for chunk in self._seen[seen:]:
+            self._llama.take_timings(read_timings(_extra(chunk, "timings")))
+            progress = read_progress(_extra(chunk, "prompt_progress"))
+            if progress is not None:
+                events.append(progress)
+        # Client: the events are the deltas of the chunks litellm yielded.
+        for chunk in self._take():
+            events.extend(self._events(chunk))
+        for event in events:
+            self._llama.saw(event)
+        return events
+
+    def _events(self, chunk: Any) -> list[Any]:
+        if self._id is None and getattr(chunk, "id", None):
+            self._id = chunk.id
+        events: list[Any] = []
+        for choice in chunk.choices or []:
+            delta = choice.delta
+            reasoning = read_reasoning(getattr(delta, "reasoning_content", None))
+            if reasoning:
+                events.append(Reasoning(reasoning))
+            if delta.content:
+                events.append(Content(delta.content))
+            for piece in delta.tool_calls or []:
+                function = getattr(piece, "function", None)
+                events.append(
+                    ToolCallDelta(
+                        index=piece.index,
+                        id=piece.id,
+                        name=getattr(function, "name", None),
+                        arguments=getattr(function, "arguments", None) or "",
+                    )
+                )
+            if choice.finish_reason:
+                self._finish_reason = choice.finish_reason
+        return events
+
+    def _raise_error(self) -> None:
+        exc = self._error
+        if exc is None:
+            return
+        self._error = None
+        # litellm's exceptions subclass openai-python's; the root cause says what happened.
+        chain: list[BaseException] = []
+        cause: BaseException | None = exc
+        while isinstance(cause, BaseException) and cause not in chain:
+            chain.append(cause)
+            # litellm keeps the error it wrapped as `original_exception`, not always as the cause.
+            cause = (
+                getattr(cause, "original_exception", None) or cause.__cause__ or cause.__context__
+            )
+        root = next((c for c in reversed(chain) if not isinstance(c, StopIteration)), exc)
+        message = getattr(exc, "message", None)
+        message = message if isinstance(message, str) else str(exc)
+        if any(_EOF_MESSAGE in str(c) for c in chain):
+            # litellm's own check when its source ends (`_stream_eof_error`, an
+            # httpx.RemoteProtocolError that reaches us only as text in litellm's message).
+            raise StreamError("stream_closed_early", message) from exc
+        if (
+            isinstance(root, openai.APIError)
+            and type(root).__module__.startswith("openai")
+            and not isinstance(root, openai.APIResponseValidationError)
+        ):
+            # litellm reports it as "litellm.MidStreamFallbackError: litellm.APIConnectionError:
+            # APIConnectionError: OpenAIException - <message>"; the server's message is
+            # openai-python's, on the cause.
+            raise StreamError("server", root.message) from exc
+        if isinstance(exc, litellm.exceptions.APIError | openai.APIError):
+            raise protocol(f"{type(exc).__name__}: {message}") from exc
+        raise exc
+
+    # -- finish ----------------------------------------------------------------------------------
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        self._feed.close()
+        self._thread.join()
+        self._raise_error()
+        for chunk in self._take():  # what litellm held back until the end: no events
+            self._events(chunk)
+        if not self.is_finished:
+            raise StreamError("stream_closed_early", "no finish reason arrived")
+        built = litellm.stream_chunk_builder(self._chunks)
+        choice = built.choices[0] if built is not None and built.choices else None
+        message = getattr(choice, "message", None)
+        return Completion(
+            id=getattr(built, "id", None),
+            content=getattr(message, "content", None),
+            reasoning_content=getattr(message, "reasoning_content", None),
+            tool_calls=[
+                ToolCall(
+                    id=getattr(call, "id", None),
+                    name=getattr(getattr(call, "function", None), "name", None),
+                    arguments=getattr(getattr(call, "function", None), "arguments", None),
+                )
+                for call in (getattr(message, "tool_calls", None) or [])
+            ],
+            finish_reason=getattr(choice, "finish_reason", None),
+            timings=self._llama.timings,
+            reasoning_tokens=self._llama.reasoning_tokens,
+            thinking_capped=bool(thinking_capped),
+        )

@@ -1,0 +1,108 @@
+"""Modes that mean what they say: `unknown-fields` adds only names no OpenAI-compatible server
+sends, `hostile-keys` adds the hostile ones, and each catches what it is for."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness.check.known_fields import HOSTILE_KEYS, KNOWN_NAMES
+from harness.check.modes import HOSTILE_KEYS_MODE, MODES, UNKNOWN_FIELDS, UNKNOWN_NAMES, mutate
+from harness.check.runner import FAILED, PASSED, run
+from harness.drive.inprocess import InProcessDriver
+from harness.suite.cases import Suite
+from harness.suite.recording import iter_payloads
+from tests.miniatures import _Base
+
+
+def _new_members(before: Any, after: Any) -> set[str]:
+    """The names of members `after` has beside `before`'s, in the objects they share (what an
+    added member holds is its own business)."""
+    found: set[str] = set()
+    stack = [(before, after)]
+    while stack:
+        old, new = stack.pop()
+        if isinstance(old, dict) and isinstance(new, dict):
+            found |= new.keys() - old.keys()
+            stack += [(old[k], new[k]) for k in old if k in new]
+        elif isinstance(old, list) and isinstance(new, list):
+            stack += list(zip(old, new, strict=False))
+    return found
+
+
+def _added(suite: Suite, mode: str) -> set[str]:
+    added: set[str] = set()
+    for case in suite.cases():
+        for step, payload in enumerate(iter_payloads(case.recording)):
+            changed = mutate(mode, payload.data, seed=1, case_id=case.case_id, step=step)
+            if changed != payload.data:
+                added |= _new_members(json.loads(payload.data), json.loads(changed))
+    return added
+
+
+def test_unknown_fields_adds_only_names_no_server_sends(suite: Suite) -> None:
+    added = _added(suite, UNKNOWN_FIELDS)
+    assert added and added <= set(UNKNOWN_NAMES)
+    assert not added & set(KNOWN_NAMES)
+    assert not added & set(HOSTILE_KEYS)
+
+
+def test_hostile_keys_adds_the_hostile_names(suite: Suite) -> None:
+    added = _added(suite, HOSTILE_KEYS_MODE)
+    assert added <= set(HOSTILE_KEYS) and {"__proto__", "constructor"} <= added
+
+
+def test_every_known_name_says_where_it_comes_from() -> None:
+    assert all(source.strip() for source in KNOWN_NAMES.values())
+    for name in ("logprobs", "type", "model", "object", "created", "system_fingerprint",
+                 "service_tier", "usage", "refusal", "role", "audio", "function_call", "timings",
+                 "prompt_progress"):  # fmt: skip
+        assert name in KNOWN_NAMES, name
+
+
+class ValidatesKnownFields(_Base):
+    """Rejects a chunk whose known fields have the wrong type: a strict, correct client."""
+
+    def push(self, data: str) -> list[Any]:
+        chunk = json.loads(data) if data.startswith("{") else None
+        if isinstance(chunk, dict):
+            for choice in chunk.get("choices") or []:
+                if isinstance(choice, dict) and not isinstance(choice.get("logprobs"), dict | None):
+                    raise ValueError("logprobs must be an object")
+            if not isinstance(chunk.get("model", ""), str):
+                raise ValueError("model must be a string")
+        return super().push(data)
+
+
+class CopiesMembersOntoObjects(_Base):
+    """Copies every top-level member onto a Python object, as `setattr` does: hostile keys win."""
+
+    def push(self, data: str) -> list[Any]:
+        chunk = json.loads(data) if data.startswith("{") else None
+        if isinstance(chunk, dict):
+            holder = type("Chunk", (), {})()
+            for key, value in chunk.items():
+                if key in ("__class__", "__dict__", "__init__", "__getattr__", "__proto__",
+                           "constructor", "prototype", "toString", "valueOf"):  # fmt: skip
+                    raise TypeError(f"cannot set {key}")
+                setattr(holder, key, value)
+        return super().push(data)
+
+
+def _statuses(suite: Suite, factory: type, mode: str) -> set[str]:
+    cases = suite.cases(("llama-server/*",))
+    return {r.status for r in run(cases, InProcessDriver(factory), modes=[mode], seed=3)}
+
+
+def test_a_client_validating_real_fields_passes_unknown_fields(suite: Suite) -> None:
+    assert _statuses(suite, ValidatesKnownFields, UNKNOWN_FIELDS) == {PASSED}
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"), [(UNKNOWN_FIELDS, PASSED), (HOSTILE_KEYS_MODE, "crashed")]
+)
+def test_hostile_keys_is_its_own_mode(suite: Suite, mode: str, expected: str) -> None:
+    assert expected in _statuses(suite, CopiesMembersOntoObjects, mode)
+    assert HOSTILE_KEYS_MODE in MODES and expected != FAILED
