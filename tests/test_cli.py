@@ -196,6 +196,6 @@ def test_every_report_totals_per_rule(tmp_path: Path, monkeypatch: pytest.Monkey
     args = ("run", target, "--in-process", "--mode", "plain", "--rule", "I3", "--strict")
     code, output = conform(*args, "--junit-xml", str(junit))
     assert code == 1
-    assert "by rule (cases conforming): R6 0/3 FAIL, I3 0/3 FAIL" in output
-    assert '<property name="rule.I3" value="0/3 cases conforming" />' in junit.read_text()
-    assert "| I3 | 0/3 | ❌ |" in summary.read_text(encoding="utf-8")
+    assert "by rule (cases conforming): R6 0/4 FAIL, I3 0/4 FAIL" in output
+    assert '<property name="rule.I3" value="0/4 cases conforming" />' in junit.read_text()
+    assert "| I3 | 0/4 | ❌ |" in summary.read_text(encoding="utf-8")
