@@ -24,7 +24,8 @@ from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
 from harness.suite.golden import read_golden
-from harness.suite.recording import Payload, iter_payloads
+from harness.suite.recording import iter_payloads
+from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
 PASSED = "passed"
