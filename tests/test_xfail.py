@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,13 @@ from harness.check.runner import (
     Crash,
     Mismatch,
 )
-from harness.check.xfail import XfailList, baseline_text, escape_glob, parse_lines
+from harness.check.xfail import (
+    XfailList,
+    baseline_text,
+    escape_glob,
+    parse_lines,
+    write_baseline,
+)
 from harness.cli import main
 from harness.errors import ConformError
 
@@ -140,6 +147,23 @@ def test_the_baseline_lists_failures_with_status_and_first_mismatch_and_reads_ba
     assert [r.status for r in judged] == [XFAILED, PASSED, XFAILED]
 
 
+def test_write_baseline_counts_the_lines_it_writes(tmp_path: Path) -> None:
+    # One case failing in two modes is one line; passes, and an xpass, are none.
+    mismatch = Mismatch("finish", 1, 2)
+    results = [
+        result("a", "plain", FAILED, mismatches=(mismatch,)),
+        result("a", "escapes", TIMED_OUT),
+        result("b", "plain", PASSED),
+        result("c", "plain", XPASSED),
+        result("d", "plain", CRASHED, crash=Crash("boom", "", None, None, None)),
+    ]
+    path = tmp_path / "conform.xfail"
+    written = write_baseline(path, results)
+    entries = XfailList.load(path).entries
+    assert [e.case_glob for e in entries] == ["a", "d"]
+    assert written == len(entries) == 2
+
+
 def test_rewriting_a_baseline_keeps_the_reasons_people_wrote() -> None:
     expected = xfail_list("d  plain  # waiting for upstream\n")
     judged = expected.apply(result("d", "plain", FAILED, mismatches=(Mismatch("x", 1, 2),)))
@@ -173,11 +197,17 @@ def test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed(
     assert code == 0, output
     lines = [line for line in baseline.read_text().splitlines() if line and line[0] != "#"]
     assert len(lines) == failures
+    assert f"wrote {failures} expected failure(s), one line a case, to {baseline}" in output
     assert not list(tmp_path.glob(".conform.xfail.*"))  # written atomically, nothing left over
 
     code, output = conform("run", broken, "--mode", "plain", *SOME_CASES, "--xfail", str(baseline))
     assert code == 0, output
-    assert f"{failures} xfailed" in output
+    totals = re.fullmatch(
+        rf"totals: (\d+) passed, {failures} xfailed \((\d+) runs in [\d.]+ s\)",
+        output.splitlines()[-1],
+    )
+    assert totals is not None, output
+    assert int(totals[1]) + failures == int(totals[2])
 
     code, output = conform(
         "run", one_fixed, "--mode", "plain", *SOME_CASES, "--xfail", str(baseline)
