@@ -39,6 +39,8 @@ from tests.miniatures import _Base as _Wrapper  # the reference, with one thing 
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
+#: This file, as a target path that works from any working directory.
+THIS_FILE = Path(__file__).resolve()
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
@@ -188,7 +190,7 @@ def _payload_at(result: CaseResult, step: int | None) -> str:
 def test_the_cli_report_names_the_seed_and_the_exact_payload(suite: Suite) -> None:
     out = CliRunner().invoke(
         main,
-        ["run", "tests/test_modes.py:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7"],
+        ["run", f"{THIS_FILE}:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7"],
     )
     assert out.exit_code == 1, out.output
     assert f"[{WHITESPACE}]  recordings/" in out.output and "(--seed 7)" in out.output
@@ -204,7 +206,7 @@ def test_the_truncated_report_names_the_cut(suite: Suite) -> None:
     cut = failed[0].extra["prefix"]
     assert failed[0].mismatches[0].path.startswith(f"prefix[{cut}].finish")
     out = CliRunner().invoke(
-        main, ["run", "tests/test_modes.py:ToolCallMeansFinished", "--mode", TRUNCATED]
+        main, ["run", f"{THIS_FILE}:ToolCallMeansFinished", "--mode", TRUNCATED]
     )
     assert f"(--seed {SEED}, cut after payload {cut})" in out.output
 
