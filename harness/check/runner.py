@@ -354,8 +354,7 @@ def _attempt(
     extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
     if play.cut is not None and status != PASSED:
         extra["prefix"] = play.cut
-    case_stderr = getattr(driver, "case_stderr", None)  # a program's log (crashes carry theirs)
-    if status == FAILED and case_stderr is not None and (logged := case_stderr()):
+    if status == FAILED and (logged := driver.case_stderr()):  # crashes carry theirs already
         extra["stderr"] = logged
     return CaseResult(
         case.case_id,

@@ -31,7 +31,7 @@ from harness.check.modes import MODES
 from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
 from harness.errors import ConformError
 from harness.files import write_report
-from harness.safetext import shorten, shown
+from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
 from harness.suite.cases import case_matches
 
 _REASON_CHARS = 200
@@ -147,9 +147,7 @@ def baseline_reason(result: CaseResult) -> str:
     status = result.expectation.was if result.expectation is not None else result.status
     if result.mismatches:
         first = result.mismatches[0]
-        detail = (
-            f"{first.path}: expected {shown(first.expected, 60)}, got {shown(first.actual, 60)}"
-        )
+        detail = f"{first.path}: {expected_got(first.expected, first.actual, ONE_LINE_CHARS)}"
     elif result.crash is not None:
         detail = result.crash.message
     else:

@@ -61,6 +61,10 @@ class Driver(Protocol):
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]: ...
 
+    def case_stderr(self) -> str:
+        """What the target wrote to stderr in the current case, shortened ("" when nothing)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -234,6 +238,10 @@ class InProcessDriver:
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)
+
+    def case_stderr(self) -> str:
+        """Nothing: a target in this process shares the harness's stderr, which is not captured."""
+        return ""
 
     def close(self) -> None:
         self._assembler = None

@@ -40,7 +40,16 @@ from harness.reports.text import (
     recording_path,
     rule_totals,
 )
-from harness.safetext import ABSENT, capped, dumps, printable, shorten, shorten_with_size, shown
+from harness.safetext import (
+    ABSENT,
+    ONE_LINE_CHARS,
+    capped,
+    dumps,
+    expected_got,
+    printable,
+    shorten,
+    shorten_with_size,
+)
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -119,7 +128,7 @@ def headline(result: CaseResult) -> str:
         where = f" (line {m.line})" if m.line is not None else ""
         more = len(result.mismatches) - 1
         tail = f" (+{more} more)" if more else ""
-        text = f"{m.path}{where}: expected {shown(m.expected, 80)}, got {shown(m.actual, 80)}"
+        text = f"{m.path}{where}: {expected_got(m.expected, m.actual, ONE_LINE_CHARS)}"
         return prefix + text + tail
     if result.crash is not None:
         return prefix + result.crash.message

@@ -27,6 +27,7 @@ from harness.check.runner import (
 )
 from harness.safetext import (
     ABSENT,
+    expected_got,
     printable,
     quoted,
     shorten_with_size,
@@ -189,9 +190,7 @@ def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> 
             if m.said is not None:
                 lines.append(f"    the target raised {shorten_with_size(m.said, _MESSAGE_CHARS)}")
         last_step = m.step
-        lines.append(
-            f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
-        )
+        lines.append(f"  {m.path} ({_where(m)}): {expected_got(m.expected, m.actual)}")
     hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
