@@ -234,3 +234,21 @@ def test_a_missing_xfail_file_exits_2(tmp_path: Path) -> None:
     code, output = conform("run", "reference:Assembler", "--xfail", str(tmp_path / "nope.xfail"))
     assert code == 2
     assert output.startswith("Error: no expected-failures file") and "--write-xfail" in output
+
+
+def test_the_status_groups_and_counts() -> None:
+    from harness.check.runner import (
+        CONFORMING,
+        FAILS_THE_RUN,
+        NOT_PASSING,
+        STATUS_ORDER,
+        count_statuses,
+    )
+
+    assert set(FAILS_THE_RUN) == {FAILED, CRASHED, TIMED_OUT, XPASSED}
+    assert set(NOT_PASSING) == {FAILED, CRASHED, TIMED_OUT, XFAILED}
+    assert set(CONFORMING) == {PASSED, XPASSED}
+    assert STATUS_ORDER == (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
+    found = count_statuses([result("a", "plain", FAILED), result("b", "plain", FAILED)])
+    assert found == {PASSED: 0, FAILED: 2, CRASHED: 0, TIMED_OUT: 0, XFAILED: 0, XPASSED: 0}
+    assert list(found) == list(STATUS_ORDER)

@@ -28,7 +28,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.check.modes import MODES
-from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
+from harness.check.runner import (
+    FAILURES,
+    NOT_PASSING,
+    PASSED,
+    XFAILED,
+    XPASSED,
+    CaseResult,
+    Expectation,
+)
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
@@ -158,7 +166,7 @@ def baseline_reason(result: CaseResult) -> str:
 
 def failing(result: CaseResult) -> bool:
     """True when the target failed this case, whether or not a line expected it."""
-    return result.status in FAILURES or result.status == XFAILED
+    return result.status in NOT_PASSING
 
 
 #: The header's lines as conform writes them, recognized (and replaced) when a baseline is written

@@ -8,12 +8,12 @@ shortened, whatever the target returned (`harness.safetext`).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.check.runner import (
+    CONFORMING,
     CRASHED,
     FAILED,
     PASSED,
@@ -24,6 +24,7 @@ from harness.check.runner import (
     XPASSED,
     CaseResult,
     Mismatch,
+    count_statuses,
 )
 from harness.safetext import (
     ABSENT,
@@ -211,7 +212,6 @@ def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> 
 
 
 #: The statuses of a run whose target did what the golden file says (an xpass did, too).
-CONFORMING = (PASSED, XPASSED)
 
 
 def choice_text(choice: Sequence[Mapping[str, str]]) -> str:
@@ -248,7 +248,7 @@ def rules_line(results: Sequence[CaseResult]) -> str:
 
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
-    counts = Counter(r.status for r in results)
+    counts = count_statuses(results)
     parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 
