@@ -103,6 +103,7 @@ def test_subclasses_of_str_and_int_are_judged_by_value_and_kind() -> None:
 def test_structure_must_match_exactly() -> None:
     assert not same({"a": 1}, {"b": 1}) and not same([1, 2], [2, 1]) and not same([1], (1,))
     assert not same({"a": [1]}, {"a": [1.5]}) and not same(None, {}) and not same([], {})
+    assert not same({}, []) and not same({"a": 1}, ["a"]) and not same({"a": 1}, "a")
     assert same({"a": None, "b": [True, "x"]}, {"b": [True, "x"], "a": None})
 
 

@@ -401,3 +401,36 @@ def test_long_recordings_are_cut_a_bounded_number_of_times() -> None:
         assert len(points) == 8 and sum(points) < 4 * steps
     draws = {tuple(truncation_points(10_000, seed=s, case_id="c")) for s in range(5)}
     assert len(draws) == 5
+
+
+def test_drawn_cuts_are_new_and_every_middle_cut_can_be_drawn() -> None:
+    # 130 steps: the drawn cuts come from 5..128, never a head cut again (always 8 cuts), and
+    # over enough seeds each of them is drawn, 5 and 128 included.
+    drawn: set[int] = set()
+    for seed in range(400):
+        points = truncation_points(130, seed=seed, case_id="c")
+        assert len(points) == 8 and points == sorted(set(points)), points
+        drawn |= set(points[4:-1])
+    assert drawn == set(range(5, 129))
+
+
+def test_the_mode_names_are_the_documented_ones() -> None:
+    # Users type these names (--mode, --xfail lines, reports): they are part of the interface.
+    assert MODES == (
+        "plain", "unknown-fields", "hostile-keys", "key-order", "whitespace", "escapes",
+        "truncated",
+    )  # fmt: skip
+
+
+def test_unknown_values_cover_every_json_type_and_edge() -> None:
+    values = inject._VALUES
+    kinds = {type(v).__name__ for v in values}
+    assert kinds == {"NoneType", "bool", "int", "float", "str", "list", "dict"}
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    assert any(v < 0 for v in numbers) and any(v >= 2**64 for v in numbers)
+    assert any(isinstance(v, float) and not v.is_integer() for v in numbers)
+    assert any(isinstance(v, float) and str(v) == "-0.0" for v in numbers)
+    # Decoys: members named like fields the contract reads, inside unknown values (never read).
+    decoys = [v for v in values if isinstance(v, dict) and "index" in v]
+    assert decoys and any("tool_calls" in v for v in decoys)
+    assert any(isinstance(v, list) and any(isinstance(i, dict) for i in v) for v in values)

@@ -252,3 +252,36 @@ def test_the_status_groups_and_counts() -> None:
     found = count_statuses([result("a", "plain", FAILED), result("b", "plain", FAILED)])
     assert found == {PASSED: 0, FAILED: 2, CRASHED: 0, TIMED_OUT: 0, XFAILED: 0, XPASSED: 0}
     assert list(found) == list(STATUS_ORDER)
+
+
+def test_a_generated_reason_is_cut_to_200_characters() -> None:
+    from harness.check.xfail import baseline_reason
+
+    long_path = "steps[1]." + ".".join(["field"] * 60)
+    reason = baseline_reason(result("a", "plain", FAILED, mismatches=(Mismatch(long_path, 1, 2),)))
+    assert len(reason) == 200 and reason.endswith("…") and reason.startswith("failed: steps[1].")
+
+
+def test_modes_failing_at_the_same_first_field_are_alike() -> None:
+    # Alike by the first mismatch only: later ones may differ between modes (a cut, a payload).
+    first = Mismatch("steps[1].events", [], [1], 1, 3)
+    results = [
+        result("a", mode, FAILED, mismatches=(first, Mismatch(f"finish.{mode}", 1, 2)))
+        for mode in MODES
+    ]
+    text = baseline_text(results, all_modes=MODES)
+    (entry,) = parse_lines(Path("f"), text)
+    assert (entry.case_glob, entry.mode_glob) == ("a", "*")  # no MODES field: every mode
+    other = [*results[:-1], result("a", MODES[-1], FAILED, mismatches=(Mismatch("finish", 1, 2),))]
+    (entry,) = parse_lines(Path("f"), baseline_text(other, all_modes=MODES))
+    assert entry.mode_glob == ",".join(MODES)
+
+
+def test_rewriting_a_baseline_with_its_comments_changes_nothing() -> None:
+    results = [result("a", "plain", FAILED, mismatches=(Mismatch("finish", 1, 2),))]
+    previous = (
+        "# header line of my own\n\n# about a\na  plain  # my reason\n\n# a note at the end\n"
+    )
+    once = baseline_text(results, previous=previous)
+    assert baseline_text(results, previous=once) == once
+    assert once.count("\n\n") == previous.count("\n\n") + 1  # the generated header's own gap
