@@ -4,8 +4,9 @@ The modules where a silent bug would make conform pass a wrong implementation ar
 small change at a time, with the operators of `benchmarks/mutate_reference.py` (the same AST
 mutator). The killer is the project's own tests: each module has a fast subset of test files
 (`KILLERS`), run with `pytest -x`; a mutant that fails a test is killed, one whose tests all pass
-*survives*: it is equivalent (listed with a reason in `benchmarks/mutation_equivalents.toml`, like
-the reference's) or a test is missing.
+*survives*: it is equivalent (listed with a reason in
+`benchmarks/harness_mutation_equivalents.toml`, as the reference's are in
+`mutation_equivalents.toml`) or a test is missing.
 
 How a mutant runs: each worker keeps a shadow copy of the `harness` package (with the suite's
 folders linked beside it, where the package looks for them). The mutated module is written there
@@ -51,7 +52,7 @@ _mr = importlib.util.module_from_spec(_spec)
 sys.modules["mutate_reference"] = _mr
 _spec.loader.exec_module(_mr)
 
-EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.toml"
+EQUIVALENTS = ROOT / "benchmarks" / "harness_mutation_equivalents.toml"
 #: The modules mutated, and the test files that must kill their mutants (fast ones, killers first).
 KILLERS: dict[str, tuple[str, ...]] = {
     "harness/check/compare.py": (

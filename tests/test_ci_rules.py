@@ -24,7 +24,9 @@ def test_expected_to_fail():
 """
 
 
-@pytest.mark.parametrize(("ci", "expected"), [("true", {"skipped": 1, "errors": 1}), ("", {"skipped": 2})])
+@pytest.mark.parametrize(
+    ("ci", "expected"), [("true", {"skipped": 1, "errors": 1}), ("", {"skipped": 2})]
+)
 def test_a_skip_for_want_of_a_tool_fails_only_in_ci(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str, expected: dict[str, int]
 ) -> None:

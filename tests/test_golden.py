@@ -41,12 +41,12 @@ def test_a_step_after_an_error_step_is_refused(suite_copy) -> None:
 
 
 def test_a_finish_after_an_error_step_is_refused(suite_copy) -> None:
+    import json
+
     import pytest
 
     from harness.errors import GoldenError
     from harness.suite.golden import read_golden
-
-    import json
 
     (other,) = suite_copy.cases(("llama-server/content_stop",))
     finish = json.loads(other.golden.read_text(encoding="utf-8"))["finish"]

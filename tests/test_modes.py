@@ -434,3 +434,22 @@ def test_unknown_values_cover_every_json_type_and_edge() -> None:
     decoys = [v for v in values if isinstance(v, dict) and "index" in v]
     assert decoys and any("tool_calls" in v for v in decoys)
     assert any(isinstance(v, list) and any(isinstance(i, dict) for i in v) for v in values)
+
+
+def test_every_invented_name_reaches_every_level_the_contract_reads() -> None:
+    chunk = json.dumps({
+        "id": "c", "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+            {"index": 0, "id": "t", "function": {"name": "f", "arguments": "{}"}}]}}],
+    })  # fmt: skip
+    seen: dict[str, set[str]] = {"top": set(), "choice": set(), "function": set()}
+    for seed in range(60):
+        data = json.loads(inject.mutator(inject.UNKNOWN_FIELDS, seed=seed, case_id="c")(0, chunk))
+        choice = data["choices"][0]
+        seen["top"] |= set(data) - {"id", "choices"}
+        seen["choice"] |= set(choice) - {"index", "finish_reason", "delta"}
+        seen["function"] |= set(choice["delta"]["tool_calls"][0]["function"]) - {
+            "name",
+            "arguments",
+        }
+    for level, names in seen.items():
+        assert names == set(inject.UNKNOWN_NAMES), level
