@@ -61,6 +61,7 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/test_reports.py",
     ),
     "harness/check/runner.py": (
+        "tests/test_runner.py",
         "tests/test_api.py",
         "tests/test_compare.py",
         "tests/test_pins.py",
@@ -76,6 +77,7 @@ KILLERS: dict[str, tuple[str, ...]] = {
     ),
     "harness/suite/golden.py": (
         "tests/test_golden.py",
+        "tests/test_golden_errors.py",
         "tests/test_malformed_suites.py",
         "tests/test_golden_stream.py",
         "tests/test_cli.py",
