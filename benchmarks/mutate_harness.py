@@ -235,9 +235,14 @@ def _run_tests(files: tuple[str, ...]) -> int:
     os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
     os.environ["PYTHONPATH"] = os.pathsep.join([str(_SHADOW), str(ROOT)])
     sys.path[:0] = [str(_SHADOW), str(ROOT)]  # the mutant, then this checkout's tests/
-    # The reference's mutator (whose operators this script borrows) imported the real harness.
-    for name in [n for n in sys.modules if n.split(".")[0] in ("harness", "tests")]:
-        del sys.modules[name]
+    # The reference's mutator (whose operators this script borrows) imported the real harness,
+    # and a process that ran tests before (the test of this script) holds test modules imported
+    # by their bare names (`test_compare`), bound to the real harness: all are imported afresh.
+    ours = (str(ROOT / "harness"), str(ROOT / "tests"))
+    for name, module in list(sys.modules.items()):
+        where = str(getattr(module, "__file__", None) or "")
+        if name.split(".")[0] in ("harness", "tests") or where.startswith(ours):
+            del sys.modules[name]
     if not os.environ.get("MUTATE_SHOW_TESTS"):  # set it to see the tests' output
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
