@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from harness.reports.machine import RunInfo, json_report, junit_xml
     from harness.suite.cases import Case, Suite
     from harness.suite.golden import build_golden, read_golden, serialize
-    from harness.suite.recording import Payload, iter_payloads, read_info
+    from harness.suite.recording import iter_payloads, read_info
+    from harness.suite.sse import Payload
 
 _WHERE = {
     "MODES": "harness.check.modes",
@@ -47,7 +48,7 @@ _WHERE = {
     "Expectation": "harness.check.runner",
     "GoldenError": "harness.errors",
     "Mismatch": "harness.check.runner",
-    "Payload": "harness.suite.recording",
+    "Payload": "harness.suite.sse",
     "RecordingError": "harness.errors",
     "RunInfo": "harness.reports.machine",
     "Suite": "harness.suite.cases",

@@ -25,6 +25,7 @@ import click
 
 from harness.capture.command import record as record_command
 from harness.check.modes import DEFAULT_SEED, MODES
+from harness.check.options import RunOptions
 from harness.check.runner import CaseResult, in_order
 from harness.check.targets import in_shard, parse_shard, run_target
 from harness.check.xfail import XfailList, write_baseline
@@ -32,7 +33,6 @@ from harness.drive.inprocess import split_spec
 from harness.drive.process import (
     DEFAULT_TIMEOUT,
     allow_programs,
-    start_driver,
     stop_all_programs,
 )
 from harness.errors import ConformError
@@ -56,7 +56,7 @@ from harness.safetext import printable, shorten
 from harness.suite import golden as golden_files
 from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, writable_root
 from harness.suite.recording import PIN_TAGS
-from reference.choices import OUTCOMES, REFERENCE
+from reference.choices import OUTCOMES
 
 #: The exit status of an error inside conform itself.
 INTERNAL_ERROR = 3
@@ -453,11 +453,21 @@ def run_command(
     mismatch, crash, timeout or unexpected pass, 2 on a usage or setup error, 3 on an error
     inside conform itself (a bug to report; the reports asked for still hold the cases run).
     """
-    if jobs > 1 and in_process:
-        raise click.UsageError("-j runs worker processes; it does not go with --in-process")
-    suite_dirs = tuple(d if str(d) == SHIPPED else Path(os.path.abspath(d)) for d in suite_dirs)
-    junit, json_path = _absolute(junit), _absolute(json_path)
-    xfail_file, write_xfail = _absolute(xfail_file), _absolute(write_xfail)
+    options = RunOptions(
+        target=target,
+        exec_command=exec_command,
+        in_process=in_process,
+        timeout=timeout,
+        validate_protocol=validate_protocol,
+        jobs=jobs,
+        suite_dirs=tuple(d if str(d) == SHIPPED else Path(os.path.abspath(d)) for d in suite_dirs),
+        modes=modes,
+        seed=seed,
+        xfail_file=_absolute(xfail_file),
+        strict=strict,
+        chosen_points=chosen_points,
+    )
+    junit, json_path, write_xfail = _absolute(junit), _absolute(json_path), _absolute(write_xfail)
     workspace = Path(os.path.abspath(os.environ.get("GITHUB_WORKSPACE") or os.curdir))
     summary = (
         _absolute(Path(os.environ["GITHUB_STEP_SUMMARY"]))
@@ -465,23 +475,16 @@ def run_command(
         else None
     )
     part = None if shard is None else parse_shard(shard)
-    suites = open_suites(suite_dirs)
+    suites = open_suites(options.suite_dirs)
     cases = in_shard(_cases(suites, patterns, rules, exclude), part)
     for suite in suites:
         suite.require_recordings(patterns)
-    chosen = modes or MODES
-    require = _required_choices(strict=strict, chosen_points=chosen_points)
-    expected = None if xfail_file is None else XfailList.load(xfail_file)
+    chosen = options.chosen_modes
+    require = options.required_choices()
+    expected = None if options.xfail_file is None else XfailList.load(options.xfail_file)
     if expected is not None:
         expected.check([case.case_id for case in cases_of(suites)], MODES)
-    make = functools.partial(
-        start_driver,
-        target,
-        exec_command,
-        in_process=in_process,
-        timeout=timeout,
-        validate_protocol=validate_protocol,
-    )
+    make = options.start_driver
     began, started = datetime.now(UTC), time.perf_counter()
     results: list[CaseResult] = []
     bar = ProgressBar(
@@ -519,7 +522,7 @@ def run_command(
             if interruption.cancel.is_set():
                 stop_all_programs()
         results = in_order(results, cases, chosen)
-        label = target if target is not None else str(exec_command)
+        label = options.label
         duration = time.perf_counter() - started
         stopped = interruption.cancel.is_set()
         why = None if failure is None else f"{type(failure).__name__}: {failure}"
@@ -565,14 +568,6 @@ def run_command(
         sys.exit(interruption.exit_code)
     if failed(results) and write_xfail is None:
         sys.exit(1)
-
-
-def _required_choices(
-    *, strict: bool, chosen_points: tuple[tuple[str, str], ...]
-) -> dict[str, str] | None:
-    required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if strict else {}
-    required.update(dict(chosen_points))
-    return required or None
 
 
 @main.command("list")

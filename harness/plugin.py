@@ -81,39 +81,28 @@ class _Run:
     """What every conform test of one pytest process shares: the options, goldens and a driver."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from harness.check.modes import DEFAULT_SEED, MODES
-
-        self.target: str | None = config.getoption("conform_target")
-        self.exec_command: str | None = config.getoption("conform_exec")
-        self.in_process: bool = config.getoption("conform_in_process")
-        self.timeout: float | None = config.getoption("conform_timeout")
-        seed = config.getoption("conform_seed")
-        self.seed: int = DEFAULT_SEED if seed is None else seed
-        modes: list[str] = config.getoption("conform_mode")
-        unknown = [mode for mode in modes if mode not in MODES]
-        if unknown:
-            raise pytest.UsageError(
-                f"--conform-mode {unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}"
-            )
-        self.modes: tuple[str, ...] = tuple(dict.fromkeys(modes)) or MODES
-        if self.target is not None and self.exec_command is not None:
-            raise pytest.UsageError("give --conform-target or --conform-exec, not both")
-        from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options
+        from harness.check.options import RunOptions
         from harness.errors import ConformError
 
+        if config.getoption("conform_target") and config.getoption("conform_exec"):
+            raise pytest.UsageError("give --conform-target or --conform-exec, not both")
+        # The options conform run takes, by the same rules (a timeout of None: conform run's).
+        given = {
+            "target": config.getoption("conform_target"),
+            "exec_command": config.getoption("conform_exec"),
+            "in_process": config.getoption("conform_in_process"),
+            "timeout": config.getoption("conform_timeout"),
+            "suite_dirs": tuple(Path(d) for d in [config.getoption("conform_suite")] if d),
+            "modes": tuple(config.getoption("conform_mode")),
+            "seed": config.getoption("conform_seed"),
+            "xfail_file": config.getoption("conform_xfail"),
+        }
+        if given["xfail_file"] is not None:
+            given["xfail_file"] = Path(given["xfail_file"])
         try:
-            check_driver_options(
-                self.target,
-                self.exec_command,
-                in_process=self.in_process,
-                timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout,
-            )
+            self.options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         except ConformError as exc:
             raise pytest.UsageError(str(exc)) from None
-        suite: str | None = config.getoption("conform_suite")
-        self.suite_dir = None if suite is None else Path(suite)
-        xfail: str | None = config.getoption("conform_xfail")
-        self.xfail_path = None if xfail is None else Path(xfail)
         self._goldens: dict[str, dict[str, Any]] = {}
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
@@ -126,14 +115,7 @@ class _Run:
         return self._goldens[case.case_id]
 
     def make_driver(self) -> Driver:
-        from harness.drive.process import DEFAULT_TIMEOUT, start_driver
-
-        return start_driver(
-            self.target,
-            self.exec_command,
-            in_process=self.in_process,
-            timeout=DEFAULT_TIMEOUT if self.timeout is None else self.timeout,
-        )
+        return self.options.start_driver()
 
     def driver(self) -> Driver:
         from harness.errors import ConformError
@@ -196,7 +178,7 @@ class ConformItem(pytest.Item):
         try:
             driver = run.driver()
             result = run_case(
-                self.case, run.golden(self.case), driver, mode=self.mode, seed=run.seed
+                self.case, run.golden(self.case), driver, mode=self.mode, seed=run.options.seed
             )
         except ConformError as exc:  # the target cannot start, a golden file is stale
             pytest.fail(f"conform: {exc}", pytrace=False)
@@ -225,14 +207,15 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
     from harness.errors import ConformError
     from harness.suite.cases import Suite
 
+    options = run.options
     try:
-        suite = Suite.open(run.suite_dir)
+        suite = Suite.open(options.suite_dirs[0] if options.suite_dirs else None)
         cases = suite.cases()
-        expected = None if run.xfail_path is None else XfailList.load(run.xfail_path)
+        expected = None if options.xfail_file is None else XfailList.load(options.xfail_file)
         if expected is not None:
             expected.check([case.case_id for case in cases], MODES)
-        if run.target is not None:
-            load_target(run.target)  # an unimportable target is a usage error, found now
+        if options.target is not None:
+            load_target(options.target)  # an unimportable target is a usage error, found now
     except ConformError as exc:
         raise pytest.UsageError(str(exc)) from None
     groups: dict[str, ConformGroup] = {}
@@ -246,7 +229,7 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
                 session, name=group_id, nodeid=group_id, path=suite.recordings_dir
             )
             groups[group_id] = group
-        for mode in run.modes:
+        for mode in options.chosen_modes:
             item = ConformItem.from_parent(group, name=f"{leaf}[{mode}]", case=case, mode=mode)
             entry = None if expected is None else expected.find(case.case_id, mode)
             if expected is not None and entry is not None:

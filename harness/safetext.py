@@ -164,6 +164,16 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     return shorten(text, limit)
 
 
+#: How many characters each value may take in a one-line account of a mismatch (a JUnit message, a
+#: GitHub annotation, an expected-failures reason).
+ONE_LINE_CHARS = 80
+
+
+def expected_got(expected: Any, actual: Any, limit: int = SHOWN_CHARS) -> str:
+    """`expected X, got Y`, each value `shown`: the one wording of a mismatch in every report."""
+    return f"expected {shown(expected, limit)}, got {shown(actual, limit)}"
+
+
 def shorten(text: str, limit: int) -> str:
     """`text` cut to `limit` characters, the last one an ellipsis when anything was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"

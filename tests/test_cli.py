@@ -93,9 +93,12 @@ def test_a_missing_suite_is_exit_2(tmp_path: Path) -> None:
     assert code == 2 and "has no recordings/ folder" in output
 
 
-def test_golden_check_passes_on_the_shipped_suite() -> None:
+def test_golden_check_passes_on_the_shipped_suite(suite: Suite) -> None:
     code, output = conform("golden", "check")
     assert code == 0, output
+    assert output == f"{len(suite.cases())} golden files match the reference\n"
+    code, output = conform("golden", "check", "-k", "llama-server/*")
+    assert output == f"{len(suite.cases(('llama-server/*',)))} golden files match the reference\n"
 
 
 def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(suite_copy: Suite) -> None:
@@ -111,6 +114,7 @@ def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(suite_copy:
     assert f"missing: {deleted}" in output
     assert f"drifted: {edited}" in output
     assert f"orphaned: {orphan}" in output
+    assert output.splitlines()[-1].startswith("3 problem(s); ")
 
     code, output = conform(
         "run", "reference:Assembler", "--suite", root, "-k", "llama-server/content_stop"

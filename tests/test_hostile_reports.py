@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -88,7 +89,11 @@ def _check_reports(tmp: Path, done: subprocess.CompletedProcess[bytes]) -> None:
 
 
 HOSTILE = [
-    pytest.param(("--exec", f"python {PROGRAMS / 'hostile.py'}"), kind, id=f"exec-{kind}")
+    pytest.param(
+        ("--exec", shlex.join([sys.executable, str(PROGRAMS / "hostile.py")])),
+        kind,
+        id=f"exec-{kind}",
+    )
     for kind in ("surrogate", "huge", "deep", "deepish", "errtext")
 ] + [
     pytest.param((f"{__file__}:Surrogates",), "", id="python-surrogates"),

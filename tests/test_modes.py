@@ -41,6 +41,8 @@ from tests.miniatures import _Base as _Wrapper  # the reference, with one thing 
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
+#: This file, as a target path that works from any working directory.
+THIS_FILE = Path(__file__).resolve()
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
@@ -210,7 +212,7 @@ def _payload_at(result: CaseResult, step: int | None) -> str:
 def test_the_cli_report_names_the_seed_and_the_exact_payload(suite: Suite) -> None:
     out = CliRunner().invoke(
         main,
-        ["run", "tests/test_modes.py:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7"],
+        ["run", f"{THIS_FILE}:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7"],
     )
     assert out.exit_code == 1, out.output
     assert f"[{WHITESPACE}]  recordings/" in out.output and "(--seed 7)" in out.output
@@ -226,7 +228,7 @@ def test_the_truncated_report_names_the_cut(suite: Suite) -> None:
     cut = failed[0].extra["prefix"]
     assert failed[0].mismatches[0].path.startswith(f"prefix[{cut}].finish")
     out = CliRunner().invoke(
-        main, ["run", "tests/test_modes.py:ToolCallMeansFinished", "--mode", TRUNCATED]
+        main, ["run", f"{THIS_FILE}:ToolCallMeansFinished", "--mode", TRUNCATED]
     )
     assert f"(--seed {SEED}, cut after payload {cut})" in out.output
 
@@ -429,3 +431,55 @@ def test_long_recordings_are_cut_a_bounded_number_of_times() -> None:
         assert len(points) == 8 and sum(points) < 4 * steps
     draws = {tuple(truncation_points(10_000, seed=s, case_id="c")) for s in range(5)}
     assert len(draws) == 5
+
+
+def test_drawn_cuts_are_new_and_every_middle_cut_can_be_drawn() -> None:
+    # 130 steps: the drawn cuts come from 5..128, never a head cut again (always 8 cuts), and
+    # over enough seeds each of them is drawn, 5 and 128 included.
+    drawn: set[int] = set()
+    for seed in range(400):
+        points = truncation_points(130, seed=seed, case_id="c")
+        assert len(points) == 8 and points == sorted(set(points)), points
+        drawn |= set(points[4:-1])
+    assert drawn == set(range(5, 129))
+
+
+def test_the_mode_names_are_the_documented_ones() -> None:
+    # Users type these names (--mode, --xfail lines, reports): they are part of the interface.
+    assert MODES == (
+        "plain", "unknown-fields", "hostile-keys", "key-order", "whitespace", "escapes",
+        "truncated",
+    )  # fmt: skip
+
+
+def test_unknown_values_cover_every_json_type_and_edge() -> None:
+    values = inject._VALUES
+    kinds = {type(v).__name__ for v in values}
+    assert kinds == {"NoneType", "bool", "int", "float", "str", "list", "dict"}
+    numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    assert any(v < 0 for v in numbers) and any(v >= 2**64 for v in numbers)
+    assert any(isinstance(v, float) and not v.is_integer() for v in numbers)
+    assert any(isinstance(v, float) and str(v) == "-0.0" for v in numbers)
+    # Decoys: members named like fields the contract reads, inside unknown values (never read).
+    decoys = [v for v in values if isinstance(v, dict) and "index" in v]
+    assert decoys and any("tool_calls" in v for v in decoys)
+    assert any(isinstance(v, list) and any(isinstance(i, dict) for i in v) for v in values)
+
+
+def test_every_invented_name_reaches_every_level_the_contract_reads() -> None:
+    chunk = json.dumps({
+        "id": "c", "choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [
+            {"index": 0, "id": "t", "function": {"name": "f", "arguments": "{}"}}]}}],
+    })  # fmt: skip
+    seen: dict[str, set[str]] = {"top": set(), "choice": set(), "function": set()}
+    for seed in range(60):
+        data = json.loads(inject.mutator(inject.UNKNOWN_FIELDS, seed=seed, case_id="c")(0, chunk))
+        choice = data["choices"][0]
+        seen["top"] |= set(data) - {"id", "choices"}
+        seen["choice"] |= set(choice) - {"index", "finish_reason", "delta"}
+        seen["function"] |= set(choice["delta"]["tool_calls"][0]["function"]) - {
+            "name",
+            "arguments",
+        }
+    for level, names in seen.items():
+        assert names == set(inject.UNKNOWN_NAMES), level

@@ -141,3 +141,12 @@ def test_errors_by_kind() -> None:
     }
     assert normalize_error(Failure("oops")) is None
     assert normalize_error(ValueError("no kind")) is None
+
+    class ByName(enum.Enum):  # values that are not kinds: the member's name is read instead
+        PROTOCOL = "p"
+        SERVER = 2
+        OTHER = "protocol-ish"
+
+    assert normalize_error(Failure(ByName.PROTOCOL)) == {"kind": "protocol"}
+    assert normalize_error(Failure(ByName.SERVER, "x")) == {"kind": "server", "message": "x"}
+    assert normalize_error(Failure(ByName.OTHER)) is None

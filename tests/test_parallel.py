@@ -66,10 +66,16 @@ def test_two_jobs_give_the_same_json_report_as_one(tmp_path: Path) -> None:
 
 
 class SlowFirstDriver(InProcessDriver):
-    """The reference, but the first case a driver gets takes a while: completion order shuffles."""
+    """The reference, but the first case of the run waits until every other driver is closed.
+
+    So that case's results arrive last, by construction rather than by thread scheduling: the
+    run has three drivers and more cases than that, so the case held back is not the last one.
+    """
 
     made: ClassVar[list[SlowFirstDriver]] = []
     lock = threading.Lock()
+    first_taken = False
+    hold_first = False  # set by the test of arrival order
 
     def __init__(self) -> None:
         import reference
@@ -84,9 +90,20 @@ class SlowFirstDriver(InProcessDriver):
     def start_case(self) -> None:
         assert threading.get_ident() == self.thread  # a driver stays on the thread that made it
         self.cases += 1
-        if self.cases == 1 and len(self.made) == 1:
-            time.sleep(0.2)
+        with self.lock:
+            hold = self.hold_first and not SlowFirstDriver.first_taken
+            SlowFirstDriver.first_taken = True
+        if hold:
+            deadline = time.monotonic() + 30
+            while not self.others_closed() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert self.others_closed(), "the other drivers never finished"
         super().start_case()
+
+    def others_closed(self) -> bool:
+        with self.lock:
+            others = [d for d in self.made if d is not self]
+        return len(others) == 2 and all(d.closed for d in others)
 
     def close(self) -> None:
         self.closed = True
@@ -96,6 +113,7 @@ class SlowFirstDriver(InProcessDriver):
 @pytest.fixture
 def slow_first() -> type[SlowFirstDriver]:
     SlowFirstDriver.made = []
+    SlowFirstDriver.first_taken = SlowFirstDriver.hold_first = False
     return SlowFirstDriver
 
 
@@ -103,7 +121,9 @@ def test_results_arrive_as_they_complete_and_in_order_sorts_them(
     suite: Suite, slow_first: type[SlowFirstDriver]
 ) -> None:
     cases = suite.cases(("synthetic/r1_*",))
+    assert len(cases) > 3
     modes = ("plain", "escapes")
+    slow_first.hold_first = True
     arrived = list(run_parallel(cases, slow_first, modes=modes, seed=1, jobs=3))
     expected = list(
         run(cases, InProcessDriver(__import__("reference").Assembler), modes=modes, seed=1)
@@ -111,19 +131,47 @@ def test_results_arrive_as_they_complete_and_in_order_sorts_them(
     assert len(slow_first.made) == 3 and all(d.closed for d in slow_first.made)
     assert sum(d.cases for d in slow_first.made) == len(cases) * len(modes)
     key = [(r.case_id, r.mode) for r in expected]
-    assert [(r.case_id, r.mode) for r in arrived] != key  # the slow first case finished late
+    assert [(r.case_id, r.mode) for r in arrived] != key  # the case held back finished last
     assert [(r.case_id, r.mode) for r in in_order(arrived, cases, modes)] == key
     assert all(r.status == PASSED for r in arrived)
 
 
+class CountingSlowDriver(InProcessDriver):
+    """The reference, taking a while over each case, counting the cases it starts."""
+
+    started: ClassVar[list[int]] = []  # one count per driver
+    closed: ClassVar[int] = 0
+
+    def __init__(self) -> None:
+        import reference
+
+        super().__init__(reference.Assembler)
+        self.index = len(self.started)
+        self.started.append(0)
+
+    def start_case(self) -> None:
+        self.started[self.index] += 1
+        time.sleep(0.05)
+        super().start_case()
+
+    def close(self) -> None:
+        CountingSlowDriver.closed += 1
+        super().close()
+
+
 def test_a_harness_error_in_a_worker_stops_the_run_and_closes_every_driver(
-    suite_copy: Suite, slow_first: type[SlowFirstDriver]
+    suite_copy: Suite,
 ) -> None:
-    cases = suite_copy.cases(("synthetic/r1_*",))
-    cases[-1].golden.unlink()
+    # The first case is broken and many follow it: the other worker must stop after the case it
+    # is on, not run the rest before the error is raised.
+    CountingSlowDriver.started, CountingSlowDriver.closed = [], 0
+    cases = suite_copy.cases(("synthetic/r1_*", "synthetic/r2_*"))
+    assert len(cases) > 10
+    cases[0].golden.unlink()
     with pytest.raises(GoldenError):
-        list(run_parallel(cases, slow_first, modes=("plain",), seed=1, jobs=2))
-    assert slow_first.made and all(d.closed for d in slow_first.made)
+        list(run_parallel(cases, CountingSlowDriver, modes=("plain",), seed=1, jobs=2))
+    assert CountingSlowDriver.closed == 2
+    assert sum(CountingSlowDriver.started) <= 3, CountingSlowDriver.started
 
 
 def test_one_job_uses_one_driver_and_closes_it(
@@ -139,3 +187,49 @@ def test_jobs_with_in_process_is_a_usage_error() -> None:
     result = CliRunner().invoke(main, ["run", "reference:Assembler", "--in-process", "-j", "2"])
     assert result.exit_code == 2
     assert "-j runs worker processes" in result.output
+
+
+class CancelsAfter(InProcessDriver):
+    """The reference; sets `cancel` as its n-th case starts (the stop a signal handler makes)."""
+
+    def __init__(self, cancel: threading.Event, after: int) -> None:
+        import reference
+
+        super().__init__(reference.Assembler)
+        self.cancel, self.after, self.cases = cancel, after, 0
+
+    def start_case(self) -> None:
+        self.cases += 1
+        if self.cases == self.after:
+            self.cancel.set()
+        super().start_case()
+
+
+@pytest.mark.parametrize("after", [1, 2, 3, 5])
+def test_cancel_ends_the_run_after_the_call_under_way(suite: Suite, after: int) -> None:
+    # Two modes per case: a stop in the first mode of a case leaves its second mode, and every
+    # later case, to stop. A result made while the run was stopping is dropped.
+    cases = suite.cases(("synthetic/r1_*",))
+    cancel = threading.Event()
+    driver = CancelsAfter(cancel, after)
+    results = list(run(cases, driver, modes=("plain", "key-order"), seed=1, cancel=cancel))
+    assert driver.cases == after
+    assert len(results) == after - 1
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_cancel_stops_every_worker_and_hides_later_errors(suite_copy: Suite, jobs: int) -> None:
+    cases = suite_copy.cases(("synthetic/r1_*", "synthetic/r2_*"))
+    cases[-1].golden.unlink()  # an error no worker reaches, or one raised after the stop
+    cancel = threading.Event()
+    made: list[CancelsAfter] = []
+
+    def make() -> CancelsAfter:
+        made.append(CancelsAfter(cancel, 3))
+        return made[-1]
+
+    results = list(run_parallel(cases, make, modes=("plain",), seed=1, jobs=jobs, cancel=cancel))
+    assert len(made) == jobs
+    started = sum(d.cases for d in made)
+    assert started <= 3 * jobs < len(cases), started
+    assert len(results) < started

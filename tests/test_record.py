@@ -459,3 +459,54 @@ def test_golden_is_written_and_summarized(server: FakeServer, suite: Path) -> No
     summary = result.output.strip().splitlines()[-1]
     assert summary.startswith("Golden ")
     assert "4 payloads; events: content 1; finish_reason stop." in summary
+
+
+# -- error paths users hit -------------------------------------------------------------------------
+
+
+def test_a_stream_that_is_not_utf8_is_not_saved(server: FakeServer, suite: Path) -> None:
+    server.scenario.body = BODY.replace(b"H\xc3\xa9llo", b"H\xe9llo")
+    server.scenario.splits = ()
+    result = run(suite, server.url, "--request", str(suite / "req.json"), "latin1")
+    assert result.exit_code == 1
+    start = BODY.index(b"H\xc3\xa9llo") + 1
+    assert result.output == (
+        f"Error: the event stream is not valid UTF-8 (byte {start}) "
+        "(a recording must be UTF-8; --keep-errors saves it anyway)\n"
+    )
+    assert recordings(suite) == []
+
+
+def test_a_name_that_is_a_folder_is_a_usage_error(server: FakeServer, suite: Path) -> None:
+    (suite / "recordings" / "taken.http").mkdir(parents=True)
+    result = run(suite, server.url, "--request", str(suite / "req.json"), "--force", "taken")
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: {suite / 'recordings' / 'taken.http'} is a folder")
+
+
+def test_golden_that_cannot_be_written_is_exit_2_after_the_recording(
+    server: FakeServer, suite: Path
+) -> None:
+    (suite / "golden").write_text("a file where the folder goes", encoding="utf-8")
+    result = run(suite, server.url, "--request", str(suite / "req.json"), "--golden", "hello")
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"Recorded {suite / 'recordings' / 'hello.http'}: 4 payloads")
+    assert lines[1].startswith("Error: ") and str(suite / "golden") in lines[1]
+    assert len(lines) == 2 and recordings(suite) == [suite / "recordings" / "hello.http"]
+
+
+def test_the_golden_summary_names_a_server_error(server: FakeServer, suite: Path) -> None:
+    server.scenario.body = (
+        b'data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"a"}}],"id":"x"}\n\n'
+        b'data: {"error":{"code":500,"message":"boom","type":"server_error"}}\n\n'
+    )
+    server.scenario.splits = ()
+    result = run(suite, server.url, "--request", str(suite / "req.json"), "--golden", "err")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"Recorded {suite / 'recordings' / 'err.http'}: 2 payloads, "
+        f"{len(server.scenario.body)} bytes (server error: boom).",
+        f"Golden {suite / 'golden' / 'err.json'}: 2 payloads; events: content 1; "
+        "error: server (boom).",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import re
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,13 @@ from harness.check.runner import (
     Crash,
     Mismatch,
 )
-from harness.check.xfail import XfailList, baseline_text, escape_glob, parse_lines
+from harness.check.xfail import (
+    XfailList,
+    baseline_text,
+    escape_glob,
+    parse_lines,
+    write_baseline,
+)
 from harness.cli import main
 from harness.errors import ConformError
 
@@ -140,6 +147,23 @@ def test_the_baseline_lists_failures_with_status_and_first_mismatch_and_reads_ba
     assert [r.status for r in judged] == [XFAILED, PASSED, XFAILED]
 
 
+def test_write_baseline_counts_the_lines_it_writes(tmp_path: Path) -> None:
+    # One case failing in two modes is one line; passes, and an xpass, are none.
+    mismatch = Mismatch("finish", 1, 2)
+    results = [
+        result("a", "plain", FAILED, mismatches=(mismatch,)),
+        result("a", "escapes", TIMED_OUT),
+        result("b", "plain", PASSED),
+        result("c", "plain", XPASSED),
+        result("d", "plain", CRASHED, crash=Crash("boom", "", None, None, None)),
+    ]
+    path = tmp_path / "conform.xfail"
+    written = write_baseline(path, results)
+    entries = XfailList.load(path).entries
+    assert [e.case_glob for e in entries] == ["a", "d"]
+    assert written == len(entries) == 2
+
+
 def test_rewriting_a_baseline_keeps_the_reasons_people_wrote() -> None:
     expected = xfail_list("d  plain  # waiting for upstream\n")
     judged = expected.apply(result("d", "plain", FAILED, mismatches=(Mismatch("x", 1, 2),)))
@@ -173,11 +197,17 @@ def test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed(
     assert code == 0, output
     lines = [line for line in baseline.read_text().splitlines() if line and line[0] != "#"]
     assert len(lines) == failures
+    assert f"wrote {failures} expected failure(s), one line a case, to {baseline}" in output
     assert not list(tmp_path.glob(".conform.xfail.*"))  # written atomically, nothing left over
 
     code, output = conform("run", broken, "--mode", "plain", *SOME_CASES, "--xfail", str(baseline))
     assert code == 0, output
-    assert f"{failures} xfailed" in output
+    totals = re.fullmatch(
+        rf"totals: (\d+) passed, {failures} xfailed \((\d+) runs in [\d.]+ s\)",
+        output.splitlines()[-1],
+    )
+    assert totals is not None, output
+    assert int(totals[1]) + failures == int(totals[2])
 
     code, output = conform(
         "run", one_fixed, "--mode", "plain", *SOME_CASES, "--xfail", str(baseline)
@@ -204,3 +234,54 @@ def test_a_missing_xfail_file_exits_2(tmp_path: Path) -> None:
     code, output = conform("run", "reference:Assembler", "--xfail", str(tmp_path / "nope.xfail"))
     assert code == 2
     assert output.startswith("Error: no expected-failures file") and "--write-xfail" in output
+
+
+def test_the_status_groups_and_counts() -> None:
+    from harness.check.runner import (
+        CONFORMING,
+        FAILS_THE_RUN,
+        NOT_PASSING,
+        STATUS_ORDER,
+        count_statuses,
+    )
+
+    assert set(FAILS_THE_RUN) == {FAILED, CRASHED, TIMED_OUT, XPASSED}
+    assert set(NOT_PASSING) == {FAILED, CRASHED, TIMED_OUT, XFAILED}
+    assert set(CONFORMING) == {PASSED, XPASSED}
+    assert STATUS_ORDER == (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
+    found = count_statuses([result("a", "plain", FAILED), result("b", "plain", FAILED)])
+    assert found == {PASSED: 0, FAILED: 2, CRASHED: 0, TIMED_OUT: 0, XFAILED: 0, XPASSED: 0}
+    assert list(found) == list(STATUS_ORDER)
+
+
+def test_a_generated_reason_is_cut_to_200_characters() -> None:
+    from harness.check.xfail import baseline_reason
+
+    long_path = "steps[1]." + ".".join(["field"] * 60)
+    reason = baseline_reason(result("a", "plain", FAILED, mismatches=(Mismatch(long_path, 1, 2),)))
+    assert len(reason) == 200 and reason.endswith("…") and reason.startswith("failed: steps[1].")
+
+
+def test_modes_failing_at_the_same_first_field_are_alike() -> None:
+    # Alike by the first mismatch only: later ones may differ between modes (a cut, a payload).
+    first = Mismatch("steps[1].events", [], [1], 1, 3)
+    results = [
+        result("a", mode, FAILED, mismatches=(first, Mismatch(f"finish.{mode}", 1, 2)))
+        for mode in MODES
+    ]
+    text = baseline_text(results, all_modes=MODES)
+    (entry,) = parse_lines(Path("f"), text)
+    assert (entry.case_glob, entry.mode_glob) == ("a", "*")  # no MODES field: every mode
+    other = [*results[:-1], result("a", MODES[-1], FAILED, mismatches=(Mismatch("finish", 1, 2),))]
+    (entry,) = parse_lines(Path("f"), baseline_text(other, all_modes=MODES))
+    assert entry.mode_glob == ",".join(MODES)
+
+
+def test_rewriting_a_baseline_with_its_comments_changes_nothing() -> None:
+    results = [result("a", "plain", FAILED, mismatches=(Mismatch("finish", 1, 2),))]
+    previous = (
+        "# header line of my own\n\n# about a\na  plain  # my reason\n\n# a note at the end\n"
+    )
+    once = baseline_text(results, previous=previous)
+    assert baseline_text(results, previous=once) == once
+    assert once.count("\n\n") == previous.count("\n\n") + 1  # the generated header's own gap

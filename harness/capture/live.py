@@ -16,7 +16,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 
 from harness.files import write_atomically
+from harness.suite.sse import ChunkLines, EventDecoder, Payload
 
 __all__ = [
     "ENDPOINT",
@@ -55,7 +56,6 @@ _DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding", "connection", "keep-
 # but a one-line body must stay one line for every line counter.
 _LINE_BREAKERS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_SSE_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 ProgressCallback = Callable[[int, int], None]
 """Called as bytes arrive with (payloads so far, body bytes so far)."""
@@ -88,13 +88,13 @@ class RecordError(Exception):
 class _StreamWatch:
     """Reads the event stream as it arrives, just enough to count payloads and see how it ended.
 
-    Follows the SSE rules of the contract (LF, CRLF or CR line ends; `:` comments; `data:` lines
-    joined with LF; dispatch at a blank line and at the end). The bytes themselves are not touched.
+    The event stream is read by the recording reader's rules (`harness.suite.sse`), so a capture
+    counts the payloads its recording will have. The bytes themselves are not touched.
     """
 
     def __init__(self) -> None:
-        self._pending = b""
-        self._data: list[bytes] = []
+        self._lines = ChunkLines()
+        self._decoder = EventDecoder()
         self.payloads = 0
         self.done = False
         self.finish_reason: str | None = None
@@ -112,40 +112,18 @@ class _StreamWatch:
         return None
 
     def feed(self, chunk: bytes) -> None:
-        buf = self._pending + chunk
-        start = 0
-        for match in _SSE_LINE_END.finditer(buf):
-            if match.group() == b"\r" and match.end() == len(buf):
-                break  # may be the first half of a CRLF split across chunks
-            self._line(buf[start : match.start()])
-            start = match.end()
-        self._pending = buf[start:]
+        self._take(self._decoder.payloads(self._lines.feed(chunk)))
 
     def close(self) -> None:
-        rest = self._pending.removesuffix(b"\r")
-        self._pending = b""
-        if rest:
-            self._line(rest)
-        self._line(b"")
+        self._take(self._decoder.payloads(self._lines.close()))
+        self._take(self._decoder.end())
 
-    def _line(self, line: bytes) -> None:
-        if self.done:
-            return
-        if not line:
-            if self._data:
-                self._payload(b"\n".join(self._data))
-            self._data = []
-            return
-        if line.startswith(b":"):
-            return
-        name, colon, value = line.partition(b":")
-        if name == b"data":
-            self._data.append(value.removeprefix(b" ") if colon else b"")
+    def _take(self, payloads: Iterable[Payload]) -> None:
+        for payload in payloads:
+            self._payload(payload.data)
+        self.done = self._decoder.done
 
-    def _payload(self, payload: bytes) -> None:
-        if payload == b"[DONE]":
-            self.done = True
-            return
+    def _payload(self, payload: str) -> None:
         self.payloads += 1
         try:
             obj = json.loads(payload)

@@ -24,7 +24,8 @@ from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
 from harness.suite.golden import read_golden
-from harness.suite.recording import Payload, iter_payloads
+from harness.suite.recording import iter_payloads
+from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
 PASSED = "passed"
@@ -37,6 +38,12 @@ XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
 STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
 #: The statuses of a target that does not conform (before expected failures are applied).
 FAILURES = (FAILED, CRASHED, TIMED_OUT)
+#: A result the target does not pass, expected or not: what a baseline (`--write-xfail`) lists.
+NOT_PASSING = (*FAILURES, XFAILED)
+#: A result that fails the run (exit 1): a failure not expected, or an expected one that passed.
+FAILS_THE_RUN = (*FAILURES, XPASSED)
+#: A result where the target did what the golden file says (expected to or not).
+CONFORMING = (PASSED, XPASSED)
 #: Where a crash happened: making the assembler, a push, or finish.
 NEW, PUSH, FINISH = "new", "push", "finish"
 
@@ -353,8 +360,7 @@ def _attempt(
     extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
     if play.cut is not None and status != PASSED:
         extra["prefix"] = play.cut
-    case_stderr = getattr(driver, "case_stderr", None)  # a program's log (crashes carry theirs)
-    if status == FAILED and case_stderr is not None and (logged := case_stderr()):
+    if status == FAILED and (logged := driver.case_stderr()):  # crashes carry theirs already
         extra["stderr"] = logged
     return CaseResult(
         case.case_id,
@@ -499,6 +505,14 @@ def run_parallel(
         stop.set()
         for worker in workers:
             worker.join()
+
+
+def count_statuses(results: Iterable[CaseResult]) -> dict[str, int]:
+    """How many results have each status, every status named in `STATUS_ORDER` (zeros too)."""
+    found = {status: 0 for status in STATUS_ORDER}
+    for result in results:
+        found[result.status] += 1
+    return found
 
 
 def in_order(

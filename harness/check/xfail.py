@@ -28,10 +28,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.check.modes import MODES
-from harness.check.runner import FAILURES, PASSED, XFAILED, XPASSED, CaseResult, Expectation
+from harness.check.runner import (
+    FAILURES,
+    NOT_PASSING,
+    PASSED,
+    XFAILED,
+    XPASSED,
+    CaseResult,
+    Expectation,
+)
 from harness.errors import ConformError
 from harness.files import write_report
-from harness.safetext import shorten, shown
+from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
 from harness.suite.cases import case_matches
 
 _REASON_CHARS = 200
@@ -147,9 +155,7 @@ def baseline_reason(result: CaseResult) -> str:
     status = result.expectation.was if result.expectation is not None else result.status
     if result.mismatches:
         first = result.mismatches[0]
-        detail = (
-            f"{first.path}: expected {shown(first.expected, 60)}, got {shown(first.actual, 60)}"
-        )
+        detail = f"{first.path}: {expected_got(first.expected, first.actual, ONE_LINE_CHARS)}"
     elif result.crash is not None:
         detail = result.crash.message
     else:
@@ -160,7 +166,7 @@ def baseline_reason(result: CaseResult) -> str:
 
 def failing(result: CaseResult) -> bool:
     """True when the target failed this case, whether or not a line expected it."""
-    return result.status in FAILURES or result.status == XFAILED
+    return result.status in NOT_PASSING
 
 
 #: The header's lines as conform writes them, recognized (and replaced) when a baseline is written

@@ -61,6 +61,10 @@ class Driver(Protocol):
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]: ...
 
+    def case_stderr(self) -> str:
+        """What the target wrote to stderr in the current case, shortened ("" when nothing)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -146,9 +150,17 @@ def load_target(spec: str) -> Factory:
     return factory
 
 
+_HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
 def _crash(exc: BaseException, doing: str) -> TargetCrash:
-    # The first frame is the harness's own call into the target: show only the target's frames.
-    frames = traceback.extract_tb(exc.__traceback__)[1:][-_TRACEBACK_FRAMES:]
+    # Only the target's frames: not the harness's own calls into it (one, or more when a reader
+    # in normalize.py calls a property of the target).
+    frames = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith(_HARNESS_DIR)
+    ][-_TRACEBACK_FRAMES:]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
     return TargetCrash(
@@ -234,6 +246,10 @@ class InProcessDriver:
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)
+
+    def case_stderr(self) -> str:
+        """Nothing: a target in this process shares the harness's stderr, which is not captured."""
+        return ""
 
     def close(self) -> None:
         self._assembler = None

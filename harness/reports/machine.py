@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import xml.etree.ElementTree as ET
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from typing import Any
 from harness.check.runner import (
     CRASHED,
     FAILED,
+    FAILS_THE_RUN,
     PASSED,
     STATUS_ORDER,
     TIMED_OUT,
@@ -29,6 +29,7 @@ from harness.check.runner import (
     CaseResult,
     Crash,
     Mismatch,
+    count_statuses,
 )
 from harness.files import cannot_write, write_report
 from harness.reports.text import (
@@ -40,12 +41,21 @@ from harness.reports.text import (
     recording_path,
     rule_totals,
 )
-from harness.safetext import ABSENT, capped, dumps, printable, shorten, shorten_with_size, shown
+from harness.safetext import (
+    ABSENT,
+    ONE_LINE_CHARS,
+    capped,
+    dumps,
+    expected_got,
+    printable,
+    shorten,
+    shorten_with_size,
+)
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
 #: Statuses that fail a run (exit code 1).
-FAILING = (FAILED, CRASHED, TIMED_OUT, XPASSED)
+FAILING = FAILS_THE_RUN
 _SUMMARY_ROWS = 100
 _JUNIT_MESSAGE_CHARS = 500
 #: Characters kept of a payload, message or said in the JSON report; of a crash's details.
@@ -97,8 +107,7 @@ def failed(results: Sequence[CaseResult]) -> bool:
 
 def counts(results: Sequence[CaseResult]) -> dict[str, int]:
     """How many results have each status, every status named (zeros included)."""
-    found = Counter(r.status for r in results)
-    return {status: found[status] for status in STATUS_ORDER}
+    return count_statuses(results)
 
 
 def first_line(result: CaseResult) -> int | None:
@@ -123,7 +132,7 @@ def headline(result: CaseResult) -> str:
         where = f" (line {m.line})" if m.line is not None else ""
         more = len(result.mismatches) - 1
         tail = f" (+{more} more)" if more else ""
-        text = f"{m.path}{where}: expected {shown(m.expected, 80)}, got {shown(m.actual, 80)}"
+        text = f"{m.path}{where}: {expected_got(m.expected, m.actual, ONE_LINE_CHARS)}"
         return prefix + text + tail
     if result.crash is not None:
         return prefix + result.crash.message

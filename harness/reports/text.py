@@ -8,12 +8,12 @@ shortened, whatever the target returned (`harness.safetext`).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.check.runner import (
+    CONFORMING,
     CRASHED,
     FAILED,
     PASSED,
@@ -24,9 +24,11 @@ from harness.check.runner import (
     XPASSED,
     CaseResult,
     Mismatch,
+    count_statuses,
 )
 from harness.safetext import (
     ABSENT,
+    expected_got,
     printable,
     quoted,
     shorten_with_size,
@@ -189,9 +191,7 @@ def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> 
             if m.said is not None:
                 lines.append(f"    the target raised {shorten_with_size(m.said, _MESSAGE_CHARS)}")
         last_step = m.step
-        lines.append(
-            f"  {m.path} ({_where(m)}): expected {shown(m.expected)}, got {shown(m.actual)}"
-        )
+        lines.append(f"  {m.path} ({_where(m)}): {expected_got(m.expected, m.actual)}")
     hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
@@ -212,7 +212,6 @@ def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> 
 
 
 #: The statuses of a run whose target did what the golden file says (an xpass did, too).
-CONFORMING = (PASSED, XPASSED)
 
 
 def choice_text(choice: Sequence[Mapping[str, str]]) -> str:
@@ -249,7 +248,7 @@ def rules_line(results: Sequence[CaseResult]) -> str:
 
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
-    counts = Counter(r.status for r in results)
+    counts = count_statuses(results)
     parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 

@@ -1,19 +1,18 @@
 """Reading recordings: the `.http` head, the leading directives, and the event stream's payloads.
 
-The event stream is read as docs/spec.md section 1 says (the WHATWG server-sent-events rules, with
-the contract's two additions: a last event without its blank line is still dispatched, and `[DONE]`
-ends the stream). Payloads are yielded one at a time, so a recording of any length is read in
+The event stream is read as docs/spec.md section 1 says, by the decoder live capture uses too
+(`harness.suite.sse`). Payloads are yielded one at a time, so a recording of any length is read in
 constant memory.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import RecordingError
+from harness.suite.sse import EventDecoder, Payload
 
 #: The file endings that are recordings.
 RECORDING_SUFFIXES = (".http", ".sse")
@@ -24,14 +23,6 @@ _DIRECTIVE_PINS = "pins:"
 #: What a recording may say it pins: the rules, the implementation-defined points, and `SSE`
 #: (the event-stream reading rules of docs/spec.md section 1).
 PIN_TAGS = (*(f"R{n}" for n in range(1, 10)), *(f"I{n}" for n in range(1, 5)), "SSE")
-
-
-@dataclass(frozen=True, slots=True)
-class Payload:
-    """One dispatched event's data, and the line of its first `data` field."""
-
-    line: int
-    data: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,34 +152,9 @@ def iter_payloads(path: Path) -> Iterator[Payload]:
     lines = _numbered_lines(path)
     if path.suffix == ".http":
         _skip_http_head(path, lines)
-    opening = next(lines, None)
-    if opening is None:
-        return
-    lines = itertools.chain([(opening[0], opening[1].removeprefix("\ufeff"))], lines)
-    parts: list[str] = []
-    first = 0
-    for number, line in lines:
-        if line[:5] == "data:":  # the usual line first
-            value = line[6:] if line[5:6] == " " else line[5:]
-        elif not line:
-            if parts:
-                data = "\n".join(parts)
-                if data == "[DONE]":
-                    return
-                yield Payload(first, data)
-                parts = []
-            continue
-        elif line == "data":  # a field name without a colon: an empty value
-            value = ""
-        else:
-            continue  # a comment, or a field other than data
-        if not parts:
-            first = number
-        parts.append(value)
-    if parts:
-        data = "\n".join(parts)
-        if data != "[DONE]":
-            yield Payload(first, data)
+    decoder = EventDecoder()
+    yield from decoder.payloads(lines)
+    yield from decoder.end()
 
 
 def case_id_of(recordings_dir: Path, path: Path) -> str:

@@ -1,0 +1,72 @@
+"""What a run is asked to do, however it is asked: `conform run` and the pytest plugin build one
+`RunOptions` from their own options, and the rules of which options go together live here once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.check.modes import DEFAULT_SEED, MODES
+from harness.drive.inprocess import Driver
+from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
+from harness.errors import ConformError
+from reference.choices import OUTCOMES, REFERENCE
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The target, how it runs, and what it is run over; ConformError when options conflict."""
+
+    target: str | None = None  # module:Class, module:factory or file.py:Class
+    exec_command: str | None = None  # a program speaking the line protocol, instead of `target`
+    in_process: bool = False
+    timeout: float = DEFAULT_TIMEOUT  # seconds allowed for each case in a worker process
+    validate_protocol: bool = False
+    jobs: int = 1
+    suite_dirs: tuple[Path, ...] = ()  # none: the suite shipped with conform
+    modes: tuple[str, ...] = ()  # none: every mode
+    seed: int = DEFAULT_SEED
+    xfail_file: Path | None = None
+    strict: bool = False  # the reference's own outcome at every implementation-defined point
+    chosen_points: tuple[tuple[str, str], ...] = ()  # ("I3", "ignore"): that outcome required
+
+    def __post_init__(self) -> None:
+        check_driver_options(
+            self.target,
+            self.exec_command,
+            in_process=self.in_process,
+            timeout=self.timeout,
+            validate_protocol=self.validate_protocol,
+        )
+        if self.jobs > 1 and self.in_process:
+            raise ConformError("-j runs worker processes; it does not go with --in-process")
+        unknown = [mode for mode in self.modes if mode not in MODES]
+        if unknown:
+            raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
+
+    @property
+    def chosen_modes(self) -> tuple[str, ...]:
+        """The modes to run, each once, in the order given (every mode when none was)."""
+        return tuple(dict.fromkeys(self.modes)) or MODES
+
+    @property
+    def label(self) -> str:
+        """The target as reports name it."""
+        return self.target if self.target is not None else str(self.exec_command)
+
+    def required_choices(self) -> dict[str, str] | None:
+        """The outcomes required at implementation-defined points (None: any allowed one)."""
+        required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if self.strict else {}
+        required.update(dict(self.chosen_points))
+        return required or None
+
+    def start_driver(self) -> Driver:
+        """A driver for the target, started (ConformError when it cannot start)."""
+        return start_driver(
+            self.target,
+            self.exec_command,
+            in_process=self.in_process,
+            timeout=self.timeout,
+            validate_protocol=self.validate_protocol,
+        )
