@@ -181,6 +181,15 @@ def new_assembler(factory: Factory) -> Any:
     return assembler
 
 
+def _error_step(exc: BaseException, doing: str, *, say: bool) -> dict[str, Any]:
+    """`{"error": ...}` for an exception of the contract's kinds (with the target's words under
+    `SAID` when `say`); TargetCrash for any other."""
+    error = normalize_error(exc)
+    if error is None:
+        raise _crash(exc, doing) from None
+    return {"error": error, SAID: error_said(exc, error["kind"])} if say else {"error": error}
+
+
 def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dict[str, Any]:
     """Push one payload; the golden step it makes (`events` and `state`, or `error`).
 
@@ -191,12 +200,7 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
-        error = normalize_error(exc)
-        if error is None:
-            raise _crash(exc, "push") from None
-        if say:
-            return {"line": line, "error": error, SAID: error_said(exc, error["kind"])}
-        return {"line": line, "error": error}
+        return {"line": line, **_error_step(exc, "push", say=say)}
     try:
         return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
     except NormalizeError as exc:
@@ -215,12 +219,7 @@ def finish_step(assembler: Any, thinking_capped: bool, *, say: bool = False) -> 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
-        error = normalize_error(exc)
-        if error is None:
-            raise _crash(exc, "finish") from None
-        if say:
-            return {"error": error, SAID: error_said(exc, error["kind"])}
-        return {"error": error}
+        return _error_step(exc, "finish", say=say)
     try:
         return {"completion": normalize_completion(completion)}
     except NormalizeError as exc:
