@@ -35,8 +35,8 @@ from harness.drive.process import (
     allow_programs,
     stop_all_programs,
 )
-from harness.errors import ConformError
-from harness.files import write_report
+from harness.errors import ConformError, Interrupted
+from harness.files import environment_error, interruptible, write_report
 from harness.matrix import columns_from_reports, run_matrix, targets_of
 from harness.reports.machine import (
     RunInfo,
@@ -54,7 +54,15 @@ from harness.reports.progress import ProgressBar, paint_line, wants_colour
 from harness.reports.text import render, rules_line, totals_line
 from harness.safetext import printable, shorten
 from harness.suite import golden as golden_files
-from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, writable_root
+from harness.suite.cases import (
+    SHIPPED,
+    Case,
+    Suite,
+    cases_of,
+    open_suites,
+    selected_cases,
+    writable_root,
+)
 from harness.suite.recording import PIN_TAGS
 from reference.choices import OUTCOMES
 
@@ -64,6 +72,12 @@ INTERNAL_ERROR = 3
 
 class _SetupFailure(click.ClickException):
     exit_code = 2
+
+
+class _ExchangeFailure(click.ClickException):
+    """A ConformError of exit code 1: `conform record`'s exchange failed."""
+
+    exit_code = 1
 
 
 class _InternalError(click.ClickException):
@@ -89,18 +103,71 @@ class _InternalError(click.ClickException):
 
 
 class _ConformGroup(click.Group):
-    """Turns the harness's own errors into one `Error:` line and exit code 2, and anything
-    unexpected into the internal-error report and exit code 3."""
+    """Turns the harness's own errors into one `Error:` line and their exit code (2, or 1 for a
+    failed recording), the world's faults (disk full, read-only, the current folder deleted) into
+    one `Error:` line and exit code 2, a signal into 128 + its number (Ctrl-C: 130), a closed
+    stdout into a quiet exit, and anything unexpected into the internal-error report and exit
+    code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                os.getcwd()
+            except FileNotFoundError:
+                raise ConformError(
+                    "the current folder no longer exists",
+                    hint="cd to a folder that exists and run it again",
+                ) from None
+            try:
+                result = super().invoke(ctx)
+            except (SystemExit, click.exceptions.Exit):
+                _flush_stdout()  # the exit status stands; a closed pipe only goes quiet
+                raise
+            if _flush_stdout():
+                raise click.exceptions.Exit(128 + signal.SIGPIPE)
+            return result
         except ConformError as exc:
-            raise _SetupFailure(str(exc)) from None
+            failure = _ExchangeFailure if exc.exit_code == 1 else _SetupFailure
+            raise failure(printable(str(exc))) from None
+        except Interrupted as exc:
+            raise click.exceptions.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise click.exceptions.Exit(128 + signal.SIGINT) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:
+            _quiet_closed_pipe()
+            raise click.exceptions.Exit(128 + signal.SIGPIPE) from None
+        except OSError as exc:
+            error = environment_error(exc)
+            if error is None:
+                raise _InternalError(exc) from None
+            raise _SetupFailure(printable(str(error))) from None
         except Exception as exc:
             raise _InternalError(exc) from None
+
+
+def _flush_stdout() -> bool:
+    """Flush stdout now, where a closed pipe can be caught; True when it was closed."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_closed_pipe()
+        return True
+    except (OSError, ValueError):
+        pass
+    return False
+
+
+def _quiet_closed_pipe() -> None:
+    """The reader of stdout went away (`conform list | head -1`): say nothing more, and keep
+    Python from complaining as it flushes stdout at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 class TargetType(click.ParamType[str]):
@@ -198,13 +265,7 @@ def _cases(
     exclude: tuple[str, ...] = (),
 ) -> list[Case]:
     suites = suite if isinstance(suite, list) else [suite]
-    cases = cases_of(suites, patterns, rules=rules, exclude=exclude)
-    if not cases:
-        what = " ".join([*(f"matching {p}" for p in patterns), *(f"pinning {r}" for r in rules)])
-        what = f" {what}" if what else ""
-        where = ", ".join(str(s.root) for s in suites)
-        raise ConformError(f"no cases{what} in {where}", hint="'conform list' shows the cases")
-    return cases
+    return selected_cases(suites, patterns, rules=rules, exclude=exclude)
 
 
 class _Interruption:
@@ -615,20 +676,36 @@ def golden_group() -> None:
     """Regenerate or check the golden files (they are generated, never edited by hand)."""
 
 
+_golden_pattern_option = click.option(
+    "-k",
+    "patterns",
+    multiple=True,
+    metavar="PATTERN",
+    help="Only cases whose whole id matches this glob, or that lie in this folder "
+    "('llama-server/tool_call' is that case alone; 'llama-server/tool_*', 'synthetic'); "
+    "repeatable.",
+)
+
+
 @golden_group.command("update")
 @_suite_option
-@_pattern_option
+@_golden_pattern_option
 def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
     """Regenerate golden files from the reference, atomically, listing what changed.
 
     Writes into --suite DIR, or into the shipped suite of a source checkout; never into an
-    installed package.
+    installed package. Temporary files a killed run left in the suite are removed and named.
+    Ctrl-C, SIGTERM or SIGHUP stop it with no temporary file left (exit 128 + the signal).
     """
     suite = Suite.open(writable_root(suite_dir, command="golden update"))
-    changes = golden_files.update(_cases(suite, patterns))
+    cases = _cases(suite, patterns)
+    with interruptible():
+        for path in golden_files.remove_leftovers(suite):
+            click.echo(f"removed: {printable(str(path))} (a temporary file of a killed run)")
+        changes = golden_files.update(cases)
     for change in changes:
         if change.status != "unchanged":
-            click.echo(f"{change.status}: {change.path}")
+            click.echo(f"{change.status}: {printable(str(change.path))}")
     _warn_orphans(suite, patterns)
     changed = sum(c.status != "unchanged" for c in changes)
     click.echo(f"{changed} of {len(changes)} golden files written")
@@ -636,14 +713,16 @@ def golden_update(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 @golden_group.command("check")
 @_suite_option
-@_pattern_option
+@_golden_pattern_option
 def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
-    """Exit 1 when a golden file is missing, drifted from the reference, or orphaned."""
+    """Exit 1 when a golden file is missing, drifted from the reference, or orphaned, or a
+    killed run left a temporary file in the suite."""
     suite = Suite.open(suite_dir)
     cases = _cases(suite, patterns)
     problems = golden_files.check(suite, cases, patterns)
     for problem in problems:
-        click.echo(f"{problem.status}: {problem.path}")
+        note = " (a temporary file of a killed run)" if problem.status == "leftover" else ""
+        click.echo(f"{problem.status}: {printable(str(problem.path))}{note}")
     if problems:
         click.echo(f"{len(problems)} problem(s); 'conform golden update' regenerates, then review")
         sys.exit(1)

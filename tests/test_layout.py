@@ -29,6 +29,7 @@ STAGES = {
     "harness.capture": 3,
     "harness.suite": 4,
     "harness.drive": 5,
+    "harness.cli_options": 6,
     "harness.errors": 6,
     "harness.files": 6,
     "harness.safetext": 6,
