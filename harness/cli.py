@@ -650,10 +650,11 @@ def list_command(
     """
     suites = open_suites(suite_dirs)
     cases = _cases(suites, patterns, rules, exclude)
-    width = max(len(case.case_id) for case in cases)
+    width = max(len(printable(case.case_id)) for case in cases)
     for case in cases:
         pins = () if ids_only else _pins_or_nothing(case)
-        click.echo(f"{case.case_id:<{width}}  {' '.join(pins)}" if pins else case.case_id)
+        shown = printable(case.case_id)
+        click.echo(f"{shown:<{width}}  {' '.join(pins)}" if pins else shown)
     for suite in suites:
         _warn_orphans(suite, patterns)
 
@@ -662,13 +663,13 @@ def _pins_or_nothing(case: Case) -> tuple[str, ...]:
     try:
         return case.pins
     except ConformError as exc:  # listing never fails for one broken recording: run names it
-        click.echo(f"warning: {exc}", err=True)
+        click.echo(f"warning: {printable(str(exc))}", err=True)
         return ()
 
 
 def _warn_orphans(suite: Suite, patterns: tuple[str, ...]) -> None:
     for path in suite.orphaned_golden(patterns):
-        click.echo(f"warning: {path}: a golden file without a recording", err=True)
+        click.echo(f"warning: {printable(str(path))}: a golden file without a recording", err=True)
 
 
 @main.group("golden")

@@ -39,7 +39,7 @@ class Seconds(click.ParamType[float]):
             self.fail(f"{value!r} is not above 0 seconds (e.g. 30 or 2.5)", param, ctx)
         if seconds > MAX_SECONDS:
             self.fail(
-                f"{value!r} is more than {MAX_SECONDS:g} seconds (30 days); give a shorter timeout",
+                f"{value!r} is more than {MAX_SECONDS:.0f} seconds (30 days); give less",
                 param,
                 ctx,
             )
