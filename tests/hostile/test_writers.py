@@ -115,7 +115,7 @@ def test_an_output_over_an_input_is_refused(tmp_path: Path) -> None:
     xfail.write_text("")
     recording = suite / "recordings" / f"{CASE}.http"
     inputs = [xfail, suite / "recordings", suite / "golden"]
-    with pytest.raises(ConformError, match="--json .* would overwrite .*conform.xfail"):
+    with pytest.raises(ConformError, match=r"--json .* would overwrite .*conform\.xfail"):
         check_outputs({"--json": xfail}, inputs)
     with pytest.raises(ConformError, match="would overwrite"):
         check_outputs({"--junit-xml": recording}, inputs)
