@@ -64,3 +64,10 @@ def test_a_targets_text_is_printed_escaped(tmp_path: Path, text: str) -> None:
         assert "FAIL" in output
         assert text not in output, how
         assert not any(c in output for c in "\u2028\u202e\ufeff"), how
+
+
+def test_golden_commands_help_mentions_no_option_they_lack() -> None:
+    for command in ("update", "check"):
+        code, output = conform("golden", command, "--help")
+        assert code == 0 and "-k PATTERN" in output
+        assert "--xfail" not in output, command
