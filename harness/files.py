@@ -21,6 +21,7 @@ import os
 import re
 import signal
 import stat
+import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -89,15 +90,16 @@ def write_atomically(
     """
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        mode = target.stat().st_mode
+        mode = os.stat(path).st_mode  # through every link, /proc's magic ones too
     except FileNotFoundError:
         mode = None
     except OSError as exc:
         raise cannot_write(path, exc) from None
     if mode is not None and not replace:
         raise FileExistsError(str(path))
-    if mode is not None and not stat.S_ISREG(mode):
-        _write_through(path, target, mode, data)
+    if mode is not None and (not stat.S_ISREG(mode) or _through_proc(path)):
+        # `/dev/stdout` redirected to a file: a rename would drop what went to stdout before.
+        _write_through(path, path, mode, data)
         return
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -110,23 +112,72 @@ def write_atomically(
         raise cannot_write(path, exc) from None
 
 
+def _through_proc(path: Path) -> bool:
+    """True when `path` leads through `/proc` (`/dev/stdout`, `/dev/fd/3`): a file descriptor
+    of a process, which only writing through reaches."""
+    return _proc_target(path) is not None
+
+
+def _proc_target(path: Path) -> str | None:
+    """The `/proc/...` path `path` leads to through its links and folders, or None."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on links followed
+        folder, name = os.path.split(current)
+        current = os.path.join(os.path.realpath(folder), name)
+        if current == "/proc" or current.startswith("/proc/"):
+            return current
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(folder, os.readlink(current)))
+    return None
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor of this process that `path` names (`/dev/stdout`: 1), or None."""
+    target = _proc_target(path)
+    if target is None:
+        return None
+    folder, name = os.path.split(target)
+    if folder in (f"/proc/{os.getpid()}/fd", "/proc/self/fd", "/proc/thread-self/fd"):
+        return int(name) if name.isdigit() else None
+    return None
+
+
 def _write_through(path: Path, target: Path, mode: int, data: str | bytes | Iterable[str]) -> None:
-    """Write into a device or FIFO as it is: replacing it would destroy it."""
+    """Write into a device, a FIFO or a process's descriptor as it is: replacing it would destroy
+    it. Appending: `/dev/stdout` redirected to a file keeps what conform printed before."""
     if stat.S_ISDIR(mode):
         raise WriteError(path, f"cannot write {path}: it is a folder", hint="give a file name")
-    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode) or stat.S_ISBLK(mode)):
-        raise WriteError(
-            path,
-            f"cannot write {path}: not a regular file, device or FIFO",
-            hint="give a file name",
-        )
+    if stat.S_ISSOCK(mode):
+        raise WriteError(path, f"cannot write {path}: it is a socket", hint="give a file name")
+    descriptor = _own_descriptor(path)
+    if descriptor is not None:
+        _write_descriptor(path, descriptor, data)
+        return
     try:
         if isinstance(data, bytes):
-            with open(target, "wb") as out:
+            with open(target, "ab") as out:
                 out.write(data)
         else:
-            with open(target, "w", encoding="utf-8", newline="\n") as text_out:
+            with open(target, "a", encoding="utf-8", newline="\n") as text_out:
                 text_out.writelines([data] if isinstance(data, str) else data)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+
+def _write_descriptor(path: Path, descriptor: int, data: str | bytes | Iterable[str]) -> None:
+    """Write to one of conform's own descriptors (`/dev/stdout`) at its own offset, after what
+    conform printed there: reopening it would start a second offset that overwrites."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):
+            if stream.fileno() == descriptor:
+                stream.flush()
+    pieces = [data] if isinstance(data, str | bytes) else data
+    try:
+        for piece in pieces:
+            view = memoryview(piece if isinstance(piece, bytes) else piece.encode("utf-8"))
+            while view:
+                view = view[os.write(descriptor, view) :]
     except OSError as exc:
         raise cannot_write(path, exc) from None
 

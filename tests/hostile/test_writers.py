@@ -13,7 +13,7 @@ import pytest
 
 from harness.errors import ConformError, WriteError
 from harness.files import check_outputs, same_file, write_atomically, write_report
-from tests.hostile.support import CASE, conform, small_suite
+from tests.hostile.support import CASE, ROOT, conform, small_suite
 
 
 def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:
@@ -130,3 +130,21 @@ def test_same_file_sees_through_links(tmp_path: Path) -> None:
     (tmp_path / "b").symlink_to("a")
     assert same_file(tmp_path / "a", tmp_path / "b")
     assert not same_file(tmp_path / "a", tmp_path / "c")
+
+
+@pytest.mark.parametrize("name", ["/dev/stdout", "/dev/fd/1"])
+def test_dev_stdout_redirected_to_a_file_gets_the_report_after_the_output(
+    tmp_path: Path, name: str
+) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.txt"
+    script = (
+        "from pathlib import Path; from harness.files import write_report; "
+        f"print('before'); write_report(Path({name!r}), 'report\\n'); print('after')"
+    )
+    with out.open("w") as stdout:
+        subprocess.run([sys.executable, "-c", script], stdout=stdout, check=True, cwd=ROOT)
+    assert out.read_text() == "before\nreport\nafter\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
