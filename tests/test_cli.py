@@ -188,7 +188,12 @@ def test_run_reports_totals_per_rule(tmp_path: Path) -> None:
     data = json.loads(report.read_text())
     r6 = [r for r in data["results"] if "R6" in r["pins"]]
     assert len(r6) == data["suite"]["cases"] == data["rules"]["R6"]["cases"]
-    assert data["rules"]["R6"] == {"cases": len(r6), "passed": len(r6), "failed": 0}
+    assert data["rules"]["R6"] == {
+        "cases": len(r6),
+        "passed": len(r6),
+        "failed": 0,
+        "unexpected": 0,
+    }
     assert f"R6 {len(r6)}/{len(r6)}" in output.splitlines()[-2]
 
 

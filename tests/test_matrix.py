@@ -12,9 +12,9 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from harness.check.targets import in_shard, shard_of
 from harness.cli import main
 from harness.matrix import split_label, targets_of
+from harness.pipeline.selection import in_shard, shard_of
 from harness.reports.matrix import default_label
 from harness.suite.cases import Suite
 
@@ -214,8 +214,13 @@ def test_exec_targets_and_labels(tmp_path: Path) -> None:
         "openai_adapter"
     )
     assert default_label("node examples/js/assembler.mjs", "exec") == "node assembler.mjs"
-    with pytest.raises(Exception, match="same label"):
-        targets_of(["reference:Assembler", "reference:Assembler"], [], [])
+    with pytest.raises(Exception, match="the label 'reference:Assembler'"):
+        targets_of(["reference:Assembler", "reference:Assembler"], [], [], {})
+    with pytest.raises(Exception, match="no label before"):
+        split_label("=reference:Assembler")
+    # Two classes of one module: labelled by their whole spec, not stopped for a shared default.
+    labels = [t.label for t in targets_of(["tests.miniatures:A", "tests.miniatures:B"], [], [], {})]
+    assert labels == ["tests.miniatures:A", "tests.miniatures:B"]
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     code, data = matrix_json(

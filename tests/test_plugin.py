@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from harness.check.modes import MODES
 from harness.cli import main
-from harness.reports.machine import junit_names
+from harness.reports.junit import junit_names
 from harness.suite.cases import Suite
 
 pytest_plugins = ["pytester"]

@@ -12,9 +12,9 @@ from typing import Any
 import click
 
 from harness.capture import live as recorder
-from harness.cli_options import Seconds
 from harness.errors import ConformError
 from harness.files import interruptible
+from harness.seconds import Seconds
 from harness.suite import golden as golden_files
 from harness.suite.cases import Suite, writable_root
 

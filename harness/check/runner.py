@@ -12,12 +12,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import reference
 from harness.check.compare import Difference, differences, same
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.check.status import Status
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
@@ -28,22 +29,23 @@ from harness.suite.recording import iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
-PASSED = "passed"
-FAILED = "failed"
-CRASHED = "crashed"
-TIMED_OUT = "timed-out"
-XFAILED = "xfailed"  # failed, crashed or timed out, as an --xfail line expected
-XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
-#: Every status, in the order reports count them.
-STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
-#: The statuses of a target that does not conform (before expected failures are applied).
-FAILURES = (FAILED, CRASHED, TIMED_OUT)
-#: A result the target does not pass, expected or not: what a baseline (`--write-xfail`) lists.
-NOT_PASSING = (*FAILURES, XFAILED)
-#: A result that fails the run (exit 1): a failure not expected, or an expected one that passed.
-FAILS_THE_RUN = (*FAILURES, XPASSED)
-#: A result where the target did what the golden file says (expected to or not).
-CONFORMING = (PASSED, XPASSED)
+# The status names, for the code and tests that import them from here.
+PASSED, FAILED, CRASHED = Status.PASSED, Status.FAILED, Status.CRASHED
+TIMED_OUT, XFAILED, XPASSED = Status.TIMED_OUT, Status.XFAILED, Status.XPASSED
+#: The levels of conformance (docs/spec.md, section 6): every step's events and state, or only
+#: what every client has (whether each push failed, and how; the finish).
+FULL, COMPLETION = "full", "completion"
+LEVELS = (FULL, COMPLETION)
+
+
+def completion_step(step: dict[str, Any]) -> dict[str, Any]:
+    """What the `completion` level compares of a step: its line and its error, if any."""
+    kept = {"line": step["line"]} if "line" in step else {}
+    if "error" in step:
+        kept["error"] = step["error"]
+    return kept
+
+
 #: Where a crash happened: making the assembler, a push, or finish.
 NEW, PUSH, FINISH = "new", "push", "finish"
 
@@ -84,7 +86,7 @@ class Expectation:
 
     reason: str
     source: str  # "FILE:LINE"
-    was: str  # the status before the expectation applied: passed, failed, crashed, timed-out
+    was: Status  # the status before the expectation applied: passed, failed, crashed, timed-out
 
 
 @dataclass(frozen=True)
@@ -94,17 +96,35 @@ class CaseResult:
     case_id: str
     mode: str
     recording: str
-    status: str
+    status: Status
     duration: float
     mismatches: tuple[Mismatch, ...] = ()
     crash: Crash | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
     expectation: Expectation | None = None
     #: What the case pins (`R6`, `I3`, `SSE`), from its golden file.
     pins: tuple[str, ...] = ()
     #: For a case that pins implementation-defined points: the choices of the outcome the target
     #: matched (passed), or of the closest one (failed); each a combination like {"I3": "ignore"}.
     choice: tuple[dict[str, str], ...] = ()
+    #: The seed of a mode that depends on it (None for the others).
+    seed: int | None = None
+    #: `truncated` mode: the number of payloads pushed before the `finish` that went wrong.
+    cut: int | None = None
+    #: What the target wrote to stderr during a failed case (a crash's details carry theirs).
+    stderr: str | None = None
+    #: How many allowed outcomes were compared before the target was judged (1 for most cases).
+    outcomes: int = 1
+    #: True when --strict or --choose ruled out some of the case's allowed outcomes.
+    narrowed: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, Status):  # a plain string, from a caller's own code
+            object.__setattr__(self, "status", Status(self.status))
+
+    @property
+    def conforms(self) -> bool:
+        """The target did what the golden file says."""
+        return self.status.conforms
 
 
 def _stale(case: Case, why: str) -> GoldenError:
@@ -133,8 +153,11 @@ class _Play:
     call was, for a crash's report.
     """
 
-    def __init__(self, case: Case, driver: Driver, mutate: Mutator | None) -> None:
+    def __init__(
+        self, case: Case, driver: Driver, mutate: Mutator | None, *, level: str = FULL
+    ) -> None:
         self.case = case
+        self.level = level
         self.driver = driver
         self.mutate = mutate
         self.found: list[Mismatch] = []
@@ -176,6 +199,8 @@ class _Play:
             self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
             actual = driver.push(pushed, line)
             said = actual.pop(SAID, None)
+            if self.level == COMPLETION:
+                expected, actual = completion_step(expected), completion_step(actual)
             if not same(expected, actual):
                 self.found += _mismatches(
                     differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
@@ -293,7 +318,7 @@ def _reach(result: CaseResult) -> tuple[int, int]:
     if not result.mismatches:
         return (0, 0)
     first = result.mismatches[0]
-    return (result.extra.get("prefix", 0), 2**62 if first.step is None else first.step)
+    return (result.cut or 0, 2**62 if first.step is None else first.step)
 
 
 def run_case(
@@ -304,6 +329,7 @@ def run_case(
     mode: str,
     seed: int,
     require: dict[str, str] | None = None,
+    level: str = FULL,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
@@ -313,18 +339,17 @@ def run_case(
     """
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
+    narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
     for combos, expected in candidates:
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos)
-        result = replace(result, pins=pins, choice=combos)
+        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+        result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
         if closest is None or _reach(result) > _reach(closest):
             closest = result
     assert closest is not None, "a golden file has at least its own outcome"
-    if len(candidates) > 1:
-        closest.extra["outcomes"] = len(candidates)
-    return closest
+    return replace(closest, outcomes=len(candidates))
 
 
 def _attempt(
@@ -335,9 +360,10 @@ def _attempt(
     mode: str,
     seed: int,
     combos: tuple[dict[str, str], ...],
+    level: str,
 ) -> CaseResult:
     started = time.perf_counter()
-    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id))
+    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
     crash: Crash | None = None
     try:
         if mode == TRUNCATED:
@@ -357,11 +383,7 @@ def _attempt(
         crash = Crash(message, exc.details, play.step, play.line, play.pushed, play.at)
     else:
         status = FAILED if play.found else PASSED
-    extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
-    if play.cut is not None and status != PASSED:
-        extra["prefix"] = play.cut
-    if status == FAILED and (logged := driver.case_stderr()):  # crashes carry theirs already
-        extra["stderr"] = logged
+    logged = driver.case_stderr() if status == FAILED else None  # crashes carry theirs
     return CaseResult(
         case.case_id,
         mode,
@@ -370,7 +392,9 @@ def _attempt(
         time.perf_counter() - started,
         tuple(play.found),
         crash,
-        extra,
+        seed=seed if mode in SEEDED else None,
+        cut=play.cut if status != PASSED else None,
+        stderr=logged or None,
     )
 
 
@@ -386,12 +410,14 @@ def _run_modes(
     seed: int,
     cancel: threading.Event | None,
     require: dict[str, str] | None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """One case in every mode, stopping when `cancel` is set: a result made while the run was
     being stopped (its program killed under it) is not the target's, and is dropped."""
     # The recording first: one that cannot be read is named as such, not as a missing golden file.
     capped = read_info(case.recording).thinking_capped
-    golden = read_golden(case)
+    golden = goldens(case)
     if golden["thinking_capped"] is not capped:  # else the target is blamed for the suite's fault
         raise _stale(
             case,
@@ -402,7 +428,9 @@ def _run_modes(
         if _cancelled(cancel):
             return
         try:
-            result = run_case(case, golden, driver, mode=mode, seed=seed, require=require)
+            result = run_case(
+                case, golden, driver, mode=mode, seed=seed, require=require, level=level
+            )
         except Exception:
             if _cancelled(cancel):  # a program that cannot restart because the run is stopping
                 return
@@ -420,6 +448,8 @@ def run(
     seed: int,
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode, in order; each golden file is read once.
 
@@ -429,7 +459,16 @@ def run(
     for case in cases:
         if _cancelled(cancel):
             return
-        yield from _run_modes(case, driver, modes=modes, seed=seed, cancel=cancel, require=require)
+        yield from _run_modes(
+            case,
+            driver,
+            modes=modes,
+            seed=seed,
+            cancel=cancel,
+            require=require,
+            level=level,
+            goldens=goldens,
+        )
 
 
 DriverFactory = Callable[[], Driver]
@@ -445,6 +484,8 @@ def run_parallel(
     jobs: int,
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
 
@@ -458,7 +499,16 @@ def run_parallel(
     if jobs <= 1:
         driver = make_driver()
         try:
-            yield from run(cases, driver, modes=modes, seed=seed, cancel=cancel, require=require)
+            yield from run(
+                cases,
+                driver,
+                modes=modes,
+                seed=seed,
+                cancel=cancel,
+                require=require,
+                level=level,
+                goldens=goldens,
+            )
         finally:
             driver.close()
         return
@@ -482,7 +532,14 @@ def run_parallel(
                 except queue.Empty:
                     break
                 for result in _run_modes(
-                    case, driver, modes=modes, seed=seed, cancel=cancel, require=require
+                    case,
+                    driver,
+                    modes=modes,
+                    seed=seed,
+                    cancel=cancel,
+                    require=require,
+                    level=level,
+                    goldens=goldens,
                 ):
                     done.put(result)
         except BaseException as exc:
@@ -513,14 +570,6 @@ def run_parallel(
         stop.set()
         for worker in workers:
             worker.join()
-
-
-def count_statuses(results: Iterable[CaseResult]) -> dict[str, int]:
-    """How many results have each status, every status named in `STATUS_ORDER` (zeros too)."""
-    found = {status: 0 for status in STATUS_ORDER}
-    for result in results:
-        found[result.status] += 1
-    return found
 
 
 def in_order(

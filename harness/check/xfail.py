@@ -29,14 +29,10 @@ from pathlib import Path
 
 from harness.check.modes import MODES
 from harness.check.runner import (
-    FAILURES,
-    NOT_PASSING,
-    PASSED,
-    XFAILED,
-    XPASSED,
     CaseResult,
     Expectation,
 )
+from harness.check.status import Status
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
@@ -117,10 +113,10 @@ class XfailList:
     def apply(self, result: CaseResult) -> CaseResult:
         """`result` as this list judges it: failures it covers become xfailed, passes xpassed."""
         entry = self.find(result.case_id, result.mode)
-        if entry is None or (result.status != PASSED and result.status not in FAILURES):
+        if entry is None or not (result.status is Status.PASSED or result.status.is_failure):
             return result
         expectation = Expectation(entry.reason, self.source(entry), result.status)
-        status = XPASSED if result.status == PASSED else XFAILED
+        status = Status.XPASSED if result.status is Status.PASSED else Status.XFAILED
         return dataclasses.replace(result, status=status, expectation=expectation)
 
 
@@ -166,7 +162,7 @@ def baseline_reason(result: CaseResult) -> str:
 
 def failing(result: CaseResult) -> bool:
     """True when the target failed this case, whether or not a line expected it."""
-    return result.status in NOT_PASSING
+    return result.status.not_passing
 
 
 #: The header's lines as conform writes them, recognized (and replaced) when a baseline is written

@@ -16,7 +16,7 @@ import click
 import pytest
 
 from harness import files
-from harness.cli_options import MAX_SECONDS, Seconds
+from harness.seconds import MAX_SECONDS, Seconds
 from tests.hostile.support import CASE, ROOT, conform, small_suite
 
 
