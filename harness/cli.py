@@ -22,6 +22,7 @@ from harness import cli_options as opt
 from harness.capture.command import record as record_command
 from harness.check.options import RunOptions
 from harness.errors import ConformError, Interrupted
+from harness.files import check_outputs as check_written
 from harness.files import environment_error, interruptible, write_report
 from harness.matrix import column_of, columns_from_reports, targets_of
 from harness.pipeline import (
@@ -240,7 +241,7 @@ def run_command(
     outputs = Outputs(json_path, junit, write_xfail, badge).absolute()
     plan = prepare(selection, options.modes)
     inputs = {} if options.xfail_file is None else {"--xfail": options.xfail_file}
-    check_outputs(outputs, inputs=inputs)
+    check_outputs(outputs, inputs=inputs, plan=plan)
     expected = plan.expected_failures(options.xfail_file)
     bar = ProgressBar.for_terminal(plan.runs, quiet=quiet)
     with Interruption(in_process=in_process) as stop:
@@ -456,9 +457,13 @@ def matrix_command(
         raise click.UsageError("give at least one TARGET, --exec or --from")
     old = None if baseline is None else load_matrix(baseline)
     stop = Interruption()
+    written = {"--json": json_path, "--markdown": md_path, "--html": html_path}
+    read = [p for p in (baseline, *(t.xfail for t in targets)) if p is not None]
+    check_written(written, read)
     if targets:
         selection = Selection(tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude)
         plan = prepare(selection, modes)
+        check_written(written, [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)])
         for target in targets:  # a wrong --xfail file is the user's mistake: say so now
             plan.expected_failures(target.xfail)
         echo = functools.partial(click.echo, err=True)

@@ -275,21 +275,28 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) ->
                     hint="give each output its own file",
                 )
         seen.append((option, path, real, node))
-    folders: list[str] = []
+    folders: list[tuple[str, Path]] = []
     files: dict[str, Path] = {}
     nodes: dict[tuple[int, int], Path] = {}
     for item in inputs:
         real, node, mode = _identity(item)
         if mode is not None and stat.S_ISDIR(mode):
-            folders.append(real.rstrip(os.sep) + os.sep)
+            folders.append((real.rstrip(os.sep) + os.sep, item))
             continue
         files[real] = item
         if node is not None:
             nodes[node] = item
     for option, path, real, node in seen:
         hit = files.get(real) or (nodes.get(node) if node is not None else None)
-        if hit is None and any(real.startswith(folder) for folder in folders):
-            hit = path
+        if hit is None:
+            inside = [item for folder, item in folders if real.startswith(folder)]
+            if inside:
+                verb = "overwrite a file in" if node is not None else "write into"
+                raise WriteError(
+                    path,
+                    f"{option} {path} would {verb} {inside[0]}, a folder this command reads",
+                    hint=f"give {option} a file outside the suite",
+                )
         if hit is not None:
             raise WriteError(
                 path,

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness import files
 from harness.check.xfail import write_baseline
 from harness.errors import ConformError
 from harness.pipeline.run import RunRecord
@@ -44,25 +45,14 @@ class Outputs:
         return {n: p for n, p in zip(names, self._paths(), strict=True) if p is not None}
 
 
-def check_outputs(outputs: Outputs, *, inputs: dict[str, Path]) -> None:
+def check_outputs(outputs: Outputs, *, inputs: dict[str, Path], plan: Plan | None = None) -> None:
     """ConformError (a usage error) when two outputs name one file, or an output names an input
-    of the run (its --xfail file, say): one of them would be lost."""
-    seen: dict[Path, str] = {}
-    for option, path in outputs.named().items():
-        key = Path(os.path.realpath(path))
-        if key in seen:
-            raise ConformError(
-                f"{seen[key]} and {option} name the same file {path}",
-                hint="give each report a file of its own",
-            )
-        seen[key] = option
-    for option, path in inputs.items():
-        key = Path(os.path.realpath(path))
-        if key in seen:
-            raise ConformError(
-                f"{seen[key]} {path} would overwrite the run's {option} input",
-                hint="write the report to another file",
-            )
+    of the run (its --xfail file; with `plan`, anything in its suites' recordings/ and golden/):
+    one of them would be lost (`harness.files.check_outputs`)."""
+    folders = (
+        [] if plan is None else [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)]
+    )
+    files.check_outputs(outputs.named(), [*inputs.values(), *folders])
 
 
 def write_outputs(
@@ -84,7 +74,9 @@ def write_outputs(
         path = outputs.write_xfail
 
         def baseline() -> None:
-            written = write_baseline(path, results, target=info.target, when=info.started)
+            written = write_baseline(
+                path, results, target=info.target, when=info.started, suite_cases=plan.all_ids
+            )
             note(f"wrote {written} expected failure(s), one line a case, to {path}")
 
         writers.append(baseline)

@@ -117,9 +117,11 @@ def test_an_output_over_an_input_is_refused(tmp_path: Path) -> None:
     inputs = [xfail, suite / "recordings", suite / "golden"]
     with pytest.raises(ConformError, match=r"--json .* would overwrite .*conform\.xfail"):
         check_outputs({"--json": xfail}, inputs)
-    with pytest.raises(ConformError, match="would overwrite"):
+    with pytest.raises(ConformError, match=r"would overwrite a file in .*recordings, a folder"):
         check_outputs({"--junit-xml": recording}, inputs)
-    with pytest.raises(ConformError, match="would overwrite"):  # a new file in the suite too
+    with pytest.raises(ConformError, match=r"would overwrite .*content_stop\.http, an input"):
+        check_outputs({"--junit-xml": recording}, [recording])
+    with pytest.raises(ConformError, match=r"would write into .*golden, a folder"):  # new, too
         check_outputs({"--json": suite / "golden" / "report.json"}, inputs)
     check_outputs({"--json": tmp_path / "report.json"}, inputs)
     assert recording.read_bytes().startswith(b"#") or recording.stat().st_size > 0
@@ -148,3 +150,28 @@ def test_dev_stdout_redirected_to_a_file_gets_the_report_after_the_output(
         subprocess.run([sys.executable, "-c", script], stdout=stdout, check=True, cwd=ROOT)
     assert out.read_text() == "before\nreport\nafter\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt"]
+
+
+def test_run_and_matrix_refuse_before_anything_is_written(tmp_path: Path) -> None:
+    suite = small_suite(tmp_path / "suite", CASE)
+    recording = suite / "recordings" / f"{CASE}.http"
+    before = recording.read_bytes()
+    xfail = tmp_path / "conform.xfail"
+    xfail.write_text(f"{CASE}  # mine\n")
+    out = tmp_path / "out"
+    run = ["run", "reference:Assembler", "--suite", suite, "--mode", "plain"]
+    for extra, words in (
+        (["--json", out, "--junit-xml", out], "both --json and --junit-xml"),
+        (["--json", recording], "would overwrite"),
+        (["--junit-xml", suite / "golden" / "r.xml"], "would write into"),
+        (["--xfail", xfail, "--json", xfail], "would overwrite"),
+    ):
+        code, output = conform(*run, *extra)
+        assert code == 2 and words in output, output
+    matrix = ["matrix", "r=reference:Assembler", "--suite", suite, "--mode", "plain"]
+    code, output = conform(*matrix, "--json", out, "--html", out)
+    assert code == 2 and "both --json and --html" in output, output
+    code, output = conform(*matrix, "--markdown", recording)
+    assert code == 2 and "would overwrite" in output, output
+    assert recording.read_bytes() == before and xfail.read_text() == f"{CASE}  # mine\n"
+    assert not out.exists()
