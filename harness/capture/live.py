@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,6 +260,8 @@ def _reason(exc: BaseException | None) -> str:
         return "unknown error"
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, socket.gaierror):  # its errno is getaddrinfo's, not the OS's
+            return f"cannot resolve the host name ({(seen.strerror or str(seen)).lower()})"
         if isinstance(seen, OSError) and seen.errno is not None:
             return os.strerror(seen.errno).lower()
         seen = seen.__cause__ or seen.__context__

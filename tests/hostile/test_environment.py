@@ -137,3 +137,16 @@ def test_a_deleted_current_folder_is_one_line(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         "Error: the current folder no longer exists (cd to a folder that exists and run it again)"
     ]
+
+
+def test_an_unknown_host_is_named_as_such() -> None:
+    import socket
+
+    from harness.capture.live import _reason
+
+    try:
+        raise socket.gaierror(-2, "Name or service not known")
+    except socket.gaierror as cause:
+        error = OSError("connect failed")
+        error.__cause__ = cause
+    assert _reason(error) == "cannot resolve the host name (name or service not known)"
