@@ -150,3 +150,19 @@ def test_an_unknown_host_is_named_as_such() -> None:
         error = OSError("connect failed")
         error.__cause__ = cause
     assert _reason(error) == "cannot resolve the host name (name or service not known)"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux's /dev/full")
+def test_a_really_full_device_is_one_line(tmp_path: Path) -> None:
+    suite = small_suite(tmp_path / "s", CASE)
+    status, output = conform(
+        "run", "reference:Assembler", "--in-process", "--suite", suite, "--mode", "plain",
+        "--json", "/dev/full",
+    )  # fmt: skip
+    assert status == 2 and "Error: cannot write /dev/full: No space left on device" in output
+    assert Path("/dev/full").is_char_device()
+    done = _conform_process(shell=f"{sys.executable} -m harness list --suite {suite} > /dev/full")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "Error: No space left on device (the disk is full: free some space and run it again)"
+    ]
