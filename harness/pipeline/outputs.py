@@ -49,10 +49,16 @@ def check_outputs(outputs: Outputs, *, inputs: dict[str, Path], plan: Plan | Non
     """ConformError (a usage error) when two outputs name one file, or an output names an input
     of the run (its --xfail file; with `plan`, anything in its suites' recordings/ and golden/):
     one of them would be lost (`harness.files.check_outputs`)."""
-    folders = (
-        [] if plan is None else [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)]
-    )
-    files.check_outputs(outputs.named(), [*inputs.values(), *folders])
+    suites = () if plan is None else plan.suites
+    folders = [folder for s in suites for folder in (s.recordings_dir, s.golden_dir)]
+    rebaseline = outputs.write_xfail
+    read = [
+        path
+        for option, path in inputs.items()
+        # `--xfail F --write-xfail F` re-baselines in place: F is read first, then merged into.
+        if not (option == "--xfail" and rebaseline and files.same_file(path, rebaseline))
+    ]
+    files.check_outputs(outputs.named(), [*read, *folders])
 
 
 def write_outputs(

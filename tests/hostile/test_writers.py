@@ -175,3 +175,14 @@ def test_run_and_matrix_refuse_before_anything_is_written(tmp_path: Path) -> Non
     assert code == 2 and "would overwrite" in output, output
     assert recording.read_bytes() == before and xfail.read_text() == f"{CASE}  # mine\n"
     assert not out.exists()
+
+
+def test_write_xfail_may_rebaseline_the_xfail_file_in_place(tmp_path: Path) -> None:
+    suite = small_suite(tmp_path / "suite", CASE)
+    xfail = tmp_path / "conform.xfail"
+    xfail.write_text("")
+    run = ["run", "reference:Assembler", "--suite", suite, "--mode", "plain", "--xfail", xfail]
+    code, output = conform(*run, "--write-xfail", xfail)
+    assert code == 0, output
+    code, output = conform(*run, "--write-xfail", tmp_path / "other", "--json", xfail)
+    assert code == 2 and "would overwrite" in output, output
