@@ -331,7 +331,16 @@ def _alive(pid: int) -> bool:
         return True  # someone else's process
     except OverflowError:
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True when `pid` has exited but its parent has not reaped it yet (Linux; else False)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def stale_temp_files(folders: Iterable[Path]) -> list[Path]:

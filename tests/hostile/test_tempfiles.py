@@ -177,3 +177,19 @@ def test_ctrl_c_in_a_real_record_exits_130_and_leaves_nothing(tmp_path: Path) ->
         "content_stop.http",
         "llama-server",
     ]
+
+
+def test_the_leftover_of_a_killed_writer_not_yet_reaped_is_found(tmp_path: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        path = tmp_path / f".x.json.conform-{child.pid}.abcdefgh.tmp"
+        path.write_text("")
+        assert stale_temp_files([tmp_path]) == []  # its writer runs
+        child.kill()
+        deadline = time.monotonic() + 10
+        while stale_temp_files([tmp_path]) != [path]:  # a zombie until waited for
+            assert time.monotonic() < deadline, "a killed writer's file is not found"
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
