@@ -202,6 +202,7 @@ def _column_json(column: Column) -> dict[str, Any]:
         "cases": {"total": len(cases), "conforming": len(passing)},
         "rules": rule_totals(results),
         "choices": _choices(results),
+        "problems": [] if report is None else [p.to_json() for p in report.problems()],
     }
 
 
