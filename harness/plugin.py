@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.check.runner import CaseResult
+    from harness.check.results import CaseResult
     from harness.drive.inprocess import Driver
     from harness.pipeline import Plan
     from harness.suite.cases import Case
@@ -176,7 +176,8 @@ class ConformItem(pytest.Item):
         self.extra_keyword_matches.update({case.case_id, mode})
 
     def runtest(self) -> None:
-        from harness.check.runner import PASSED, run_case
+        from harness.check.results import PASSED
+        from harness.check.runner import run_case
         from harness.errors import ConformError
 
         run = self.config.stash[_RUN]

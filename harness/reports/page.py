@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
+from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
 from harness.reports.matrix import DASH, NOT_RUN, chosen, score
 from reference.choices import OUTCOMES
 
