@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from harness.check.modes import MODES
     from harness.check.options import RunOptions
-    from harness.check.runner import CaseResult, Crash, Expectation, Mismatch, run_case
+    from harness.check.results import CaseResult, Crash, Expectation, Mismatch
+    from harness.check.runner import run_case
     from harness.check.status import Status
     from harness.errors import (
         ConformError,
@@ -52,13 +53,13 @@ if TYPE_CHECKING:
 _WHERE = {
     "MODES": "harness.check.modes",
     "Case": "harness.suite.cases",
-    "CaseResult": "harness.check.runner",
+    "CaseResult": "harness.check.results",
     "ConformError": "harness.errors",
-    "Crash": "harness.check.runner",
-    "Expectation": "harness.check.runner",
+    "Crash": "harness.check.results",
+    "Expectation": "harness.check.results",
     "GoldenError": "harness.errors",
     "Interruption": "harness.pipeline",
-    "Mismatch": "harness.check.runner",
+    "Mismatch": "harness.check.results",
     "Outputs": "harness.pipeline",
     "Plan": "harness.pipeline",
     "RecordingError": "harness.errors",

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.check.runner import LEVELS
+from harness.check.results import LEVELS
 from harness.drive.inprocess import split_spec
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.seconds import Seconds

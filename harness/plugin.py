@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.check.runner import CaseResult
+    from harness.check.results import CaseResult
     from harness.drive.inprocess import Driver
     from harness.pipeline import Plan
     from harness.suite.cases import Case
@@ -151,6 +151,23 @@ def _active(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if _active(config):
         config.stash[_RUN] = _Run(config)
+        _keep_conform_ids(config)
+
+
+def _keep_conform_ids(config: pytest.Config) -> None:
+    """Show conform's tests by their own ids (`conform/llama-server::tool_call[plain]`) wherever
+    pytest runs from: they are not files below the rootdir, so pytest's making a node id
+    relative to the current folder (`../conform/...`) would name no path at all."""
+    relative = config.cwd_relative_nodeid
+
+    def cwd_relative_nodeid(nodeid: Any) -> Any:
+        # A str up to pytest 8, a NodeId with a `path` after.
+        path = str(getattr(nodeid, "path", str(nodeid).split("::", 1)[0]))
+        if path == "conform" or path.startswith("conform/"):
+            return nodeid
+        return relative(nodeid)
+
+    setattr(config, "cwd_relative_nodeid", cwd_relative_nodeid)  # noqa: B010
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -176,7 +193,8 @@ class ConformItem(pytest.Item):
         self.extra_keyword_matches.update({case.case_id, mode})
 
     def runtest(self) -> None:
-        from harness.check.runner import PASSED, run_case
+        from harness.check.results import PASSED
+        from harness.check.runner import run_case
         from harness.errors import ConformError
 
         run = self.config.stash[_RUN]
@@ -224,6 +242,8 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
         expected = plan.expected_failures(options.xfail_file)
         if options.target is not None:
             load_target(options.target)  # an unimportable target is a usage error, found now
+        else:
+            run.driver()  # a program that cannot start is one usage error, not a failing test each
     except ConformError as exc:
         raise pytest.UsageError(str(exc)) from None
     groups: dict[str, ConformGroup] = {}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.check.runner import FULL, LEVELS
+from harness.check.results import FULL, LEVELS
 from harness.drive.inprocess import Driver
 from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
 from harness.errors import ConformError

@@ -28,10 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.check.modes import MODES
-from harness.check.runner import (
-    CaseResult,
-    Expectation,
-)
+from harness.check.results import CaseResult, Expectation
 from harness.check.status import Status
 from harness.errors import ConformError
 from harness.files import write_report

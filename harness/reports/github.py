@@ -10,7 +10,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.check.status import STATUS_ORDER, Status
 from harness.files import cannot_write
 from harness.reports.report import RunInfo, counts, failed, first_line, headline

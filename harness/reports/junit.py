@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.check.status import Status
 from harness.files import write_report
 from harness.reports.report import RunInfo, conform_version, counts, headline

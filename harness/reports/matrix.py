@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.modes import DEFAULT_SEED, TRUNCATED
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.check.status import STATUS_ORDER, Status
 from harness.errors import ConformError
 from harness.reports.report import Report, conform_version, counts, headline, reproduce
@@ -202,6 +202,7 @@ def _column_json(column: Column) -> dict[str, Any]:
         "cases": {"total": len(cases), "conforming": len(passing)},
         "rules": rule_totals(results),
         "choices": _choices(results),
+        "problems": [] if report is None else [p.to_json() for p in report.problems()],
     }
 
 

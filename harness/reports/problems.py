@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.modes import MODES
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.safetext import ABSENT, printable, shorten, shorten_with_size, shown
 
 #: What each rule says, in one sentence: the "what the spec says" of a bug report.

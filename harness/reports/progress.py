@@ -17,7 +17,7 @@ from typing import TextIO
 
 import click
 
-from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
+from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
 from harness.check.status import Status
 from harness.reports.text import label
 

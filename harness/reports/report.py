@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.modes import DEFAULT_SEED
-from harness.check.runner import CaseResult, Crash, Expectation, Mismatch
+from harness.check.results import CaseResult, Crash, Expectation, Mismatch
 from harness.check.status import Status, count_statuses
 from harness.errors import ConformError
 from harness.files import write_report

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.check.runner import PUSH, CaseResult, Mismatch
+from harness.check.results import PUSH, CaseResult, Mismatch
 from harness.check.status import STATUS_ORDER, Status, count_statuses
 from harness.safetext import (
     ABSENT,
