@@ -50,7 +50,7 @@ from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
-from harness.suite.golden import read_golden
+from harness.suite.golden import made_for, read_golden
 from harness.suite.recording import iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
@@ -344,15 +344,7 @@ def _run_modes(
 ) -> Iterator[CaseResult]:
     """One case in every mode, stopping when `cancel` is set: a result made while the run was
     being stopped (its program killed under it) is not the target's, and is dropped."""
-    # The recording first: one that cannot be read is named as such, not as a missing golden file.
-    capped = read_info(case.recording).thinking_capped
-    golden = goldens(case)
-    if golden["thinking_capped"] is not capped:  # else the target is blamed for the suite's fault
-        raise _stale(
-            case,
-            f"the recording's thinking_capped is {str(capped).lower()}, the golden file's "
-            f"{str(golden['thinking_capped']).lower()}",
-        )
+    golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
     for mode in modes:
         if _cancelled(cancel):
             return

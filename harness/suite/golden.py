@@ -177,6 +177,24 @@ def read_golden(case: Case) -> dict[str, Any]:
     return golden  # type: ignore[no-any-return]
 
 
+def made_for(case: Case, thinking_capped: bool, golden: dict[str, Any]) -> dict[str, Any]:
+    """`golden`, when it was made for `case`'s recording as it is; else GoldenError (a stale
+    golden file, the suite's fault): its `thinking_capped` must be the recording's, or the
+    target would be blamed for a `finish` called with the other value.
+
+    Callers read the recording's `thinking_capped` first (the argument before `golden`), so that
+    a recording that cannot be read is named as such, not as a missing golden file."""
+    if golden["thinking_capped"] is not thinking_capped:
+        raise GoldenError(
+            case.golden,
+            f"out of date with {case.recording}: the recording's thinking_capped is "
+            f"{str(thinking_capped).lower()}, the golden file's "
+            f"{str(golden['thinking_capped']).lower()}",
+            hint=f"run 'conform golden update -k {case.case_id}' and review the diff",
+        )
+    return golden
+
+
 @dataclass(frozen=True, slots=True)
 class GoldenChange:
     """What `update` did, or `check` found, for one case."""
