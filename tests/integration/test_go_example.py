@@ -16,6 +16,7 @@ from harness.check.modes import MODES
 from harness.check.runner import PASSED
 from harness.suite.cases import Suite
 from tests.conftest import conform
+from tests.integration.builds import cached_build, source_key, tool_version
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "go"
@@ -56,12 +57,16 @@ PITFALLS = {
 }
 
 
-@pytest.fixture(scope="module")
-def binary(tmp_path_factory: pytest.TempPathFactory) -> str:
-    # Built in the module's folder (it has its own go.mod); GOCACHE stays the user's default.
-    out = tmp_path_factory.mktemp("go") / "conform-go"
-    subprocess.run([str(GO), "build", "-o", str(out), "."], cwd=EXAMPLE, check=True)
-    return str(out)
+@pytest.fixture(scope="session")
+def binary() -> str:
+    """The example, built once for its sources and Go version (tests/integration/builds.py)."""
+
+    def make(out: Path) -> None:
+        # Built in the module's folder (it has its own go.mod); GOCACHE stays the user's default.
+        subprocess.run([str(GO), "build", "-o", str(out), "."], cwd=EXAMPLE, check=True)
+
+    key = source_key(EXAMPLE, tool_version(str(GO), "version"))
+    return str(cached_build("conform-go", key, make))
 
 
 @pytest.mark.parametrize("mode", MODES)

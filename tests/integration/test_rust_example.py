@@ -21,6 +21,7 @@ import pytest
 from harness.check.modes import MODES
 from harness.suite.cases import Suite
 from tests.conftest import conform
+from tests.integration.builds import cached_build, source_key, tool_version
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "rust"
@@ -57,37 +58,45 @@ def missing_toolchain() -> str | None:
     return None
 
 
-def build(dest: Path, *cargo_args: str) -> Path:
-    """Builds the example (offline, release) and copies the binary to `dest`: the cargo features
-    of two builds share one target folder, and the last build owns target/release/."""
+def build(*cargo_args: str) -> Path:
+    """The example's binary, built offline (release) with `cargo_args`, from the build cache
+    (tests/integration/builds.py): cargo runs only when the sources, toolchain, crates or
+    arguments changed. Each set of arguments has a cargo target folder of its own, so that
+    switching features does not rebuild the crates."""
     cargo = find_cargo()
     assert cargo is not None
-    env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR)}
-    command = [cargo, "build", "--offline", "--release", "--quiet", *cargo_args]
-    done = subprocess.run(
-        command, cwd=EXAMPLE, env=env, capture_output=True, text=True, check=False
-    )
-    assert done.returncode == 0, f"{shlex.join(command)} failed:\n{done.stderr}"
-    shutil.copy2(TARGET_DIR / "release" / BINARY, dest)
-    return dest
+    crates = sorted(p.name for c in CRATES for p in REGISTRY.glob(f"{c}-1.*"))
+    rustc = str(Path(cargo).with_name("rustc"))
+    versions = tool_version(cargo, "--version"), tool_version(rustc, "--version")
+    key = source_key(EXAMPLE, *versions, *crates, *cargo_args)
+
+    def make(dest: Path) -> None:
+        target = TARGET_DIR / ("-".join(a.strip("-") for a in cargo_args) or "default")
+        env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+        command = [cargo, "build", "--offline", "--release", "--quiet", *cargo_args]
+        done = subprocess.run(
+            command, cwd=EXAMPLE, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"{shlex.join(command)} failed:\n{done.stderr}"
+        shutil.copy2(target / "release" / BINARY, dest)
+
+    return cached_build(BINARY + "".join(cargo_args), key, make)
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The folder holding the example's binary, as built by default."""
+@pytest.fixture(scope="session")
+def built() -> Path:
+    """The example's binary, as built by default."""
     reason = missing_toolchain()
     if reason is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true, and the Rust example cannot be built: {reason}")
         pytest.skip(reason)
-    folder = tmp_path_factory.mktemp("rust-example")
-    build(folder / BINARY)
-    return folder
+    return build()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def binary(built: Path) -> str:
-    return str(built / BINARY)
+    return str(built)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -157,7 +166,7 @@ def test_the_suite_catches_each_pitfall(binary: str, pitfall: str) -> None:
 def test_the_suite_catches_inexact_float_parsing(built: Path) -> None:
     # serde_json's `float_roundtrip` feature is on by default in the example; without it, floats
     # are parsed one ulp off.
-    pitfall = build(built / f"{BINARY}-inexact-floats", "--no-default-features")
+    pitfall = build("--no-default-features")
     cases = ["synthetic/r9_rust_float_roundtrip", "llama-server/tool_call"]
     failed, output = failing_cases(shlex.quote(str(pitfall)), cases)
     assert failed == set(cases), output
