@@ -250,11 +250,9 @@ def _run_tests(files: tuple[str, ...]) -> int:
     import pytest
 
     args = [str(ROOT / f) for f in files]
-    return int(
-        pytest.main(
-            [*args, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", f"--rootdir={ROOT}"]
-        )
-    )
+    # -n 0: in this forked process, not in xdist workers (pyproject's addopts has -n auto).
+    options = ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    return int(pytest.main([*args, *options, f"--rootdir={ROOT}"]))
 
 
 def _kill(job: tuple[str, int, tuple[str, ...] | None]) -> tuple[str, int, str | None, float]:

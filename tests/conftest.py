@@ -28,6 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 collect_ignore_glob = ["fuzz/*"]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`--snapshot-update` runs in one process: syrupy deletes the golden files no test of its
+    process used, so each xdist worker would delete the others' (pyproject's addopts has `-n`)."""
+    if config.getoption("--snapshot-update", default=False) and hasattr(config.option, "dist"):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Live tests (a real llama-server) run only when asked for: `pytest -m live`."""
     if "live" in (config.getoption("markexpr") or "") or os.environ.get("CONFORM_LIVE") == "1":

@@ -21,16 +21,18 @@ def test_the_reference_passes_every_case_in_every_mode() -> None:
 
 @pytest.mark.parametrize("name", sorted(BATTERY))
 def test_each_miniature_fails_where_its_rule_is(name: str) -> None:
+    # In-process: a worker would only add its start (tests/drive/ checks workers report the same).
     mode, pattern = BATTERY[name]
-    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", mode)
+    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", mode, "--in-process")
     assert code == 1, output
     assert re.search(pattern, output), f"{name}: no mismatch matching {pattern!r} in:\n{output}"
 
 
 def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields() -> None:
-    code, output = conform("run", f"{MINIATURES}:RejectsUnknownFields", "--mode", "plain")
+    target = f"{MINIATURES}:RejectsUnknownFields"
+    code, output = conform("run", target, "--mode", "plain", "--in-process")
     assert code == 0, output
-    code, output = conform("run", f"{MINIATURES}:RejectsUnknownFields", "--mode", "unknown-fields")
+    code, output = conform("run", target, "--mode", "unknown-fields", "--in-process")
     assert code == 1
     assert "[unknown-fields]" in output and "[plain]" not in output
 
