@@ -3,7 +3,7 @@
 `build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
 target, so a golden file is exactly what a perfect target produces. `serialize` is the only
 formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
-extension (`harness.suite.snapshot`) alike; writes are atomic.
+extension (`tests/suite/snapshot.py`) alike; writes are atomic.
 """
 
 from __future__ import annotations
