@@ -22,6 +22,7 @@ from harness.suite.recording import iter_payloads
 ROOT = Path(__file__).resolve().parent.parent
 HEAD = "# c\nPOST /v1/chat/completions HTTP/1.1\nHost: x\n\n{}\n\nHTTP/1.1 200 OK\nA: b\n\n"
 PIECES = [
+    ": directive\n",
     "data: a\n\n",
     "data:b\n\n",
     "data\n\n",

@@ -165,7 +165,7 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
 
     The plain layout is what llama-server sends and what most recordings hold: LF line ends,
     no byte order mark, and an event stream in which every event is one line followed by one
-    blank line. Each event is then a piece of `body.split("\n\n")` without a line break, on
+    blank line, after any comment lines at its top. Each event is then a piece of `body.split("\n\n")` without a line break, on
     line `first + 2 * i`; a piece that is not a `data` field (a comment, `event:`) carries no
     data. Anything else, and any problem reading the file, goes to the line-by-line reader,
     which names the problem (tests/test_recording_fast.py checks both give the same payloads).
@@ -198,6 +198,12 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
         text = text[cut + 1 :]
     if text.startswith("\ufeff"):  # the event stream's byte order mark: the decoder drops it
         return None
+    while text.startswith(":"):  # leading comment lines (an .sse file's directives)
+        end = text.find("\n")
+        if end < 0:
+            return []
+        text = text[end + 1 :]
+        first += 1
     pieces = text.split("\n\n")
     if text.count("\n") != 2 * (len(pieces) - 1):  # some event spans lines: not plain
         return None
