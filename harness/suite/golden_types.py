@@ -17,10 +17,12 @@ ways on every shipped golden file and on broken ones); what they refuse is then 
 from __future__ import annotations
 
 import keyword
+import operator
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
+from msgspec.structs import astuple
 
 from harness.suite.golden_schema import golden_schema
 
@@ -183,10 +185,11 @@ def _flag_sets(count: int) -> list[tuple[bool, ...]]:
 def _post_init(
     attributes: tuple[str, ...], patterns: frozenset[tuple[bool, ...]], name: str
 ) -> Any:
-    unset = _UNSET
+    # The Struct's fields are `attributes`, in order: which are set, in C calls only.
+    unset = (_UNSET,) * len(attributes)
 
     def __post_init__(self: Any) -> None:
-        flags = tuple(getattr(self, a) is not unset for a in attributes)
+        flags = tuple(map(operator.is_not, astuple(self), unset))
         if flags not in patterns:
             raise ValueError(f"not one of the shapes of a {name}")
 
