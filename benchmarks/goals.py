@@ -8,7 +8,8 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
 - `harness`: `bench_harness.py`'s generated suite (1,000 recordings of 60 payloads) and a heavier
   realistic one (recordings of `bench_assembler.py`'s stream, 200 payloads each), plain mode,
   in-process: the harness's own cost per payload (the whole run minus the reference alone on the
-  same pushes) over the reference's. Goal: at most 1x.
+  same pushes) over the reference's. Goal: at most 1x. Also: each golden file decoded once in a
+  run of every mode, and deepdiff never imported while every case passes.
 - `suite`: `conform run reference:Assembler -q` over the shipped suite in every mode, through
   worker processes and `--in-process`, wall time of the whole command (as `bench_jobs.py`).
   Goal: at most 1.5 s through workers, and at most 1.5x in-process.
@@ -204,6 +205,12 @@ def measure_harness(options: Options) -> Iterator[Figure]:
                 Path(scratch) / "realistic", options
             ).cases(),
         }
+        shipped = Suite.open(ROOT).cases()
+        decodes, deepdiff = bench_harness.claims(shipped)
+        yield Figure("harness", "golden decodes per case, shipped suite, every mode",
+                     decodes / len(shipped), 1.0, "x", f"{decodes} for {len(shipped)}")  # fmt: skip
+        yield Figure("harness", "deepdiff imported while every case passes (1 = yes)",
+                     float(deepdiff), 0.0, "")  # fmt: skip
         for label, cases in suites.items():
             passes = bench_harness.workload(cases, PLAIN)
             pushes = sum(len(p) for p, _ in passes)

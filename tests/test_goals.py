@@ -55,7 +55,7 @@ def test_the_benchmark_functions_it_reuses_exist() -> None:
 
     for module, names in [
         (bench_assembler, ["build_stream", "run_json_loads", "run_msgspec_typed"]),
-        (bench_harness, ["workload", "assemble", "run_all", "medians", "timed", "CLOCK"]),
+        (bench_harness, ["workload", "assemble", "run_all", "medians", "timed", "CLOCK", "claims"]),
         (bench_pipes, ["_payloads", "_once"]),
         (matrix, ["build"]),
         (synth, ["write_suite"]),
