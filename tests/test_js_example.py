@@ -16,6 +16,7 @@ from harness.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "js" / "assembler.mjs"
+KIT = ROOT / "examples" / "kits" / "js" / "conform-kit.mjs"
 NODE = shutil.which("node")
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="node (Node.js 20) is not on PATH")
@@ -50,7 +51,12 @@ def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None
     first_id_wins = "if (this.#id === null && chunk.id) this.#id = chunk.id;"
     source = EXAMPLE.read_text(encoding="utf-8")
     assert source.count(first_id_wins) == 1
-    broken = tmp_path / "assembler.mjs"
+    # The copy keeps its place beside the adapter kit it imports (../kits/js/conform-kit.mjs).
+    kit = tmp_path / "kits" / "js"
+    kit.mkdir(parents=True)
+    shutil.copy(KIT, kit / KIT.name)
+    (tmp_path / "js").mkdir()
+    broken = tmp_path / "js" / "assembler.mjs"
     broken.write_text(source.replace(first_id_wins, "if (chunk.id) this.#id = chunk.id;"))
 
     code, output = conform("run", "--exec", node(broken), "--mode", "plain")
