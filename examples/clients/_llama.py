@@ -152,6 +152,13 @@ def read_reasoning(value: Any) -> str | None:
     raise protocol("reasoning_content must be a string")
 
 
+def read_id(current: str | None, value: Any) -> str | None:
+    """R9 for a client that keeps no completion id: the first non-empty `id` seen."""
+    if value is not None and not isinstance(value, str):
+        raise protocol("id must be a string")
+    return current if current or not value else value
+
+
 @dataclass
 class ReasoningState:
     """Timings, `reasoning_tokens` and `in_reasoning` (contract R3, R4), kept by the adapter."""
