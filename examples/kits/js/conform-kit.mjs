@@ -6,7 +6,7 @@
 // - `PayloadFeed` is a `fetch` for clients that read an HTTP body themselves (openai-node, the
 //   Vercel AI SDK): each pushed payload becomes one server-sent event on the response body, and
 //   `write` resolves when the client has read it and waits for more bytes.
-// - The validated llama-server glue (`readTimings`, `readProgress`, `readReasoning`,
+// - The validated llama-server glue (`readTimings`, `readProgress`, `readReasoning`, `readId`,
 //   `ReasoningState`): the fields no OpenAI client keeps, checked as docs/spec.md says, so that a
 //   failure in them is never blamed on the client (docs/clients.md).
 //
@@ -111,6 +111,14 @@ export function readReasoning(value) {
   return value;
 }
 
+/** R9 for a client that keeps no completion id as it streams: the first non-empty `id` seen. */
+export function readId(current, value) {
+  if (value !== undefined && value !== null && typeof value !== "string") {
+    throw protocolError(`id must be a string, not ${describe(value)}`);
+  }
+  return current || !value ? current : value;
+}
+
 /** Timings, `reasoning_tokens` and `in_reasoning` (contract R3, R4), derived from events in order. */
 export class ReasoningState {
   timings = null;
@@ -143,10 +151,15 @@ export class ReasoningState {
 
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
-/** One payload as the bytes of one server-sent event (its lines as `data:` lines). */
+/**
+ * One payload as the text of one server-sent event: each of its lines a `data:` line. A CR inside
+ * a payload (the `whitespace` mode puts CR between JSON tokens) cannot travel inside an SSE line,
+ * since CR ends one; it goes as a line break, which the client's decoder joins back as LF: the
+ * same JSON, as any HTTP stream would carry it.
+ */
 export function sseEvent(data) {
   return `${data
-    .split("\n")
+    .split(/\r\n|\r|\n/)
     .map((line) => `data: ${line}`)
     .join("\n")}\n\n`;
 }
