@@ -29,7 +29,8 @@
 //   completion's `arguments` is therefore the concatenation of the SDK's own `tool-input-delta`
 //   parts for that call, and its id and name are the SDK's final `toolCallId` and `toolName`.
 //
-// Errors: an `error` part whose error is the server's error object is `server` (its `message`);
+// Errors: an `error` part whose error is the server's error (the SDK's `StreamProviderError`, or
+// the error object itself) is `server` (its `message`);
 // one whose error is an AI SDK error (`AI_JSONParseError`, `AI_TypeValidationError`: the SDK
 // refused the chunk) is `protocol`, except the SDK's own "stream ended without a finish reason"
 // (or "... finish chunk"), which is `stream_closed_early`, as is a stream whose `rawFinishReason`
@@ -38,7 +39,7 @@
 
 import { readFileSync } from "node:fs";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { AISDKError, streamText } from "ai";
+import { AISDKError, StreamProviderError, streamText } from "ai";
 import {
   isMain,
   PayloadFeed,
@@ -62,6 +63,8 @@ function isServerError(error) {
 }
 
 function mapError(error) {
+  // The SDK turns the server's error object into a StreamProviderError with its message.
+  if (StreamProviderError.isInstance(error)) return new StreamError("server", error.message ?? "");
   if (isServerError(error)) {
     return new StreamError("server", typeof error.message === "string" ? error.message : "");
   }
