@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,13 @@ def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None
     assert "FAIL synthetic/r9_id_changes_midstream [plain]" in output
     assert re.search(r'steps\[\d+\]\.state\.id \(line \d+\): expected "[^"]+", got "[^"]+"', output)
     assert re.search(r'finish\.completion\.id \(finish\): expected "[^"]+", got "[^"]+"', output)
+
+
+def test_the_adapter_kit_passes_its_own_tests() -> None:
+    # examples/kits/js: the loop (async targets), the fetch fed one event at a time, the glue.
+    kit_tests = KIT.with_name("conform-kit.test.mjs")
+    done = subprocess.run(
+        [str(NODE), "--test", str(kit_tests)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^# pass [1-9]", done.stdout, re.M) and "# fail 0" in done.stdout
