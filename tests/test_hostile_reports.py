@@ -24,9 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from harness.check import targets
 from harness.check.runner import CaseResult
-from harness.cli import INTERNAL_ERROR, main
+from harness.cli import main
+from harness.pipeline import run as pipeline_run
+from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.miniatures import _Base
@@ -174,7 +175,7 @@ def _results_then_a_bug(*args: Any, **kwargs: Any) -> Iterator[CaseResult]:
 def test_an_error_inside_conform_exits_3_with_the_reports_of_the_cases_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(targets, "run_parallel", _results_then_a_bug)
+    monkeypatch.setattr(pipeline_run, "run_parallel", _results_then_a_bug)
     report = tmp_path / "r.json"
     out = CliRunner().invoke(
         main,

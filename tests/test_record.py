@@ -25,6 +25,8 @@ from click.testing import CliRunner
 
 from harness.capture import live as recorder
 from harness.capture.command import record
+from harness.cli import main
+from harness.errors import ConformError
 
 # A llama-server-like stream: a keep-alive ping, CRLF line ends in one event, non-ASCII text,
 # a finish chunk, a usage chunk, [DONE].
@@ -183,7 +185,10 @@ def suite(tmp_path: Path) -> Path:
 
 
 def run(suite: Path, *args: str) -> Any:
-    return CliRunner().invoke(record, [*args, "--suite", str(suite)], catch_exceptions=False)
+    # Through `conform` itself: its one error handler prints the `Error:` lines and exit codes.
+    return CliRunner().invoke(
+        main, ["record", *args, "--suite", str(suite)], catch_exceptions=False
+    )
 
 
 def recordings(suite: Path) -> list[Path]:
@@ -428,7 +433,7 @@ def test_request_body_stays_on_one_line() -> None:
 def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     path = tmp_path / "recordings" / "x.http"
     recorder.write_atomic(path, b"one", force=False)
-    with pytest.raises(recorder.RecordError) as info:
+    with pytest.raises(ConformError) as info:
         recorder.write_atomic(path, b"two", force=False)
     assert info.value.exit_code == 2
     assert path.read_bytes() == b"one"
@@ -443,7 +448,7 @@ def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
 
 def test_stream_watch_counts_payloads_across_any_split() -> None:
     for size in (1, 2, 3, 7, len(BODY)):
-        watch = recorder._StreamWatch()
+        watch = recorder.StreamWatch()
         for start in range(0, len(BODY), size):
             watch.feed(BODY[start : start + size])
         watch.close()

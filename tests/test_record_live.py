@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from harness.capture.command import record
+from harness.cli import main
 from harness.suite.recording import iter_payloads
 
 pytestmark = pytest.mark.live
@@ -135,8 +135,8 @@ def _tail(path: Path) -> str:
 def _record(url: str, suite: Path, name: str, request: dict[str, Any]) -> Path:
     (suite / f"{name}.json").write_text(json.dumps(request), encoding="utf-8")
     result = CliRunner().invoke(
-        record,
-        [url, "--request", str(suite / f"{name}.json"), "--suite", str(suite), "--golden",
+        main,
+        ["record", url, "--request", str(suite / f"{name}.json"), "--suite", str(suite), "--golden",
          "--timeout", "240", f"live/{name}"],
         catch_exceptions=False,
     )  # fmt: skip

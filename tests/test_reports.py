@@ -32,14 +32,9 @@ from harness.check.runner import (
     Mismatch,
 )
 from harness.cli import main
-from harness.reports.machine import (
-    RunInfo,
-    github_annotations,
-    github_summary,
-    json_report,
-    junit_names,
-    junit_xml,
-)
+from harness.reports.github import github_annotations, github_summary
+from harness.reports.junit import junit_names, junit_xml
+from harness.reports.report import RunInfo, json_report
 
 HERE = Path(__file__).resolve().parent
 MINIATURES = str(HERE / "miniatures.py")
