@@ -2,9 +2,9 @@
 
 conform hands a target one payload at a time and wants that payload's events back before the
 next. A client that reads an HTTP response itself (openai-python, and litellm, LangChain and
-Pydantic AI on top of it) pulls bytes when it wants them, from its own loop. `HttpFeed` sits at the client's transport hook (an
-`httpx.MockTransport`, or httpx2's, which every httpx-based client accepts through its
-`http_client`) and
+Pydantic AI on top of it) pulls bytes when it wants them, from its own loop. `HttpFeed` sits at
+the client's transport hook (an `httpx.MockTransport`, or httpx2's, which every httpx-based client
+accepts through its `http_client`) and
 turns the two around:
 
 - the client runs in a thread of its own (`start`), reading one response whose body is the pushed
