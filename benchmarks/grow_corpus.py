@@ -114,7 +114,9 @@ class Stream:
         return self
 
     def role(self, **delta: Any) -> Stream:
-        return self.chunk(choice({"role": "assistant", "content": None} | delta), with_timings=False)
+        return self.chunk(
+            choice({"role": "assistant", "content": None} | delta), with_timings=False
+        )
 
     def delta(self, finish: str | None = None, **delta: Any) -> Stream:
         return self.chunk(choice(delta, finish))
@@ -160,7 +162,9 @@ KINDS = ("role", "reasoning", "content", "tool_call", "finish")
 _TEXT = {"reasoning": ("Let me", " think."), "content": ("Hel", "lo")}
 
 
-def _kind_delta(s: Stream, kind: str, nth: int, calls: list[int]) -> tuple[dict[str, Any], str | None]:
+def _kind_delta(
+    s: Stream, kind: str, nth: int, calls: list[int]
+) -> tuple[dict[str, Any], str | None]:
     """The delta (and finish reason) of the `nth` occurrence of `kind` in one stream."""
     if kind == "role":
         return {"role": "assistant", "content": None}, None
@@ -227,7 +231,7 @@ def pair_cases() -> Iterator[Case]:
 
 def _one_chunk(a: str, b: str) -> Iterator[Case]:
     variants = [("twice", True)] if a == b else [("", False), ("two_choices", True)]
-    for suffix, two_choices in variants:
+    for _, two_choices in variants:
         name = f"r1_chunk_{a}_{b}" if a != b else f"r1_chunk_{a}_twice"
         if a != b and two_choices:
             name = f"r1_chunk_{b}_{a}_two_choices"
@@ -279,22 +283,21 @@ def _args(s: Stream, index: int, text: str) -> Stream:
     return s.delta(tool_calls=[s.piece(index, arguments=text)])
 
 
-def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads best
+def named_cases() -> Iterator[Case]:
     s = Stream("r2_text_between_tool_calls").role()
     s.call(0, "read_file", '{"path":')
-    _args(s, 0, '"a.txt"}')
     s.delta(content="Now the second file.")
     s.call(1, "read_file", '{"path":')
     _args(s, 1, '"b.txt"}')
     s.delta(content=" Done.")
-    _args(s, 0, "")
+    _args(s, 0, '"a.txt"}')
     s.finish("tool_calls")
     yield s.case(
         "R2: answer text between two tool calls changes nothing about them: the second call is "
         "index 1 (the index is absolute, never relative to a batch after text), and a later piece "
-        "of index 0 still belongs to the first call. The llama.cpp web UI once offset the indices "
-        "of every batch after text by the calls so far (toolCallIndexOffset), which made index 1 "
-        "a third call.",
+        "of index 0, after more text, still belongs to the first call. The llama.cpp web UI once "
+        "offset the indices of every batch after text by the calls so far (toolCallIndexOffset), "
+        "which sent that late piece to the second call.",
         "R1 R2 R4",
     )
 
@@ -375,7 +378,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     s.call(0, "get_time", "{}")
     _args(s, 0, " ")
     s.call(1, "add", '{"a":1}')
-    _args(s, 1, '\n')
+    _args(s, 1, "\n")
     _args(s, 1, "")
     s.finish("tool_calls")
     yield s.case(
@@ -404,7 +407,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     s.delta(tool_calls=[{"index": 1, "id": s.call_id(1), "function": {"arguments": "{}"}}])
     s.finish("tool_calls")
     yield s.case(
-        "R2: a call may be created by a piece without id and name (the key absent, not \"\"); "
+        'R2: a call may be created by a piece without id and name (the key absent, not ""); '
         "its id and name come from the first later pieces that have them. The Vercel AI SDK "
         "refused such a first piece (Expected 'id' to be a string).",
         "R1 R2 R5",
@@ -511,7 +514,9 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     s = Stream("r4_in_reasoning_across_empty_chunks").role()
     s.delta(reasoning_content="Thinking")
     s.delta()
-    s.chunk(choice({}), top={"prompt_progress": {"total": 5, "cache": 0, "processed": 5, "time_ms": 1}})
+    s.chunk(
+        choice({}), top={"prompt_progress": {"total": 5, "cache": 0, "processed": 5, "time_ms": 1}}
+    )
     s.chunk(choices_absent=True)
     s.delta(reasoning_content=" on")
     s.finish("length")
@@ -529,7 +534,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     yield s.case(
         "R7: delta.reasoning (vLLM, OpenRouter and Ollama send it, alone or beside "
         "reasoning_content with the same text) is not read: only reasoning_content is reasoning, "
-        "so the reasoning is \" I greet back.\" once.",
+        'so the reasoning is " I greet back." once.',
         "R1 R4 R7",
     )
 
@@ -560,7 +565,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     s.chunk(choice({}, "stop", text=""))
     yield s.case(
         "R7: choice.text (the legacy completions API; TGI and older llama-server send it) is not "
-        "read: the content is \"Hi\", from delta.content alone.",
+        'read: the content is "Hi", from delta.content alone.',
         "R1 R2 R7",
     )
 
@@ -639,7 +644,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
         s.delta(content="Partial")
         s.finish(reason)
         yield s.case(
-            f'R6: "{reason}" is one of OpenAI\'s finish reasons but not llama-server\'s: a finish '
+            f"R6: \"{reason}\" is one of OpenAI's finish reasons but not llama-server's: a finish "
             "reason other than stop, tool_calls and length is protocol.",
             "R6",
         )
@@ -691,7 +696,7 @@ def named_cases() -> Iterator[Case]:  # noqa: PLR0915 - one block per case reads
     s.finish("tool_calls")
     yield s.case(
         'R2: OpenAI\'s first chunk carries content "" (and refusal null): with no answer text '
-        "later, the completion's content is null, not \"\".",
+        'later, the completion\'s content is null, not "".',
         "R1 R2",
     )
 
