@@ -650,13 +650,16 @@ def named_cases() -> Iterator[Case]:
         )
 
     s = Stream("r1_think_tags_in_content").role()
+    s.delta(reasoning_content="<think>")
+    s.delta(reasoning_content="Plan.</think>\n")
     s.delta(content="<think>")
     s.delta(content="plan</think>")
     s.delta(content="Answer <think>not this either</think>")
     s.finish("stop")
     yield s.case(
-        "R1, R4: <think> tags in content are answer text like any other: content events, "
-        "in_reasoning false, reasoning_content null (open-webui moves tagged text to reasoning).",
+        "R1, R4: <think> tags are text like any other, in reasoning_content and in content: "
+        "kept as sent, never stripped, and tagged answer text stays answer text (open-webui moves "
+        "it to the reasoning).",
         "R1 R2 R4",
     )
 
@@ -723,8 +726,45 @@ def start_cases() -> Iterator[Case]:
     )
 
 
+def more_cases() -> Iterator[Case]:
+    s = Stream("r2_tool_call_later_pieces_empty_id_name").role()
+    s.call(0, "read_file", '{"path":')
+    s.delta(tool_calls=[s.piece(0, arguments='"a.txt"}') | {"id": "", "type": "function"}])
+    s.delta(tool_calls=[{"index": 0, "id": None, "function": {"name": "", "arguments": ""}}])
+    s.finish("tool_calls")
+    yield s.case(
+        'R2: later pieces that carry id "" and name "" (or null), as some servers send in every '
+        "piece, leave the call's first id and name in place: only a non-empty value counts, and "
+        "only the first one.",
+        "R1 R2",
+    )
+
+    s = Stream("r9_id_empty_after_real").role()
+    s.chunk(choice({"content": "Hi"}), id="")
+    s.chunk(choice({"content": "!"}), id=None)
+    s.finish("stop")
+    yield s.case(
+        'R9: chunks after the first id that carry id "" or null do not change it: the id is the '
+        'first non-empty one, and "" is no id.',
+        "R9",
+    )
+
+    s = Stream("r2_payload_above_1_mib").role()
+    text = "".join(
+        f"row {i:06d}: the quick brown fox jumps over the lazy dog\\n" for i in range(19000)
+    )
+    s.call(0, "write_file", '{"path":"data.txt","text":"' + text + '"}')
+    s.finish("tool_calls")
+    yield s.case(
+        "Spec section 6: a payload above 1 MiB (tool arguments in one piece) is read like any "
+        "other. Go clients that raised bufio.Scanner's limit to 1 MiB (term-llm, goai) still "
+        "failed such lines with token too long; the contract asks for at least 16 MiB.",
+        "R1 R2",
+    )
+
+
 def cases() -> list[Case]:
-    return [*start_cases(), *pair_cases(), *named_cases()]
+    return [*start_cases(), *pair_cases(), *named_cases(), *more_cases()]
 
 
 def main(argv: list[str]) -> int:

@@ -1061,8 +1061,10 @@ class ScannerLimit(_Base):
     """go-openai / openai-go (`bufio.Scanner` with its default 64 KiB token limit): a longer
     payload fails with `bufio.Scanner: token too long`."""
 
+    limit = 64 * 1024
+
     def push(self, data: str) -> list[Any]:
-        if len(data.encode()) > 64 * 1024:
+        if len(data.encode()) > self.limit:
             raise InferError(ErrorKind.PROTOCOL, "bufio.Scanner: token too long")
         return super().push(data)
 
@@ -1688,6 +1690,73 @@ PITFALLS: dict[str, tuple[str, str]] = {
     "ControlCharsAllowed": ("synthetic/r6_raw_control_char", _ACCEPTED),
 }
 
+
+class ToolCallsForceReason(_Base):
+    """LiteLLM (`stream_chunk_builder`: a completion with tool calls gets finish_reason
+    `tool_calls` even when the server said `stop`)."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        if completion.tool_calls and completion.finish_reason == FinishReason.STOP:
+            return _with_completion(completion, finish_reason=FinishReason.TOOL_CALLS)
+        return completion
+
+
+class EmptyOverridesIdAndName(_Calls):
+    """Clients with `if piece.id is not None: call.id = piece.id` (and the same for the name): a
+    later piece's `""` replaces the call's id and name."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        for call in self.calls:
+            if call[1] == piece.index:
+                call[2] = piece.id if piece.id is not None else call[2]
+                call[3] = piece.name if piece.name is not None else call[3]
+                call[4] += piece.arguments
+                return
+        super().take(piece)
+
+
+class LatestIdNotNull(_Base):
+    """Clients with `if chunk.id is not None: completion.id = chunk.id`: a later `"id": ""`
+    replaces the completion id."""
+
+    latest: str | None = None
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        chunk = _json(data)
+        if isinstance(chunk, dict) and isinstance(chunk.get("id"), str):
+            self.latest = chunk["id"] if self.latest is not None else (chunk["id"] or None)
+        return events
+
+    @property
+    def id(self) -> str | None:
+        return self.latest
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, id=self.latest)
+
+
+class ScannerLimitOneMiB(ScannerLimit):
+    """term-llm and goai (Go clients that raised `bufio.Scanner`'s buffer to 1 MiB): a longer
+    payload still fails with `token too long`."""
+
+    limit = 1024 * 1024
+
+
+class StripsThinkTags(_Base):
+    """Clients that remove `<think>` and `</think>` from the reasoning text they show (Qwen-style
+    tags), changing the reasoning the server sent."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        c = super().finish(thinking_capped)
+        text = c.reasoning_content
+        if text is None:
+            return c
+        return _with_completion(c, reasoning_content=re.sub(r"</?think>", "", text) or None)
+
+
 _T = r"finish\.completion\.tool_calls"
 _REFUSED = r"steps\[\d+\]\.error \(line \d+\): expected \{\"kind\": \"protocol\"\}, got \(absent\)"
 _FAILED_EARLY = (
@@ -1829,7 +1898,7 @@ REAL_CLIENTS: dict[str, tuple[str, str]] = {
     "StripsText": ("r2_white_space_text_kept", r'finish\.completion\.content .*got "Hello"'),
     "ThinkTagsToReasoning": (
         "r1_think_tags_in_content",
-        r"finish\.completion\.reasoning_content .*expected null",
+        r'finish\.completion\.content .*got "Answer "',
     ),
     "DropsRepeatedPiece": (
         "r2_repeated_and_prefix_pieces",
@@ -1853,6 +1922,20 @@ REAL_CLIENTS: dict[str, tuple[str, str]] = {
     "ErrorNullIsError": (
         "r8_error_null_ignored",
         r'steps\[1\]\.error .*expected \(absent\), got \{"kind": "server"',
+    ),
+    "ToolCallsForceReason": (
+        "r5_tool_calls_finish_stop",
+        r'finish\.completion\.finish_reason .*expected "stop", got "tool_calls"',
+    ),
+    "EmptyOverridesIdAndName": (
+        "r2_tool_call_later_pieces_empty_id_name",
+        _T + r'\[0\]\.id .*got ""',
+    ),
+    "LatestIdNotNull": ("r9_id_empty_after_real", r'state\.id .*got ""'),
+    "ScannerLimitOneMiB": ("r2_payload_above_1_mib", _FAILED_EARLY),
+    "StripsThinkTags": (
+        "r1_think_tags_in_content",
+        r'finish\.completion\.reasoning_content .*expected "<think>Plan\..*got "Plan\.',
     ),
     "PredictedNTruthy": (
         "r4_predicted_n_zero",
