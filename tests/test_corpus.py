@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,10 +23,9 @@ ABOUT_THE_START: dict[str, str] = {
 
 
 def _starts_with_role(path: Path) -> bool:
-    payloads = iter(iter_payloads(path))
-    first = next(payloads, None)
+    first = next(iter(iter_payloads(path)), None)
     try:
-        chunk = json.loads(first.data) if first is not None else None
+        chunk: Any = json.loads(first.data) if first is not None else None
         return bool(chunk["choices"][0]["delta"]["role"] == "assistant")
     except (ValueError, KeyError, IndexError, TypeError):
         return False
