@@ -763,8 +763,42 @@ def more_cases() -> Iterator[Case]:
     )
 
 
+def field_cases() -> Iterator[Case]:
+    s = Stream("r7_delta_refusal_not_read").role()
+    s.delta(refusal="I can't help with that.")
+    s.delta(content="Here is what I can do.", refusal=None)
+    s.finish("stop")
+    yield s.case(
+        "R7: delta.refusal (OpenAI) is not read, even with text in it: it makes no content event "
+        "and is never part of the content.",
+        "R1 R2 R7",
+    )
+
+    s = Stream("r7_choice_message_not_read").role()
+    s.chunk(choice({"content": "Hi"}, message={"role": "assistant", "content": "Hi"}))
+    s.chunk(choice({}, "stop", message={"role": "assistant", "content": "Hi there"}))
+    yield s.case(
+        "R7: choice.message (the non-streamed shape, which some servers also put in stream "
+        "chunks) is not read: the content is the deltas' text alone.",
+        "R1 R2 R7",
+    )
+
+    s = Stream("r2_arguments_split_inside_escapes").role()
+    s.call(0, "write_file", '{"text":"line\\')
+    _args(s, 0, "nnext \\ud83d")
+    _args(s, 0, '\\ude00 \\"q')
+    _args(s, 0, '\\""}')
+    s.finish("tool_calls")
+    yield s.case(
+        "R2: arguments are text, split anywhere: here inside the arguments' own JSON escapes "
+        "(a backslash at the end of a piece, a surrogate pair's two halves in two pieces). Each "
+        "piece is appended as it is; nothing decodes or repairs a piece.",
+        "R1 R2",
+    )
+
+
 def cases() -> list[Case]:
-    return [*start_cases(), *pair_cases(), *named_cases(), *more_cases()]
+    return [*start_cases(), *pair_cases(), *named_cases(), *more_cases(), *field_cases()]
 
 
 def main(argv: list[str]) -> int:

@@ -1757,6 +1757,48 @@ class StripsThinkTags(_Base):
         return _with_completion(c, reasoning_content=re.sub(r"</?think>", "", text) or None)
 
 
+class ReadsRefusal(_Reads):
+    """Chat UIs that show OpenAI's `delta.refusal` as answer text (appended to the content)."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if isinstance(delta.get("refusal"), str):
+                delta["content"] = delta["refusal"] + (delta.get("content") or "")
+        return chunk
+
+
+class ReadsChoiceMessage(_Reads):
+    """Clients that accept both shapes (`choice.delta ?? choice.message`, or the message when
+    present): the non-streamed `message` is read from a stream chunk."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            if isinstance(choice.get("message"), dict):
+                choice["delta"] = {"content": choice["message"].get("content")}
+        return chunk
+
+
+class RoleStartsNewMessage(_Base):
+    """Clients that start a new message at every `delta.role` (the OpenAI stream's first chunk):
+    text before a later role chunk is lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        if any(_delta_of(c).get("role") for c in _choices(_json(data))):
+            self.content = []
+        self.content += [e.text for e in events if isinstance(e, Content)]
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, content="".join(self.content) or None)
+
+
 _T = r"finish\.completion\.tool_calls"
 _REFUSED = r"steps\[\d+\]\.error \(line \d+\): expected \{\"kind\": \"protocol\"\}, got \(absent\)"
 _FAILED_EARLY = (
@@ -1936,6 +1978,18 @@ REAL_CLIENTS: dict[str, tuple[str, str]] = {
     "StripsThinkTags": (
         "r1_think_tags_in_content",
         r'finish\.completion\.reasoning_content .*expected "<think>Plan\..*got "Plan\.',
+    ),
+    "ReadsRefusal": (
+        "r7_delta_refusal_not_read",
+        r'steps\[1\]\.events\[0\] .*got \{"type": "content"',
+    ),
+    "ReadsChoiceMessage": (
+        "r7_choice_message_not_read",
+        r'finish\.completion\.content .*expected "Hi", got "HiHi there"',
+    ),
+    "RoleStartsNewMessage": (
+        "r1_seq_content_then_role",
+        r'finish\.completion\.content .*expected "Hel", got null',
     ),
     "PredictedNTruthy": (
         "r4_predicted_n_zero",
