@@ -797,8 +797,152 @@ def field_cases() -> Iterator[Case]:
     )
 
 
+def neighbour_cases() -> Iterator[Case]:
+    """Streams shaped like neighbouring servers', each field with a plausible value (none read)."""
+    s = Stream("r7_vllm_shaped_stream").role()
+    extra = {"logprobs": None, "stop_reason": None}
+    s.chunk(choice({"reasoning": "The user wants a file."}) | extra, top={"usage": None})
+    s.chunk(choice({"reasoning": " Read it."}) | extra)
+    s.chunk(choice({"content": "Reading it now."}) | extra)
+    s.chunk(choice({"tool_calls": [s.piece(0, "read_file", '{"path":"a.txt"}')]}) | extra)
+    s.chunk(
+        choice({}, "tool_calls", logprobs=None, stop_reason=151645),
+        top={"usage": {"prompt_tokens": 17, "completion_tokens": 21, "total_tokens": 38}},
+    )
+    yield s.case(
+        "R7: a stream shaped like vLLM's (reasoning in delta.reasoning, which vLLM sends instead "
+        "of reasoning_content; stop_reason; logprobs null; usage): none of these is read, so "
+        "there is no reasoning at all, and reasoning_tokens stays 0.",
+        "R1 R4 R7",
+    )
+
+    s = Stream("r7_openrouter_shaped_stream").role()
+    details = [{"type": "reasoning.text", "text": "Short.", "format": "unknown", "index": 0}]
+    s.chunk(
+        choice({"content": "", "reasoning": "Short.", "reasoning_details": details}),
+        top={"provider": "DeepInfra"},
+    )
+    s.chunk(choice({"content": "Hello!", "reasoning": None}), top={"provider": "DeepInfra"})
+    usage = {
+        "prompt_tokens": 12,
+        "completion_tokens": 9,
+        "total_tokens": 21,
+        "cost": 0.0000042,
+        "completion_tokens_details": {"reasoning_tokens": 7},
+    }
+    s.chunk(
+        choice({"content": ""}, "stop", native_finish_reason="end_turn"),
+        top={"provider": "DeepInfra", "usage": usage},
+    )
+    yield s.case(
+        "R7: a stream shaped like OpenRouter's (delta.reasoning and reasoning_details, "
+        "native_finish_reason, provider, usage with cost and reasoning_tokens 7): only content "
+        "is read; no reasoning, reasoning_tokens 0.",
+        "R1 R4 R7",
+    )
+
+    s = Stream("r7_openai_shaped_stream")
+    top = {"service_tier": "default", "system_fingerprint": "fp_f2c1d8a3e5", "obfuscation": "x9"}
+    first = {"role": "assistant", "content": "", "refusal": None}
+    s.chunk(choice(first, logprobs=None), with_timings=False, top=top)
+    piece = s.piece(0, "get_weather", "")
+    s.chunk(choice({"tool_calls": [piece]}, logprobs=None), top=top)
+    for part in ('{"loc', 'ation":"Par', 'is"}'):
+        s.chunk(choice({"tool_calls": [s.piece(0, arguments=part)]}, logprobs=None), top=top)
+    s.chunk(choice({}, "tool_calls", logprobs=None), top=top)
+    usage = {
+        "prompt_tokens": 80,
+        "completion_tokens": 90,
+        "total_tokens": 170,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": 64, "audio_tokens": 0},
+    }
+    s.chunk(top=top | {"usage": usage})
+    yield s.case(
+        'R7: a stream shaped like OpenAI\'s (content "" and refusal null in the first chunk, '
+        "service_tier, obfuscation, logprobs null, a usage chunk with choices [] and "
+        "reasoning_tokens 64): the completion has content null and reasoning_tokens 0.",
+        "R1 R2 R4 R7",
+    )
+
+    s = Stream("r7_ollama_shaped_stream").role()
+    s.delta(thinking="Thinking about it.")
+    s.delta(reasoning=" Still thinking.")
+    s.delta(content="Done thinking.")
+    s.finish("stop")
+    yield s.case(
+        "R7: a stream shaped like Ollama's and Anthropic-style proxies' (delta.thinking, then "
+        "delta.reasoning): neither is reasoning_content; only the content is read.",
+        "R1 R4 R7",
+    )
+
+    s = Stream("r7_tgi_shaped_stream").role()
+    token = {"id": 9906, "text": "Hello", "logprob": -0.12, "special": False}
+    s.chunk(choice({"content": "Hello"}, text="Hello", details=None, token=token))
+    s.chunk(choice({"content": "!"}, text="!", details=None))
+    details = {"finish_reason": "eos_token", "generated_tokens": 2, "seed": None}
+    s.chunk(choice({}, "stop", text="", details=details))
+    yield s.case(
+        "R7: a stream shaped like TGI's (choice.text beside the delta, details with its own "
+        '"eos_token" finish reason, token logprobs): only delta.content and the choice\'s '
+        "finish_reason are read.",
+        "R1 R2 R7",
+    )
+
+    s = Stream("r7_legacy_function_call_stream")
+    s.chunk(
+        choice(
+            {
+                "role": "assistant",
+                "content": None,
+                "function_call": {"name": "get_time", "arguments": ""},
+            }
+        ),
+        with_timings=False,
+    )
+    s.delta(function_call={"arguments": '{"tz":'})
+    s.delta(function_call={"arguments": '"UTC"}'})
+    s.finish("stop")
+    yield s.case(
+        "R7: a stream of OpenAI's deprecated function calling (delta.function_call from the first "
+        "chunk on, then a finish reason stop): function_call is not read, so the completion has "
+        "no tool calls and no content.",
+        "R1 R2 R7",
+    )
+
+
+def second_cases() -> Iterator[Case]:
+    """A second case for bug classes that one case alone would catch."""
+    s = Stream("r2_tool_calls_eleven_in_one_chunk").role()
+    s.delta(tool_calls=[s.piece(i, "lookup", f'{{"k":{i}}}') for i in range(11)])
+    s.finish("tool_calls")
+    yield s.case(
+        "Spec section 6, R1: eleven tool calls created in one chunk (index 0 to 10 in one "
+        "tool_calls array): eleven events in order and eleven calls in index order.",
+        "R1 R2",
+    )
+
+    s = Stream("r1_nul_only_piece").role()
+    s.delta(content="\u0000")
+    s.delta(content="end\u0000")
+    s.finish("stop")
+    yield s.case(
+        "R1, R2: a piece that is only \\u0000 is non-empty text: it makes a content event, and "
+        "the content is the two pieces as sent.",
+        "R1 R2",
+    )
+
+
 def cases() -> list[Case]:
-    return [*start_cases(), *pair_cases(), *named_cases(), *more_cases(), *field_cases()]
+    return [
+        *start_cases(),
+        *pair_cases(),
+        *named_cases(),
+        *more_cases(),
+        *field_cases(),
+        *neighbour_cases(),
+        *second_cases(),
+    ]
 
 
 def main(argv: list[str]) -> int:
