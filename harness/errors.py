@@ -6,8 +6,15 @@
         ├── RecordingError  a recording cannot be read (file, and line where there is one)
         └── GoldenError     a golden file is missing, unreadable, or of another schema
 
-A target's wrong answer, crash or hang is not an error here: it is a result (`harness.results`).
-`harness.cli` turns these into one `Error:` line with a hint, in exactly one place.
+A target's wrong answer, crash or hang is not a ConformError: it is a result of the case. The
+drivers raise it as a `TargetFault`, a separate branch that the runner turns into a result record
+(and never reaches the `Error:` line):
+
+    TargetFault             the target broke the contract in one case (a result, not exit 2)
+    └── TargetCrash         it raised something outside the contract, died, or wrote garbage
+        └── TargetTimeout   one call into it did not return within the time allowed
+
+`harness.cli` turns the ConformError family into one `Error:` line with a hint, in one place.
 """
 
 from __future__ import annotations
@@ -53,3 +60,20 @@ class GoldenError(SuiteError):
     def __init__(self, path: Path, message: str, *, hint: str | None = None) -> None:
         super().__init__(f"{path}: {message}", hint=hint)
         self.path = path
+
+
+class TargetFault(Exception):
+    """The target broke the contract in one case: reported as that case's result."""
+
+
+class TargetCrash(TargetFault):
+    """The target did something outside the contract; `details` holds its frames or stderr."""
+
+    def __init__(self, message: str, *, details: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class TargetTimeout(TargetCrash):
+    """One call into the target did not return within the time allowed for a call."""

@@ -20,7 +20,8 @@ from pathlib import Path
 from harness.check.runner import CaseResult, in_order
 from harness.check.targets import run_target
 from harness.check.xfail import XfailList
-from harness.drive.process import DEFAULT_TIMEOUT, start_driver
+from harness.drive.base import DEFAULT_TIMEOUT
+from harness.drive.spec import start_driver
 from harness.errors import ConformError
 from harness.reports.machine import RunInfo, json_report
 from harness.reports.matrix import Column, default_label, load_report, merge_reports

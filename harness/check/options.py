@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED, MODES
+from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.inprocess import Driver
-from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
+from harness.drive.spec import check_driver_options, start_driver
 from harness.errors import ConformError
 from reference.choices import OUTCOMES, REFERENCE
 

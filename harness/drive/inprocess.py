@@ -16,8 +16,9 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from harness.drive.base import Driver
 from harness.drive.normalize import (
     SAID,
     NormalizeError,
@@ -27,45 +28,24 @@ from harness.drive.normalize import (
     normalize_events,
     read_state,
 )
-from harness.errors import TargetError
+from harness.errors import TargetCrash, TargetError, TargetTimeout
+
+__all__ = [
+    "Driver",
+    "Factory",
+    "InProcessDriver",
+    "TargetCrash",
+    "TargetTimeout",
+    "finish_step",
+    "load_target",
+    "new_assembler",
+    "push_step",
+    "split_spec",
+]
 
 Factory = Callable[[], Any]
 
 _TRACEBACK_FRAMES = 4
-
-
-class TargetCrash(Exception):
-    """The target did something outside the contract."""
-
-    def __init__(self, message: str, *, details: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-
-class TargetTimeout(TargetCrash):
-    """The target did not answer within the time allowed for a case."""
-
-
-class Driver(Protocol):
-    """How the runner talks to a target, wherever it runs: one case at a time, one call a step.
-
-    `push` and `finish` return golden-schema objects; anything outside the contract raises
-    `TargetCrash` (or `TargetTimeout`), after which the runner calls `start_case` again before
-    the next case (a driver that runs the target elsewhere restarts it there).
-    """
-
-    def start_case(self) -> None: ...
-
-    def push(self, data: str, line: int) -> dict[str, Any]: ...
-
-    def finish(self, thinking_capped: bool) -> dict[str, Any]: ...
-
-    def case_stderr(self) -> str:
-        """What the target wrote to stderr in the current case, shortened ("" when nothing)."""
-        ...
-
-    def close(self) -> None: ...
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -1,59 +1,53 @@
 """Driving a target that runs as another program, over conform's line protocol (docs/protocol.md).
 
-`ProcessDriver` starts the program once, shakes hands, and turns each `push` and `finish` into one
-request line and one reply line. Everything outside the protocol is a result, never a harness
-failure: a program that dies, writes a line that is not a reply, answers out of order, reports a
-crash or says nothing for longer than the case's time limit fails that case (`TargetCrash` or
-`TargetTimeout`, with the tail of what it wrote to stderr) and is replaced before the next case.
-
-One thread does all the I/O with the program, waiting on its stdin (while a request is being
-written), stdout, stderr and its exit together with a deadline (POSIX `selectors`). Reading stderr
-in the same loop as the replies keeps the order the program wrote them in: whatever it logged
-before a reply is in the buffer when the reply is read, so a crash report always carries it.
-
-Every program runs in a session of its own, and everything it starts stays in that session's
-process group unless it leaves on purpose. The group is killed whenever the program stops (after a
-case it broke, at the end of the run) and, through `stop_all_programs`, on Ctrl-C, on SIGTERM and
-at interpreter exit, so no process a run started outlives it.
+`ProcessDriver` starts the program once (a `harness.drive.pipes.Worker`), shakes hands, and turns
+each `push` and `finish` into one request line and one reply line. Everything outside the protocol
+is a result, never a harness failure: a program that dies, writes a line that is not a reply,
+answers out of order, reports a crash or says nothing for longer than the time allowed fails that
+case (`TargetCrash` or `TargetTimeout`, with the tail of what it wrote to stderr) and is replaced
+before the next case.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import os
 import shlex
-import signal
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
-from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
 from typing import Any
 
-from harness.drive.inprocess import Driver, InProcessDriver, TargetCrash, TargetTimeout, load_target
+from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.normalize import ERROR_KINDS, SAID
+from harness.drive.pipes import (
+    GRACE,
+    QUOTED_CHARS,
+    Worker,
+    allow_programs,
+    shortened_stderr,
+    stop_all_programs,
+)
 from harness.drive.wire import decode_line, encode_line
-from harness.errors import ConformError, TargetError
+from harness.errors import ConformError, TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
 
-PROTOCOL_VERSION = 1
-DEFAULT_TIMEOUT = 10.0
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "PROTOCOL_VERSION",
+    "ProcessDriver",
+    "ProgramInfo",
+    "allow_programs",
+    "python_target_driver",
+    "quoted",
+    "shortened_stderr",
+    "stop_all_programs",
+]
 
-_STDERR_KEPT = 64 * 1024  # bytes of stderr kept; older output is dropped
-_STDERR_SHOWN_LINES = 20
-_STDERR_SHOWN_CHARS = 2000
-_QUOTED_CHARS = 300
-_MAX_REPLY = 256 * 1024 * 1024  # a "line" longer than this is garbage, not a reply
-_READ_SIZE = 1024 * 1024
-_PIPE_SIZE = 1024 * 1024  # asked of Linux for each pipe: fewer wake-ups for large messages
-_F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
-_EXITED = -1  # the selector key data of a pidfd: the program has exited
-_GRACE = 1.0  # seconds a program has to exit after `bye`, or to flush stderr after dying
+PROTOCOL_VERSION = 1
+
 _SCHEMAS = {
     "hello": "reply-hello",
     "new": "reply-ok",
@@ -72,91 +66,9 @@ class ProgramInfo:
     language: str
 
 
-def quoted(text: str, limit: int = _QUOTED_CHARS) -> str:
+def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     """`text` on one line, shortened to `limit` characters."""
     return shorten(text.rstrip("\r\n"), limit)
-
-
-def shortened_stderr(data: bytes, *, dropped: bool = False) -> str:
-    """The last lines of what a program wrote to stderr, with a header; "" when it wrote nothing."""
-    text = data.decode("utf-8", errors="replace").rstrip()
-    if not text:
-        return ""
-    lines = text.splitlines()
-    kept = lines[-_STDERR_SHOWN_LINES:]
-    shown = "\n".join(kept)
-    if len(shown) > _STDERR_SHOWN_CHARS:
-        shown = "…" + shown[-(_STDERR_SHOWN_CHARS - 1) :]
-    cut = dropped or len(kept) < len(lines) or shown.startswith("…")
-    header = "stderr (last part):" if cut else "stderr:"
-    return header + "\n" + "\n".join("  " + line for line in shown.splitlines())
-
-
-class _ProcessGroups:
-    """The process groups of every program this process started and has not yet killed.
-
-    `kill_all` kills them all and, with `close`, makes any later start fail at once: once a run
-    is being stopped, a worker thread must not start a program that nothing would kill.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._groups: set[int] = set()
-        self._closed = False
-
-    def add(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.add(pgid)
-            if not self._closed:
-                return
-        _kill_group(pgid)
-        raise TargetError("the run is being stopped: no program is started any more")
-
-    def discard(self, pgid: int) -> None:
-        with self._lock:
-            self._groups.discard(pgid)
-
-    def kill_all(self, *, close: bool = False) -> int:
-        """Kill every group still registered (they stay registered until reaped); how many."""
-        with self._lock:
-            self._closed = self._closed or close
-            groups = list(self._groups)
-        for pgid in groups:
-            _kill_group(pgid)
-        return len(groups)
-
-    def reopen(self) -> None:
-        """Allow starts again (a later run in the same process, as tests make)."""
-        with self._lock:
-            self._closed = False
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
-_GROUPS = _ProcessGroups()
-atexit.register(_GROUPS.kill_all, close=True)
-
-
-def stop_all_programs() -> int:
-    """Kill every program this process started (and all they started), now, from any thread
-    or a signal handler; later starts fail. Returns how many groups were killed."""
-    return _GROUPS.kill_all(close=True)
-
-
-def allow_programs() -> None:
-    """Undo `stop_all_programs`' refusal of new programs (for the next run in this process)."""
-    _GROUPS.reopen()
-
-
-def _widen_pipe(fd: int) -> None:
-    if sys.platform == "linux":
-        import fcntl
-
-        with contextlib.suppress(OSError):
-            fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
 class _Refused(TargetCrash):
@@ -165,238 +77,6 @@ class _Refused(TargetCrash):
     def __init__(self, message: str, *, details: str, reason: str) -> None:
         super().__init__(message, details=details)
         self.reason = reason
-
-
-class _Worker:
-    """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
-
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None) -> None:
-        try:
-            self.proc = subprocess.Popen(
-                list(command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                env=None if env is None else dict(env),
-                # Its own process group, so a timeout kills whatever it started too.
-                start_new_session=True,
-            )
-        except OSError as exc:
-            raise TargetError(
-                f"cannot start '{command[0]}': {exc.strerror or exc}",
-                hint="check the command given to --exec",
-            ) from None
-        self._group = self.proc.pid  # the session's leader: its pid is the group's id
-        try:
-            _GROUPS.add(self._group)
-        except TargetError:
-            self.proc.wait()
-            self._close_pipes()
-            raise
-        assert self.proc.stdin and self.proc.stdout and self.proc.stderr
-        self._in = self.proc.stdin.fileno()
-        self._out = self.proc.stdout.fileno()
-        self._err = self.proc.stderr.fileno()
-        for fd in (self._in, self._out, self._err):
-            os.set_blocking(fd, False)
-            _widen_pipe(fd)
-        self._selector = DefaultSelector()
-        self._selector.register(self._out, EVENT_READ)
-        self._selector.register(self._err, EVENT_READ)
-        # The program's exit is an event too: a program whose child still holds its stdout open
-        # has died all the same, and must not be waited for until the case times out.
-        self._pidfd: int | None = None
-        with contextlib.suppress(AttributeError, OSError):
-            self._pidfd = os.pidfd_open(self.proc.pid)
-            self._selector.register(self._pidfd, EVENT_READ, _EXITED)
-        self._exited = False
-        self._writing = False
-        self._pending = bytearray()  # stdout read but not yet taken as a reply
-        self._scanned = 0  # bytes of _pending known to hold no line feed
-        self._stderr = bytearray()
-        self._stderr_total = 0  # bytes ever written to stderr, for marks
-        self._out_open = True
-        self._err_open = True
-        self.seq = 0
-
-    # -- stderr -------------------------------------------------------------------------------
-
-    def stderr_mark(self) -> int:
-        """A position in the program's stderr, to show only what it wrote after it."""
-        return self._stderr_total
-
-    def stderr_since(self, mark: int) -> str:
-        """What the program wrote to stderr after `mark`, shortened for a report."""
-        self._drain_ready()
-        new = self._stderr_total - mark
-        kept = bytes(self._stderr[-new:]) if new > 0 else b""
-        return shortened_stderr(kept, dropped=new > len(self._stderr))
-
-    def _keep_stderr(self, chunk: bytes) -> None:
-        self._stderr += chunk
-        self._stderr_total += len(chunk)
-        if len(self._stderr) > _STDERR_KEPT:
-            del self._stderr[: len(self._stderr) - _STDERR_KEPT]
-
-    # -- I/O ----------------------------------------------------------------------------------
-
-    def _read(self, fd: int) -> None:
-        try:
-            chunk = os.read(fd, _READ_SIZE)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if fd == self._out:
-            if chunk:
-                self._pending += chunk
-            else:
-                self._out_open = False
-                self._selector.unregister(fd)
-        elif chunk:
-            self._keep_stderr(chunk)
-        else:
-            self._err_open = False
-            self._selector.unregister(fd)
-
-    def _drain(self, wait: float) -> bool:
-        """Read once from whichever pipe is ready, waiting up to `wait` s; False when none was.
-
-        While a request is being written, the program's stdin taking more also ends the wait.
-        """
-        if not (self._out_open or self._err_open or self._writing):
-            return False
-        ready = self._selector.select(wait)
-        for key, _ in ready:
-            if key.data is _EXITED:
-                self._note_exit()
-            elif key.fd != self._in:
-                self._read(key.fd)
-        return bool(ready)
-
-    def _note_exit(self) -> None:
-        if self._pidfd is not None:
-            self._selector.unregister(self._pidfd)
-            os.close(self._pidfd)
-            self._pidfd = None
-        self._exited = True
-
-    @property
-    def exited(self) -> bool:
-        """True once the program itself has exited (what it started may live on)."""
-        if not self._exited and self._pidfd is None and self.proc.poll() is not None:
-            self._exited = True
-        return self._exited
-
-    def _drain_ready(self) -> None:
-        """Read everything the program has written so far."""
-        while self._drain(0.0):
-            pass
-
-    def send(self, line: bytes, deadline: float) -> bool:
-        """Write one request line; False when the deadline passed first. OSError when it died."""
-        view = memoryview(line)
-        try:
-            while view:
-                try:
-                    written = os.write(self._in, view)
-                except BlockingIOError:
-                    written = 0
-                view = view[written:]
-                if not view:
-                    break
-                if self.exited:
-                    raise BrokenPipeError("the program exited")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                if not self._writing:
-                    self._selector.register(self._in, EVENT_WRITE)
-                    self._writing = True
-                # Wait until it takes more, reading meanwhile: it may be writing too.
-                self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
-        finally:
-            if self._writing:
-                self._selector.unregister(self._in)
-                self._writing = False
-        return True
-
-    def receive(self, deadline: float) -> bytes | None:
-        """The next line of stdout, without its end; None on timeout, EOFError when it closed."""
-        while True:
-            end = self._pending.find(b"\n", self._scanned)
-            if end >= 0:
-                line = bytes(self._pending[:end])
-                del self._pending[: end + 1]
-                self._scanned = 0
-                return line
-            self._scanned = len(self._pending)
-            if len(self._pending) > _MAX_REPLY:
-                line = bytes(self._pending[:_QUOTED_CHARS])
-                self._pending.clear()
-                self._scanned = 0
-                return line  # quoted as garbage: it cannot be a reply
-            if not self._out_open:
-                raise EOFError
-            if self.exited:
-                # It died: take what its pipes hold, never wait for what it started (which may
-                # hold stdout open for ever).
-                if not self._drain(0.0) or time.monotonic() >= deadline:
-                    raise EOFError
-                continue
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            # Without a pidfd, look at the program now and then: it may have died.
-            self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
-
-    def exit_status(self) -> str:
-        """How the program ended, after it closed its stdout (waiting a moment for it to exit)."""
-        try:
-            code = self.proc.wait(_GRACE)
-        except subprocess.TimeoutExpired:
-            return "closed its stdout"
-        _kill_group(self._group)  # what it started would hold stderr open
-        self._drain_stderr_to_end()
-        if code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            return f"was killed by {name}"
-        return f"exited with status {code}"
-
-    def _drain_stderr_to_end(self) -> None:
-        deadline = time.monotonic() + _GRACE
-        while self._err_open:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return  # something it started still holds stderr open
-            self._drain(remaining)
-
-    def stop(self, *, kill: bool) -> None:
-        """End the program: kill it at once, or give it a grace period first; either way, then
-        kill its process group, so nothing it started outlives it."""
-        with contextlib.suppress(OSError):
-            self.proc.stdin.close()  # type: ignore[union-attr]
-        if not kill:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(_GRACE)
-        _kill_group(self._group)
-        self.proc.wait()
-        _GROUPS.discard(self._group)
-        self._selector.close()
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
-        self._close_pipes()
-
-    def _close_pipes(self) -> None:
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
 
 
 class _Validator:
@@ -453,7 +133,7 @@ class ProcessDriver:
         self._validator = _Validator() if validate else None
         self._env = env
         self._own_errors = own_errors
-        self._worker: _Worker | None = None
+        self._worker: Worker | None = None
         self._deadline = 0.0
         self._case_mark = 0
         self._request: dict[str, Any] = {}
@@ -484,7 +164,7 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
-            self._worker = _Worker(self._command, self._env)
+            self._worker = Worker(self._command, self._env)
             self._case_mark = 0
             self._deadline = time.monotonic() + max(self._timeout, 5.0)
             try:
@@ -546,7 +226,7 @@ class ProcessDriver:
         if worker is None:
             return
         line = encode_line({"seq": worker.seq + 1, "op": "bye"}, ascii_only=True)
-        deadline = time.monotonic() + _GRACE
+        deadline = time.monotonic() + GRACE
         try:
             if worker.send(line, deadline):
                 worker.receive(deadline)
@@ -713,54 +393,6 @@ def python_target_driver(
     return ProcessDriver(
         command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
     )
-
-
-def check_driver_options(
-    target: str | None,
-    exec_command: str | None,
-    *,
-    in_process: bool = False,
-    timeout: float = DEFAULT_TIMEOUT,
-    validate_protocol: bool = False,
-) -> None:
-    """ConformError for options that do not go together: the rules of `conform run` and the
-    pytest plugin alike."""
-    if (target is None) == (exec_command is None):
-        raise ConformError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
-    if not timeout > 0:
-        raise ConformError(f"the timeout must be more than 0 seconds, not {timeout}")
-    if in_process and exec_command is not None:
-        raise ConformError("--in-process runs a Python TARGET; it does not go with --exec")
-    if in_process and validate_protocol:
-        raise ConformError("--validate-protocol checks a worker, not --in-process")
-
-
-def start_driver(
-    target: str | None,
-    exec_command: str | None,
-    *,
-    in_process: bool = False,
-    timeout: float = DEFAULT_TIMEOUT,
-    validate_protocol: bool = False,
-) -> Driver:
-    """The driver for a Python TARGET or an --exec program, started; ConformError on bad options."""
-    check_driver_options(
-        target,
-        exec_command,
-        in_process=in_process,
-        timeout=timeout,
-        validate_protocol=validate_protocol,
-    )
-    if in_process:
-        return InProcessDriver(load_target(str(target)))
-    if exec_command is not None:
-        driver = ProcessDriver.from_command_line(
-            exec_command, timeout=timeout, validate=validate_protocol
-        )
-    else:
-        driver = python_target_driver(str(target), timeout=timeout, validate=validate_protocol)
-    driver.start()
-    return driver
 
 
 def _is_error_reply(reply: dict[str, Any]) -> bool:
