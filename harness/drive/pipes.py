@@ -248,9 +248,13 @@ class Worker:
         while self._drain(0.0):
             pass
 
-    def send(self, line: bytes, deadline: float) -> bool:
-        """Write one request line; False when the deadline passed first. OSError when it died."""
-        view = memoryview(line)
+    def send(self, line: bytes, deadline: float, *more: bytes) -> bool:
+        """Write one request line (and `more` bytes after it, unjoined: no copy of a large payload);
+        False when the deadline passed first. OSError when it died."""
+        return all(self._send_part(part, deadline) for part in (line, *more))
+
+    def _send_part(self, data: bytes, deadline: float) -> bool:
+        view = memoryview(data)
         try:
             while view:
                 try:

@@ -30,6 +30,7 @@ from harness.drive.pipes import (
     shortened_stderr,
     stop_all_programs,
 )
+from harness.drive.replies import resolve_texts, unknown_field
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import ConformError, TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
@@ -46,7 +47,10 @@ __all__ = [
     "stop_all_programs",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 1  # what every program speaks
+FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
+_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL)
+_HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 _SCHEMAS = {
     "hello": "reply-hello",
@@ -134,9 +138,11 @@ class ProcessDriver:
         self._env = env
         self._own_errors = own_errors
         self._worker: Worker | None = None
-        self._deadline = 0.0
         self._case_mark = 0
         self._request: dict[str, Any] = {}
+        self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
+        self.protocol = PROTOCOL_VERSION  # the version the running program speaks
+        self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
         self.program: ProgramInfo | None = None
 
     @classmethod
@@ -166,13 +172,20 @@ class ProcessDriver:
         if self._worker is None:
             self._worker = Worker(self._command, self._env)
             self._case_mark = 0
-            self._deadline = time.monotonic() + max(self._timeout, 5.0)
+            self.protocol = PROTOCOL_VERSION
+            hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
+            if self._offer:
+                hello["accept"] = list(_SPOKEN)
             try:
-                reply = self._exchange("hello", {"protocol": PROTOCOL_VERSION})
+                reply = self._exchange("hello", hello, time_allowed=max(self._timeout, _HELLO_TIME))
                 self.program = self._read_hello(reply)
             except _Refused as exc:
                 if self._own_errors:  # the adapter's own words for a target that cannot load
                     raise TargetError(exc.reason) from None
+                if self._offer:  # a strict version-1 program may refuse the offer: ask again
+                    self._offer = False
+                    self._discard()
+                    return self.start()
                 raise TargetError(
                     f"{self.label} refused the handshake: {exc.reason}", hint="see docs/protocol.md"
                 ) from None
@@ -191,12 +204,21 @@ class ProcessDriver:
         self.start()
         assert self._worker is not None
         self._case_mark = self._worker.stderr_mark()
-        self._deadline = time.monotonic() + self._timeout
+        self._case_data = {}
         self._call("new", {})
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         """One payload; the golden step the program's reply stands for."""
-        reply = self._call("push", {"data": data})
+        raw = None
+        if self.protocol == FAST_PROTOCOL:
+            try:
+                raw = data.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
+                raw = None
+        if raw is None:
+            reply = self._call("push", {"data": data})
+        else:
+            reply = self._call("push", {"bytes": len(raw)}, raw=raw, data=data)
         if "error" in reply:
             return {"line": line, "error": _contract_error(reply), SAID: _said(reply)}
         events, state = reply.get("events"), reply.get("state")
@@ -236,28 +258,47 @@ class ProcessDriver:
 
     # -- the exchange -------------------------------------------------------------------------
 
-    def _exchange(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
-        """Send one request and read its reply: a JSON object with the right `seq`."""
+    def _exchange(
+        self,
+        op: str,
+        fields: dict[str, Any],
+        *,
+        raw: bytes | None = None,
+        data: str | None = None,
+        time_allowed: float | None = None,
+    ) -> dict[str, Any]:
+        """Send one request (with `raw` bytes after its line: a framed payload, `data` as text)
+        and read its reply: a JSON object with the right `seq`, its text references resolved.
+
+        The time limit bounds this one call (`time_allowed`, else the driver's timeout): a long
+        case is many calls, and only a call that does not return is a hang.
+        """
         worker = self._worker
         assert worker is not None
         worker.seq += 1
         request = {"seq": worker.seq, "op": op, **fields}
-        self._request = request
+        self._request = request if data is None else {"seq": worker.seq, "op": op, "data": data}
+        if op == "push":
+            self._case_data[worker.seq] = data if data is not None else fields["data"]
         line = encode_line(request, ascii_only=True)
+        allowed = self._timeout if time_allowed is None else time_allowed
+        deadline = time.monotonic() + allowed
         try:
-            sent = worker.send(line, self._deadline)
-            raw = worker.receive(self._deadline) if sent else None
+            more = () if raw is None else (raw, b"\n")
+            sent = worker.send(line, deadline, *more)
+            reply_line = worker.receive(deadline) if sent else None
         except (OSError, EOFError):
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
-        if raw is None:
+        if reply_line is None:
             stderr = worker.stderr_since(self._case_mark)
             self._discard()
             raise TargetTimeout(
-                f"no reply to {op} within {self._timeout:g} s (the time allowed for a case); "
+                f"no reply to {op} within {allowed:g} s (the time allowed for one call); "
                 "the program was stopped",
                 details=self._details(stderr=stderr),
             )
+        raw = reply_line
         try:
             reply = decode_line(raw)
         except (UnicodeDecodeError, ValueError):
@@ -283,17 +324,27 @@ class ProcessDriver:
                 f"it carries seq {json.dumps(seq)}, not {request['seq']} (out of order, or a stray "
                 "line)",
             )
+        if "error" in reply and not _is_error_reply(reply):
+            raise self._garbage(reply, "'error' must be an object")
+        if self.protocol == FAST_PROTOCOL and "error" not in reply:
+            problem = resolve_texts(op, reply, self._case_data)
+            if problem is not None:
+                raise self._garbage(reply, f"bad text reference: {problem}")
         if self._validator is not None:
             problem = self._validator.problem(op, reply)
             if problem is not None:
                 raise self._garbage(reply, f"it breaks the protocol's schema: {problem}")
-        if "error" in reply and not _is_error_reply(reply):
-            raise self._garbage(reply, "'error' must be an object")
+        else:
+            problem = unknown_field(op, reply)
+            if problem is not None:
+                raise self._garbage(reply, f"unknown field {problem} (docs/protocol.md, Values)")
         return reply
 
-    def _call(self, op: str, fields: dict[str, Any]) -> dict[str, Any]:
+    def _call(
+        self, op: str, fields: dict[str, Any], *, raw: bytes | None = None, data: str | None = None
+    ) -> dict[str, Any]:
         """`_exchange`, with error replies outside the contract's three kinds as crashes."""
-        reply = self._exchange(op, fields)
+        reply = self._exchange(op, fields, raw=raw, data=data)
         if "error" not in reply:
             return reply
         kind = reply["error"].get("kind")
@@ -315,8 +366,11 @@ class ProcessDriver:
         if "error" in reply:
             raise TargetCrash(f"it answered with an error: {reply['error'].get('message')}")
         protocol = reply.get("protocol")
-        if protocol != PROTOCOL_VERSION or isinstance(protocol, bool):
-            raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {PROTOCOL_VERSION}")
+        spoken = _SPOKEN if self._offer else (PROTOCOL_VERSION,)
+        if protocol not in spoken or isinstance(protocol, bool):
+            offered = " or ".join(str(version) for version in spoken)
+            raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {offered}")
+        self.protocol = FAST_PROTOCOL if protocol == FAST_PROTOCOL else PROTOCOL_VERSION
         fields = [reply.get(name) for name in ("name", "version", "language")]
         texts = [value for value in fields if isinstance(value, str) and value]
         if len(texts) != len(fields):
