@@ -8,15 +8,23 @@ the buffer when the reply is read, so a crash report always carries it.
 
 Everything a program starts stays in its session's process group unless it leaves on purpose. The
 group is killed whenever the program stops (after a case it broke, at the end of the run) and,
-through `stop_all_programs`, on Ctrl-C, on SIGTERM and at interpreter exit, so no process a run
-started outlives it.
+through `stop_all_programs`, on Ctrl-C, on SIGTERM, on SIGHUP and at interpreter exit.
+
+What leaves on purpose (a double fork and `setsid`: a daemon) is found all the same: every program
+gets `CONFORM_RUN=<run>.<driver>` in its environment, which whatever it starts inherits, and on
+Linux this process becomes a child subreaper, so orphans of its programs are re-parented to it
+rather than to init. When a program stops, every process still marked with its driver's value is
+killed (and reaped when it is our child); `stop_all_programs` kills every process marked with
+this run. So no process a run started outlives it.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -37,6 +45,11 @@ _PIPE_SIZE = 1024 * 1024  # asked of Linux for each pipe: fewer wake-ups for lar
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
 _EXITED = -1  # the selector key data of a pidfd: the program has exited
 GRACE = 1.0  # seconds a program has to exit after `bye`, or to flush stderr after dying
+MARK = "CONFORM_RUN"  # the environment variable that marks every process a run started
+_RUN = f"{os.getpid()}-{secrets.token_hex(6)}"
+_FAMILIES = itertools.count(1)
+_PR_SET_CHILD_SUBREAPER = 36
+_ROUNDS = 5  # scans for marked processes at one stop: each kills what forked during the last
 
 
 def shortened_stderr(data: bytes, *, dropped: bool = False) -> str:
@@ -66,6 +79,9 @@ class _ProcessGroups:
         self._groups: set[int] = set()
         self._closed = False
 
+    def __contains__(self, pgid: int) -> bool:
+        return pgid in self._groups
+
     def add(self, pgid: int) -> None:
         with self._lock:
             self._groups.add(pgid)
@@ -85,6 +101,7 @@ class _ProcessGroups:
             groups = list(self._groups)
         for pgid in groups:
             _kill_group(pgid)
+        kill_marked(_RUN + ".")
         return len(groups)
 
     def reopen(self) -> None:
@@ -102,9 +119,65 @@ _GROUPS = _ProcessGroups()
 atexit.register(_GROUPS.kill_all, close=True)
 
 
+def new_family() -> str:
+    """A value of `CONFORM_RUN` for one driver's programs (and all they start)."""
+    return f"{_RUN}.{next(_FAMILIES)}"
+
+
+def _marked(needle: bytes) -> list[int]:
+    """The processes (not this one) whose environment has an entry starting with `needle`."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # not Linux: process groups are all there is
+        return []
+    me = os.getpid()
+    found = []
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as file:
+                environ = file.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in environ and (environ.startswith(needle) or b"\0" + needle in environ):
+            found.append(int(name))
+    return found
+
+
+def kill_marked(value: str) -> int:
+    """Kill every process whose `CONFORM_RUN` starts with `value` (a family ends with "\0": exact),
+    wherever it went (another group, another session, another parent); how many were killed."""
+    needle = f"{MARK}={value}".encode()
+    killed = 0
+    for _ in range(_ROUNDS):
+        pids = _marked(needle)
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+        for pid in pids:
+            if pid not in _GROUPS:  # a program's own pid is reaped by its Popen
+                with contextlib.suppress(ChildProcessError, OSError):
+                    os.waitpid(pid, os.WNOHANG)  # an orphan re-parented to this subreaper
+    return killed
+
+
+def _become_subreaper() -> None:
+    """On Linux, adopt the orphans of our programs' descendants (see the module docstring)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def stop_all_programs() -> int:
-    """Kill every program this process started (and all they started), now, from any thread
-    or a signal handler; later starts fail. Returns how many groups were killed."""
+    """Kill every program this process started (and all they started, even what left their
+    process group and session), now, from any thread or a signal handler; later starts fail.
+    Call it on SIGINT, SIGTERM and SIGHUP alike. Returns how many groups were killed."""
     return _GROUPS.kill_all(close=True)
 
 
@@ -124,7 +197,11 @@ def _widen_pipe(fd: int) -> None:
 class Worker:
     """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str] | None) -> None:
+    def __init__(
+        self, command: Sequence[str], env: Mapping[str, str] | None, *, family: str
+    ) -> None:
+        _become_subreaper()
+        self.family = family
         try:
             self.proc = subprocess.Popen(
                 list(command),
@@ -132,7 +209,7 @@ class Worker:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 bufsize=0,
-                env=None if env is None else dict(env),
+                env={**(os.environ if env is None else env), MARK: family},
                 # Its own process group, so a timeout kills whatever it started too.
                 start_new_session=True,
             )
@@ -344,6 +421,7 @@ class Worker:
         _kill_group(self._group)
         self.proc.wait()
         _GROUPS.discard(self._group)
+        kill_marked(self.family + "\0")  # what left the group: a daemon it started
         self._selector.close()
         if self._pidfd is not None:
             os.close(self._pidfd)

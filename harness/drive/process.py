@@ -27,6 +27,7 @@ from harness.drive.pipes import (
     QUOTED_CHARS,
     Worker,
     allow_programs,
+    new_family,
     shortened_stderr,
     stop_all_programs,
 )
@@ -138,6 +139,7 @@ class ProcessDriver:
         self._env = env
         self._own_errors = own_errors
         self._worker: Worker | None = None
+        self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
         self._request: dict[str, Any] = {}
         self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
@@ -170,7 +172,7 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
-            self._worker = Worker(self._command, self._env)
+            self._worker = Worker(self._command, self._env, family=self._family)
             self._case_mark = 0
             self.protocol = PROTOCOL_VERSION
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}

@@ -146,3 +146,20 @@ class HangsInInit(_Base):
 
 class Large(_Base):
     """The reference, for the large-payload case (a name of its own in reports)."""
+
+
+class Daemonizes(_Base):
+    """With every new assembler, starts a daemon: a double fork and `setsid`, so the survivor is
+    in another session and process group, its parent gone (it sleeps five minutes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _mark("daemon")
+                for fd in (0, 1, 2):  # a daemon lets go of the pipes
+                    os.close(fd)
+                time.sleep(300)
+            os._exit(0)
+        os.wait()
