@@ -79,8 +79,42 @@ def _import_file(path: Path) -> Any:
     return module
 
 
+def _shadowed(name: str) -> str | None:
+    """Where a module or package `name`'s top level stands in the current directory when an import
+    of `name` would not load it (conform's own `reference` or `harness`, a module already
+    imported, one found earlier on the path); None when the import would load it."""
+    top = name.partition(".")[0]
+    here = Path.cwd()
+    local = [path for path in (here / f"{top}.py", here / top) if path.exists()]
+    if not local or (local[0].is_dir() and not any(local[0].glob("*.py"))):
+        return None
+    module = sys.modules.get(top)
+    if module is not None:
+        origins = [getattr(module, "__file__", None), *getattr(module, "__path__", [])]
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        origins = [spec.origin, *(spec.submodule_search_locations or [])]
+    for origin in origins:
+        if origin and Path(origin).resolve().is_relative_to(here.resolve()):
+            return None
+    return str(local[0].relative_to(here))
+
+
 def _import_module(name: str) -> Any:
     _cwd_importable()
+    shadowed = _shadowed(name)
+    if shadowed is not None:
+        file = f"{shadowed}/__init__.py" if not shadowed.endswith(".py") else shadowed
+        raise TargetError(
+            f"'{name}' would not import ./{shadowed} from the current folder but another module "
+            f"of that name (conform's own, or one already imported)",
+            hint=f"name the file instead, e.g. ./{file}:ATTRIBUTE, or rename your module",
+        )
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:

@@ -420,13 +420,17 @@ class ProcessDriver:
             worker.stop(kill=True)
 
 
-# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could.
+# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could; the
+# adapter itself comes from conform's own folder first, whatever `harness` the path holds.
 _BOOTSTRAP = (
     "import json, os, sys; "
     "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
+    "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
     "from harness.adapter import main; "
+    "sys.path.remove(own); "
     "main(prog_name='python -m harness.adapter')"
 )
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def python_target_driver(
@@ -442,7 +446,7 @@ def python_target_driver(
     `max_memory` (MiB) overrides the adapter's default address-space limit.
     """
     path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
-    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path)}
+    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path), "CONFORM_OWN_ROOT": _OWN_ROOT}
     command = [sys.executable, "-c", _BOOTSTRAP, spec]
     if max_memory is not None:
         command += ["--max-memory", str(max_memory)]
