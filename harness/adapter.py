@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -251,10 +252,38 @@ class Session:
                 pieces.append(text)
         return {"$text": pieces}
 
+    def encode(self, reply: dict[str, Any]) -> bytes:
+        """`reply` as its line. A value JSON cannot hold (NaN, an infinity) is sent as
+        `{"$number": "NaN"}` in protocol 2 and as a crash in protocol 1; anything else that cannot
+        be written is a crash reply, never the adapter's own traceback."""
+        try:
+            return encode_line(reply, ascii_only=False)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if self.protocol == FAST_PROTOCOL:
+            with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+                return encode_line(_numbers_marked(reply), ascii_only=False)
+        message = f"the assembler's result cannot be sent as JSON ({problem})"
+        return encode_line(_error(reply.get("seq"), "crash", message), ascii_only=False)
+
     def _open_assembler(self) -> Any:
         if self._assembler is None:
             raise _BadRequest('no case is open: send "new" first')
         return self._assembler
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _numbers_marked(value: Any) -> Any:
+    """`value` with each non-finite float as `{"$number": "NaN"}` (protocol 2)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$number": _NON_FINITE[repr(value)]}
+    if isinstance(value, dict):
+        return {key: _numbers_marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_marked(item) for item in value]
+    return value
 
 
 def _find(data: str, text: str, seq: int) -> list[int] | None:
@@ -292,7 +321,7 @@ def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:
         if line.isspace():  # not strip(): that copies a 50 MB line
             continue
         reply, done = session.answer(line, read)
-        write(encode_line(reply, ascii_only=False))
+        write(session.encode(reply))
         replies.flush()
         if done:
             return

@@ -27,6 +27,7 @@ from harness.drive.normalize import (
     normalize_error,
     normalize_events,
     read_state,
+    text_of,
 )
 from harness.errors import TargetCrash, TargetError, TargetTimeout
 
@@ -167,7 +168,7 @@ def load_target(spec: str) -> Factory:
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _crash(exc: BaseException, doing: str) -> TargetCrash:
+def _crash(exc: BaseException, doing: str, *, then: BaseException | None = None) -> TargetCrash:
     # Only the target's frames: not the harness's own calls into it (one, or more when a reader
     # in normalize.py calls a property of the target).
     frames = [
@@ -177,9 +178,11 @@ def _crash(exc: BaseException, doing: str) -> TargetCrash:
     ][-_TRACEBACK_FRAMES:]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
-    return TargetCrash(
-        f"{doing} raised {type(exc).__name__}: {exc}", details="".join(lines).rstrip()
-    )
+    message = f"{doing} raised {type(exc).__name__}: {text_of(exc)}"
+    if then is not None:  # reading the exception itself raised: both are the target's
+        message += f"; then reading it raised {type(then).__name__}: {text_of(then)}"
+        lines += ["\n", _crash(then, "reading it").details, "\n"]
+    return TargetCrash(message, details="".join(lines).rstrip())
 
 
 def new_assembler(factory: Factory) -> Any:
@@ -198,10 +201,16 @@ def new_assembler(factory: Factory) -> Any:
 def _error_step(exc: BaseException, doing: str, *, say: bool) -> dict[str, Any]:
     """`{"error": ...}` for an exception of the contract's kinds (with the target's words under
     `SAID` when `say`); TargetCrash for any other."""
-    error = normalize_error(exc)
+    try:
+        error = normalize_error(exc)
+        said = error_said(exc, error["kind"]) if say and error is not None else ""
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # a `kind` or `message` property of the target's that raises
+        raise _crash(exc, doing, then=inner) from None
     if error is None:
         raise _crash(exc, doing) from None
-    return {"error": error, SAID: error_said(exc, error["kind"])} if say else {"error": error}
+    return {"error": error, SAID: said} if say else {"error": error}
 
 
 def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dict[str, Any]:
@@ -216,9 +225,17 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
         return {"line": line, **_error_step(exc, "push", say=say)}
     try:
-        return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
+        normalized = normalize_events(events)
     except NormalizeError as exc:
         raise TargetCrash(f"push returned something conform cannot read: {exc}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a property of an event that raises
+        raise _crash(exc, "reading the events push returned") from None
+    try:
+        return {"line": line, "events": normalized, "state": read_state(assembler)}
+    except NormalizeError as exc:
+        raise TargetCrash(f"the state after push is something conform cannot read: {exc}") from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a state reader that raises

@@ -31,7 +31,7 @@ from harness.drive.pipes import (
     shortened_stderr,
     stop_all_programs,
 )
-from harness.drive.replies import resolve_texts, unknown_field
+from harness.drive.replies import NUMBER_MARK, resolve_numbers, resolve_texts, unknown_field
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import ConformError, TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
@@ -330,8 +330,10 @@ class ProcessDriver:
             raise self._garbage(reply, "'error' must be an object")
         if self.protocol == FAST_PROTOCOL and "error" not in reply:
             problem = resolve_texts(op, reply, self._case_data)
+            if problem is None and NUMBER_MARK in raw:
+                problem = resolve_numbers(reply)
             if problem is not None:
-                raise self._garbage(reply, f"bad text reference: {problem}")
+                raise self._garbage(reply, f"bad reference: {problem}")
         if self._validator is not None:
             problem = self._validator.problem(op, reply)
             if problem is not None:

@@ -144,3 +144,25 @@ def resolve_texts(op: str, reply: dict[str, Any], payloads: dict[int, str]) -> s
             if problem is not None:
                 return problem
     return None
+
+
+NUMBER_MARK = b'"$number"'
+_NUMBERS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def resolve_numbers(reply: dict[str, Any]) -> str | None:
+    """Replace each `{"$number": "NaN"}` (or `"Infinity"`, `"-Infinity"`) of a protocol-2 reply
+    by that float, in place; what is wrong with the first bad one, or None."""
+    stack: list[Any] = [reply]
+    while stack:
+        item = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, value in list(pairs):
+            if isinstance(value, dict) and "$number" in value:
+                name = value["$number"]
+                if len(value) != 1 or name not in _NUMBERS:
+                    return '{"$number": ...} must hold exactly "NaN", "Infinity" or "-Infinity"'
+                item[key] = _NUMBERS[name]
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    return None
