@@ -106,6 +106,7 @@ class Session:
         self.protocol = PROTOCOL_VERSION
         # Protocol 2: each channel's event texts this case, with the reference each was sent as.
         self._texts: dict[Channel, list[tuple[str, list[int] | None]]] = {}
+        self._ended = False  # the case had its error or its finish: skip what was planned after
 
     def answer(
         self, line: bytes, read: Callable[[int], bytes] | None = None
@@ -129,6 +130,7 @@ class Session:
         except _BadRequest as exc:
             return _error(seq, "bad_request", str(exc)), False
         except TargetCrash as crash:
+            self._ended = True
             message = f"{crash.message}\n{crash.details}" if crash.details else crash.message
             return _error(seq, "crash", message), False
 
@@ -168,14 +170,18 @@ class Session:
                 raise _BadRequest(self._load_error or "no target")
             self._assembler = None
             self._texts = {}
+            self._ended = False
             self._assembler = new_assembler(self._factory)
             return {"seq": seq, "ok": True}, False
         if op == "push":
             data = request.get("data")
             if not isinstance(data, str):
                 raise _BadRequest('"push" needs a string "data"')
+            if self._ended and self.protocol == FAST_PROTOCOL:
+                return {"seq": seq, "skipped": True}, False
             step = push_step(self._open_assembler(), data, 0, say=True)
             if "error" in step:
+                self._ended = True
                 return _contract_error(seq, step), False
             events = step["events"]
             if self.protocol == FAST_PROTOCOL:
@@ -185,6 +191,9 @@ class Session:
             capped = request.get("thinking_capped")
             if not isinstance(capped, bool):
                 raise _BadRequest('"finish" needs a boolean "thinking_capped"')
+            if self._ended and self.protocol == FAST_PROTOCOL:
+                return {"seq": seq, "skipped": True}, False
+            self._ended = True
             done = finish_step(self._open_assembler(), capped, say=True)
             if "error" in done:
                 return _contract_error(seq, done), False

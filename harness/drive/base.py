@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 #: Seconds one call into a target (`new`, one `push`, `finish`) may take before it is a timeout.
@@ -27,3 +28,17 @@ class Driver(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+def plan_case(driver: Driver, pushes: Sequence[str], *, finish: bool | None) -> bool:
+    """Tell `driver` what the case will push (and `finish` with, unless None), when it can use
+    that (a worker speaking protocol 2 sends them all ahead); True when it took the plan.
+
+    A driver takes a plan through an optional `plan(pushes, *, finish)` method: drivers without
+    one (in-process, test doubles) simply get each call as it comes.
+    """
+    plan = getattr(driver, "plan", None)
+    if plan is None:
+        return False
+    plan(pushes, finish=finish)
+    return True

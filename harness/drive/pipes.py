@@ -30,6 +30,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
 
@@ -41,6 +42,7 @@ _STDERR_SHOWN_CHARS = 2000
 QUOTED_CHARS = 300
 _MAX_REPLY = 256 * 1024 * 1024  # a "line" longer than this is garbage, not a reply
 _READ_SIZE = 1024 * 1024
+_JOINED = 64 * 1024  # a request of at most this many bytes is joined into one write
 _PIPE_SIZE = 1024 * 1024  # asked of Linux for each pipe: fewer wake-ups for large messages
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
 _EXITED = -1  # the selector key data of a pidfd: the program has exited
@@ -242,7 +244,8 @@ class Worker:
             self._pidfd = os.pidfd_open(self.proc.pid)
             self._selector.register(self._pidfd, EVENT_READ, _EXITED)
         self._exited = False
-        self._writing = False
+        self._writing = False  # stdin is registered for writing: the outbox is not empty
+        self._outbox: deque[memoryview] = deque()  # requests queued, not yet taken by the program
         self._pending = bytearray()  # stdout read but not yet taken as a reply
         self._scanned = 0  # bytes of _pending known to hold no line feed
         self._stderr = bytearray()
@@ -302,7 +305,9 @@ class Worker:
         for key, _ in ready:
             if key.data is _EXITED:
                 self._note_exit()
-            elif key.fd != self._in:
+            elif key.fd == self._in:
+                self._write_some()
+            else:
                 self._read(key.fd)
         return bool(ready)
 
@@ -325,36 +330,53 @@ class Worker:
         while self._drain(0.0):
             pass
 
-    def send(self, line: bytes, deadline: float, *more: bytes) -> bool:
-        """Write one request line (and `more` bytes after it, unjoined: no copy of a large payload);
-        False when the deadline passed first. OSError when it died."""
-        return all(self._send_part(part, deadline) for part in (line, *more))
+    def queue(self, *parts: bytes) -> None:
+        """Write `parts` (one request) as far as the pipe takes them now; the rest is written
+        while waiting for replies (`receive`), so requests may run ahead of replies. OSError
+        when the program died."""
+        if sum(len(part) for part in parts) <= _JOINED:  # one write for a small request
+            parts = (b"".join(parts),)
+        waiting = bool(self._outbox)  # the pipe was full a moment ago: no write to try now
+        self._outbox.extend(memoryview(part) for part in parts if part)
+        if not waiting:
+            self._write_some()
 
-    def _send_part(self, data: bytes, deadline: float) -> bool:
-        view = memoryview(data)
-        try:
-            while view:
-                try:
-                    written = os.write(self._in, view)
-                except BlockingIOError:
-                    written = 0
-                view = view[written:]
-                if not view:
-                    break
-                if self.exited:
-                    raise BrokenPipeError("the program exited")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                if not self._writing:
-                    self._selector.register(self._in, EVENT_WRITE)
-                    self._writing = True
-                # Wait until it takes more, reading meanwhile: it may be writing too.
-                self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
-        finally:
-            if self._writing:
-                self._selector.unregister(self._in)
-                self._writing = False
+    @property
+    def unsent(self) -> bool:
+        """True while queued requests wait for the program to take them."""
+        return bool(self._outbox)
+
+    def _write_some(self) -> None:
+        outbox = self._outbox
+        while outbox:
+            try:
+                written = os.write(self._in, outbox[0])
+            except BlockingIOError:
+                break
+            if written == len(outbox[0]):
+                outbox.popleft()
+            else:
+                outbox[0] = outbox[0][written:]
+        if outbox and not self._writing:
+            self._selector.register(self._in, EVENT_WRITE)
+            self._writing = True
+        elif not outbox and self._writing:
+            self._selector.unregister(self._in)
+            self._writing = False
+
+    def send(self, line: bytes, deadline: float, *more: bytes) -> bool:
+        """Write one request line (and `more` bytes after it, unjoined: no copy of a large payload)
+        and everything queued before it; False when the deadline passed first. OSError when it
+        died."""
+        self.queue(line, *more)
+        while self._outbox:
+            if self.exited:
+                raise BrokenPipeError("the program exited")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            # Wait until it takes more, reading meanwhile: it may be writing too.
+            self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
         return True
 
     def receive(self, deadline: float) -> bytes | None:

@@ -15,6 +15,7 @@ import os
 import shlex
 import sys
 import time
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
@@ -74,6 +75,16 @@ class ProgramInfo:
 def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     """`text` on one line, shortened to `limit` characters."""
     return shorten(text.rstrip("\r\n"), limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sent:
+    """A request written (or queued), whose reply is still to be read."""
+
+    seq: int
+    op: str
+    data: str | None  # a push's payload
+    shown: dict[str, Any]  # the request as reports quote it
 
 
 class _Refused(TargetCrash):
@@ -145,6 +156,8 @@ class ProcessDriver:
         self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
         self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
+        self._ahead: deque[_Sent] = deque()  # requests sent ahead of their replies (`plan`)
+        self._new: _Sent | None = None  # the case's `new`, sent but its reply not yet read
         self.program: ProgramInfo | None = None
 
     @classmethod
@@ -203,24 +216,65 @@ class ProcessDriver:
 
     def start_case(self) -> None:
         """Start a case: a fresh assembler in the program (restarted first when needed)."""
+        self._settle()
         self.start()
         assert self._worker is not None
         self._case_mark = self._worker.stderr_mark()
         self._case_data = {}
-        self._call("new", {})
+        if self.protocol == FAST_PROTOCOL:  # its reply is read with the plan (or the first call)
+            self._new = self._send("new", {})
+        else:
+            self._call("new", {})
 
-    def push(self, data: str, line: int) -> dict[str, Any]:
-        """One payload; the golden step the program's reply stands for."""
-        raw = None
+    def _await_new(self) -> None:
+        """Read the reply to the case's `new`, sent ahead (a crash there is the case's)."""
+        sent, self._new = self._new, None
+        if sent is not None and self._worker is not None:
+            self._checked("new", self._await(sent))
+
+    def plan(self, pushes: Sequence[str], *, finish: bool | None) -> None:
+        """Say what this case will push (and `finish` with, unless None): in protocol 2 they
+        are all sent now, ahead of their replies, which `push` and `finish` then read in order.
+        The program skips what comes after an error (docs/protocol.md, Planned cases)."""
+        if self.protocol != FAST_PROTOCOL or self._worker is None or self._ahead:
+            return
+        for data in pushes:
+            self._ahead.append(self._send_push(data))
+        if finish is not None:
+            self._ahead.append(self._send("finish", {"thinking_capped": finish}))
+        self._await_new()  # here, so a factory that fails is reported at `new`
+
+    def _send_push(self, data: str) -> _Sent:
         if self.protocol == FAST_PROTOCOL:
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
-                raw = None
-        if raw is None:
-            reply = self._call("push", {"data": data})
-        else:
-            reply = self._call("push", {"bytes": len(raw)}, raw=raw, data=data)
+                pass
+            else:
+                return self._send("push", {"bytes": len(raw)}, raw=raw, data=data)
+        return self._send("push", {"data": data})
+
+    def _settle(self) -> None:
+        """Read the replies to planned requests the runner did not ask for (after an error): a
+        program that fails at them is restarted, never blamed on the next case."""
+        ahead, self._ahead = self._ahead, deque()
+        if self._new is not None:
+            ahead.appendleft(self._new)
+            self._new = None
+        for sent in ahead:
+            if self._worker is None:
+                return
+            try:
+                self._await(sent)
+            except TargetCrash:
+                self._discard()
+                return
+
+    def push(self, data: str, line: int) -> dict[str, Any]:
+        """One payload; the golden step the program's reply stands for."""
+        reply = self._planned("push", data)
+        if reply is None:
+            reply = self._checked("push", self._await(self._send_push(data)))
         if "error" in reply:
             return {"line": line, "error": _contract_error(reply), SAID: _said(reply)}
         events, state = reply.get("events"), reply.get("state")
@@ -232,7 +286,9 @@ class ProcessDriver:
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         """`finish`; the golden finish object the program's reply stands for."""
-        reply = self._call("finish", {"thinking_capped": thinking_capped})
+        reply = self._planned("finish")  # (the case's `new` answered first)
+        if reply is None:
+            reply = self._call("finish", {"thinking_capped": thinking_capped})
         if "error" in reply:
             return {"error": _contract_error(reply), SAID: _said(reply)}
         completion = reply.get("completion")
@@ -270,25 +326,45 @@ class ProcessDriver:
         time_allowed: float | None = None,
     ) -> dict[str, Any]:
         """Send one request (with `raw` bytes after its line: a framed payload, `data` as text)
-        and read its reply: a JSON object with the right `seq`, its text references resolved.
+        and read its reply: a JSON object with the right `seq`, its text references resolved."""
+        return self._await(self._send(op, fields, raw=raw, data=data), time_allowed)
 
-        The time limit bounds this one call (`time_allowed`, else the driver's timeout): a long
-        case is many calls, and only a call that does not return is a hang.
-        """
+    def _send(
+        self, op: str, fields: dict[str, Any], *, raw: bytes | None = None, data: str | None = None
+    ) -> _Sent:
+        """Queue one request (written while replies are awaited); what it was."""
         worker = self._worker
         assert worker is not None
         worker.seq += 1
         request = {"seq": worker.seq, "op": op, **fields}
-        self._request = request if data is None else {"seq": worker.seq, "op": op, "data": data}
+        shown = request if data is None else {"seq": worker.seq, "op": op, "data": data}
         if op == "push":
-            self._case_data[worker.seq] = data if data is not None else fields["data"]
+            data = data if data is not None else fields["data"]
+            self._case_data[worker.seq] = data
         line = encode_line(request, ascii_only=True)
+        try:
+            worker.queue(line, *(() if raw is None else (raw, b"\n")))
+        except OSError:
+            self._request = shown
+            status = worker.exit_status()
+            raise self._broken(f"the program {status} before answering {op}") from None
+        return _Sent(worker.seq, op, data, shown)
+
+    def _await(self, sent: _Sent, time_allowed: float | None = None) -> dict[str, Any]:
+        """The reply to `sent` (every request before it answered already).
+
+        The time limit bounds this one call (`time_allowed`, else the driver's timeout), from the
+        moment the harness waits for it: a long case is many calls, and only a call that does not
+        return is a hang.
+        """
+        worker = self._worker
+        assert worker is not None
+        op, request = sent.op, sent.shown
+        self._request = request
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
         try:
-            more = () if raw is None else (raw, b"\n")
-            sent = worker.send(line, deadline, *more)
-            reply_line = worker.receive(deadline) if sent else None
+            reply_line = worker.receive(deadline)
         except (OSError, EOFError):
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
@@ -328,6 +404,8 @@ class ProcessDriver:
             )
         if "error" in reply and not _is_error_reply(reply):
             raise self._garbage(reply, "'error' must be an object")
+        if self.protocol == FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
+            return reply  # a request planned after the case ended (see `plan`)
         if self.protocol == FAST_PROTOCOL and "error" not in reply:
             problem = resolve_texts(op, reply, self._case_data)
             if problem is None and NUMBER_MARK in raw:
@@ -348,7 +426,26 @@ class ProcessDriver:
         self, op: str, fields: dict[str, Any], *, raw: bytes | None = None, data: str | None = None
     ) -> dict[str, Any]:
         """`_exchange`, with error replies outside the contract's three kinds as crashes."""
-        reply = self._exchange(op, fields, raw=raw, data=data)
+        return self._checked(op, self._exchange(op, fields, raw=raw, data=data))
+
+    def _planned(self, op: str, data: str | None = None) -> dict[str, Any] | None:
+        """The reply to the next planned request when it is this `op` (of this payload), checked
+        as `_call` checks; None when nothing is planned."""
+        self._await_new()
+        if not self._ahead:
+            return None
+        sent = self._ahead.popleft()
+        if sent.op != op or (op == "push" and sent.data is not data and sent.data != data):
+            # conform's own runner left its plan: nothing the target did. Settle, then go on.
+            self._ahead.appendleft(sent)
+            self._settle()
+            raise RuntimeError(f"conform planned {sent.op} but asked for {op}")
+        reply = self._await(sent)
+        if "skipped" in reply:
+            raise self._garbage(reply, f"the program skipped a {op} of a case that had not ended")
+        return self._checked(op, reply)
+
+    def _checked(self, op: str, reply: dict[str, Any]) -> dict[str, Any]:
         if "error" not in reply:
             return reply
         kind = reply["error"].get("kind")
@@ -417,6 +514,8 @@ class ProcessDriver:
         )
 
     def _discard(self) -> None:
+        self._ahead.clear()
+        self._new = None
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.stop(kill=True)
