@@ -3,6 +3,7 @@ every version-1 program without harm; framed payloads, text references and `$num
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -72,10 +73,8 @@ def _session() -> Session:
 
 def _framed_push(session: Session, seq: int, data: str) -> dict:
     raw = data.encode()
-    chunks = [raw, b"\n"]
-    reply, _ = session.answer(
-        f'{{"seq":{seq},"op":"push","bytes":{len(raw)}}}'.encode(), lambda n: chunks.pop(0)[:n]
-    )
+    line = f'{{"seq":{seq},"op":"push","bytes":{len(raw)}}}'.encode()
+    reply, _ = session.answer(line, io.BytesIO(raw + b"\n"))
     return reply
 
 
@@ -129,7 +128,7 @@ def test_a_framed_push_before_2_was_agreed_is_a_bad_request() -> None:
     session = Session("reference:Assembler", load_target("reference:Assembler"), None)
     session.answer(b'{"seq":1,"op":"hello","protocol":1}')
     session.answer(b'{"seq":2,"op":"new"}')
-    reply, _ = session.answer(b'{"seq":3,"op":"push","bytes":2}', lambda n: b"{}"[:n])
+    reply, _ = session.answer(b'{"seq":3,"op":"push","bytes":2}', io.BytesIO(b"{}\n"))
     assert reply["error"]["kind"] == "bad_request"
 
 

@@ -42,7 +42,8 @@ _STDERR_SHOWN_CHARS = 2000
 QUOTED_CHARS = 300
 _MAX_REPLY = 256 * 1024 * 1024  # a "line" longer than this is garbage, not a reply
 _READ_SIZE = 1024 * 1024
-_JOINED = 64 * 1024  # a request of at most this many bytes is joined into one write
+_JOINED = 64 * 1024  # a request of at most this many bytes is joined into one buffer
+_IOV_MAX = 1024  # buffers given to one writev (Linux's IOV_MAX)
 _PIPE_SIZE = 1024 * 1024  # asked of Linux for each pipe: fewer wake-ups for large messages
 _F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ, named in the fcntl module only from Python 3.10 on Linux
 _EXITED = -1  # the selector key data of a pidfd: the program has exited
@@ -330,15 +331,21 @@ class Worker:
         while self._drain(0.0):
             pass
 
-    def queue(self, *parts: bytes) -> None:
-        """Write `parts` (one request) as far as the pipe takes them now; the rest is written
+    def queue(self, *parts: bytes, now: bool = True) -> None:
+        """Write `parts` (one request) as far as the pipe takes them now (or, not `now`, at the
+        next `flush`: requests queued together go in one system call); the rest is written
         while waiting for replies (`receive`), so requests may run ahead of replies. OSError
         when the program died."""
-        if sum(len(part) for part in parts) <= _JOINED:  # one write for a small request
+        if sum(len(part) for part in parts) <= _JOINED:  # one buffer for a small request
             parts = (b"".join(parts),)
         waiting = bool(self._outbox)  # the pipe was full a moment ago: no write to try now
         self._outbox.extend(memoryview(part) for part in parts if part)
-        if not waiting:
+        if now and not waiting:
+            self._write_some()
+
+    def flush(self) -> None:
+        """Write what is queued, as far as the pipe takes it now. OSError when it died."""
+        if self._outbox and not self._writing:
             self._write_some()
 
     @property
@@ -349,14 +356,15 @@ class Worker:
     def _write_some(self) -> None:
         outbox = self._outbox
         while outbox:
-            try:
-                written = os.write(self._in, outbox[0])
+            try:  # many queued requests in one call: the program wakes once for them all
+                written = os.writev(self._in, list(itertools.islice(outbox, _IOV_MAX)))
             except BlockingIOError:
                 break
-            if written == len(outbox[0]):
-                outbox.popleft()
-            else:
+            while outbox and written >= len(outbox[0]):
+                written -= len(outbox.popleft())
+            if written:
                 outbox[0] = outbox[0][written:]
+                break  # the pipe is full
         if outbox and not self._writing:
             self._selector.register(self._in, EVENT_WRITE)
             self._writing = True

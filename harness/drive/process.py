@@ -32,7 +32,13 @@ from harness.drive.pipes import (
     shortened_stderr,
     stop_all_programs,
 )
-from harness.drive.replies import NUMBER_MARK, resolve_numbers, resolve_texts, unknown_field
+from harness.drive.replies import (
+    NUMBER_MARK,
+    Slices,
+    resolve_numbers,
+    resolve_texts,
+    unknown_field,
+)
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import ConformError, TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
@@ -156,6 +162,7 @@ class ProcessDriver:
         self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
         self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
+        self._slices: Slices = {}  # texts of this case's references, resolved once
         self._ahead: deque[_Sent] = deque()  # requests sent ahead of their replies (`plan`)
         self._new: _Sent | None = None  # the case's `new`, sent but its reply not yet read
         self.program: ProgramInfo | None = None
@@ -221,8 +228,9 @@ class ProcessDriver:
         assert self._worker is not None
         self._case_mark = self._worker.stderr_mark()
         self._case_data = {}
+        self._slices = {}
         if self.protocol == FAST_PROTOCOL:  # its reply is read with the plan (or the first call)
-            self._new = self._send("new", {})
+            self._new = self._send("new", {}, now=False)
         else:
             self._call("new", {})
 
@@ -239,20 +247,20 @@ class ProcessDriver:
         if self.protocol != FAST_PROTOCOL or self._worker is None or self._ahead:
             return
         for data in pushes:
-            self._ahead.append(self._send_push(data))
+            self._ahead.append(self._send_push(data, now=False))
         if finish is not None:
-            self._ahead.append(self._send("finish", {"thinking_capped": finish}))
+            self._ahead.append(self._send("finish", {"thinking_capped": finish}, now=False))
         self._await_new()  # here, so a factory that fails is reported at `new`
 
-    def _send_push(self, data: str) -> _Sent:
+    def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol == FAST_PROTOCOL:
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
                 pass
             else:
-                return self._send("push", {"bytes": len(raw)}, raw=raw, data=data)
-        return self._send("push", {"data": data})
+                return self._send("push", {"bytes": len(raw)}, raw=raw, data=data, now=now)
+        return self._send("push", {"data": data}, now=now)
 
     def _settle(self) -> None:
         """Read the replies to planned requests the runner did not ask for (after an error): a
@@ -330,9 +338,15 @@ class ProcessDriver:
         return self._await(self._send(op, fields, raw=raw, data=data), time_allowed)
 
     def _send(
-        self, op: str, fields: dict[str, Any], *, raw: bytes | None = None, data: str | None = None
+        self,
+        op: str,
+        fields: dict[str, Any],
+        *,
+        raw: bytes | None = None,
+        data: str | None = None,
+        now: bool = True,
     ) -> _Sent:
-        """Queue one request (written while replies are awaited); what it was."""
+        """Queue one request (written now, or with the next ones: not `now`); what it was."""
         worker = self._worker
         assert worker is not None
         worker.seq += 1
@@ -343,7 +357,7 @@ class ProcessDriver:
             self._case_data[worker.seq] = data
         line = encode_line(request, ascii_only=True)
         try:
-            worker.queue(line, *(() if raw is None else (raw, b"\n")))
+            worker.queue(line, *(() if raw is None else (raw, b"\n")), now=now)
         except OSError:
             self._request = shown
             status = worker.exit_status()
@@ -364,6 +378,7 @@ class ProcessDriver:
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
         try:
+            worker.flush()
             reply_line = worker.receive(deadline)
         except (OSError, EOFError):
             status = worker.exit_status()
@@ -407,7 +422,7 @@ class ProcessDriver:
         if self.protocol == FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
         if self.protocol == FAST_PROTOCOL and "error" not in reply:
-            problem = resolve_texts(op, reply, self._case_data)
+            problem = resolve_texts(op, reply, self._case_data, self._slices)
             if problem is None and NUMBER_MARK in raw:
                 problem = resolve_numbers(reply)
             if problem is not None:

@@ -81,7 +81,12 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
     return found
 
 
-def _text(value: Any, payloads: dict[int, str], where: str) -> tuple[str | None, str | None]:
+Slices = dict[tuple[int, int, int], str]  # texts resolved this case, reused (not copied) later
+
+
+def _text(
+    value: Any, payloads: dict[int, str], where: str, slices: Slices
+) -> tuple[str | None, str | None]:
     """(the text a reference stands for, None) or (None, what is wrong with it)."""
     pieces = value.get(_TEXT_REF)
     if len(value) != 1 or not isinstance(pieces, list):
@@ -106,41 +111,52 @@ def _text(value: Any, payloads: dict[int, str], where: str) -> tuple[str | None,
                 f"{where}.$text[{number}] is [{seq}, {start}, {end}], outside the {len(data):,} "
                 f"characters of push {seq}'s data"
             )
-        parts.append(data[start:end])
+        key = (seq, start, end)
+        text = slices.get(key)
+        if text is None:  # the completion's text is often one event's: the same string object
+            text = slices[key] = data[start:end]
+        parts.append(text)
     return "".join(parts), None
 
 
-def _resolve_in(obj: Any, key: str, payloads: dict[int, str], where: str) -> str | None:
+def _resolve_in(
+    obj: Any, key: str, payloads: dict[int, str], where: str, slices: Slices
+) -> str | None:
     if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-        text, problem = _text(obj[key], payloads, f"{where}.{key}")
+        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices)
         if problem is not None:
             return problem
         obj[key] = text
     return None
 
 
-def resolve_texts(op: str, reply: dict[str, Any], payloads: dict[int, str]) -> str | None:
+def resolve_texts(
+    op: str, reply: dict[str, Any], payloads: dict[int, str], slices: Slices | None = None
+) -> str | None:
     """Replace each text reference of a protocol-2 reply by its text, in place; what is wrong
     with the first bad one, or None.
 
-    `payloads` maps the `seq` of each push of the case so far to the payload it carried.
+    `payloads` maps the `seq` of each push of the case so far to the payload it carried;
+    `slices` keeps the case's resolved texts, so that a text referenced again is not copied again.
     """
+    slices = {} if slices is None else slices
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
             key = "arguments" if isinstance(event, dict) and "arguments" in event else "text"
-            problem = _resolve_in(event, key, payloads, f"$.events[{number}]")
+            problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
             if problem is not None:
                 return problem
     elif op == "finish":
         completion = reply.get("completion")
         for key in ("content", "reasoning_content"):
-            problem = _resolve_in(completion, key, payloads, "$.completion")
+            problem = _resolve_in(completion, key, payloads, "$.completion", slices)
             if problem is not None:
                 return problem
         calls = completion.get("tool_calls") if isinstance(completion, dict) else None
         for number, call in enumerate(calls if isinstance(calls, list) else ()):
-            problem = _resolve_in(call, "arguments", payloads, f"$.completion.tool_calls[{number}]")
+            where = f"$.completion.tool_calls[{number}]"
+            problem = _resolve_in(call, "arguments", payloads, where, slices)
             if problem is not None:
                 return problem
     return None
