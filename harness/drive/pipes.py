@@ -247,6 +247,8 @@ class Worker:
         self._exited = False
         self._writing = False  # stdin is registered for writing: the outbox is not empty
         self._outbox: deque[memoryview] = deque()  # requests queued, not yet taken by the program
+        self._queued = 0  # bytes ever queued, and ever written: a request is written once
+        self._written = 0  # `_written` reaches the `_queued` that `queue` returned for it
         self._pending = bytearray()  # stdout read but not yet taken as a reply
         self._scanned = 0  # bytes of _pending known to hold no line feed
         self._stderr = bytearray()
@@ -307,7 +309,7 @@ class Worker:
             if key.data is _EXITED:
                 self._note_exit()
             elif key.fd == self._in:
-                self._write_some()
+                self._write_some(register=True)
             else:
                 self._read(key.fd)
         return bool(ready)
@@ -331,44 +333,52 @@ class Worker:
         while self._drain(0.0):
             pass
 
-    def queue(self, *parts: bytes, now: bool = True) -> None:
+    def queue(self, *parts: bytes, now: bool = True) -> int:
         """Write `parts` (one request) as far as the pipe takes them now (or, not `now`, at the
         next `flush`: requests queued together go in one system call); the rest is written
         while waiting for replies (`receive`), so requests may run ahead of replies. OSError
-        when the program died."""
-        if sum(len(part) for part in parts) <= _JOINED:  # one buffer for a small request
+        when the program died. Returns the mark `receive` needs written for this request."""
+        size = sum(len(part) for part in parts)
+        if size <= _JOINED:  # one buffer for a small request
             parts = (b"".join(parts),)
         waiting = bool(self._outbox)  # the pipe was full a moment ago: no write to try now
         self._outbox.extend(memoryview(part) for part in parts if part)
+        self._queued += size
         if now and not waiting:
-            self._write_some()
+            self._write_some(register=True)
+        return self._queued
 
     def flush(self) -> None:
         """Write what is queued, as far as the pipe takes it now. OSError when it died."""
         if self._outbox and not self._writing:
-            self._write_some()
+            self._write_some(register=False)
 
     @property
     def unsent(self) -> bool:
         """True while queued requests wait for the program to take them."""
         return bool(self._outbox)
 
-    def _write_some(self) -> None:
+    def _write_some(self, *, register: bool) -> None:
+        """Write what the pipe takes now; with `register`, wake the next wait when it takes more
+        (only while a request that is awaited is unwritten: waking for every bit of room a
+        program makes in a full pipe would cost a system call per request)."""
         outbox = self._outbox
         while outbox:
             try:  # many queued requests in one call: the program wakes once for them all
                 written = os.writev(self._in, list(itertools.islice(outbox, _IOV_MAX)))
             except BlockingIOError:
                 break
+            self._written += written
             while outbox and written >= len(outbox[0]):
                 written -= len(outbox.popleft())
             if written:
                 outbox[0] = outbox[0][written:]
                 break  # the pipe is full
-        if outbox and not self._writing:
+        register = register and bool(outbox)
+        if register and not self._writing:
             self._selector.register(self._in, EVENT_WRITE)
             self._writing = True
-        elif not outbox and self._writing:
+        elif not register and self._writing:
             self._selector.unregister(self._in)
             self._writing = False
 
@@ -387,9 +397,15 @@ class Worker:
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
         return True
 
-    def receive(self, deadline: float) -> bytes | None:
-        """The next line of stdout, without its end; None on timeout, EOFError when it closed."""
+    def receive(self, deadline: float, need: int = 0) -> bytes | None:
+        """The next line of stdout, without its end; None on timeout, EOFError when it closed.
+
+        Queued requests are written meanwhile, as far as the pipe takes them; the wait also
+        wakes for room in the pipe while the request up to the mark `need` is not all written.
+        """
         while True:
+            if self._outbox:
+                self._write_some(register=self._written < need)
             end = self._pending.find(b"\n", self._scanned)
             if end >= 0:
                 line = bytes(self._pending[:end])

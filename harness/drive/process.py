@@ -91,6 +91,7 @@ class _Sent:
     op: str
     data: str | None  # a push's payload
     shown: dict[str, Any]  # the request as reports quote it
+    mark: int  # the worker's byte count once it is written (`Worker.receive`)
 
 
 class _Refused(TargetCrash):
@@ -357,12 +358,12 @@ class ProcessDriver:
             self._case_data[worker.seq] = data
         line = encode_line(request, ascii_only=True)
         try:
-            worker.queue(line, *(() if raw is None else (raw, b"\n")), now=now)
+            mark = worker.queue(line, *(() if raw is None else (raw, b"\n")), now=now)
         except OSError:
             self._request = shown
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
-        return _Sent(worker.seq, op, data, shown)
+        return _Sent(worker.seq, op, data, shown, mark)
 
     def _await(self, sent: _Sent, time_allowed: float | None = None) -> dict[str, Any]:
         """The reply to `sent` (every request before it answered already).
@@ -378,8 +379,7 @@ class ProcessDriver:
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
         try:
-            worker.flush()
-            reply_line = worker.receive(deadline)
+            reply_line = worker.receive(deadline, sent.mark)
         except (OSError, EOFError):
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
