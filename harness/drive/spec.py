@@ -35,7 +35,7 @@ class DriverSpec:
         timeout = self.timeout
         if not (isinstance(timeout, int | float) and timeout > 0 and math.isfinite(timeout)):
             raise ConformError(
-                f"the timeout must be a finite number of seconds above 0, not {timeout}",
+                f"the timeout must be more than 0 seconds, and finite, not {timeout}",
                 hint="for example --timeout 30",
             )
         if self.in_process and self.exec_command is not None:
