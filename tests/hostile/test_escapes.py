@@ -71,3 +71,18 @@ def test_a_daemon_ends_with_a_conform_process(mini: Suite, tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     assert _daemons(tmp_path)
     assert _left(tmp_path) == []
+
+
+def test_a_daemon_ends_with_a_pytest_session(mini: Suite, tmp_path: Path) -> None:
+    env = {**os.environ, "HOSTILE_MARKS": str(tmp_path)}
+    command = [
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        "--rootdir", str(tmp_path), "--conform-target", TARGET, "--conform-suite", str(mini.root),
+        "--conform-mode", "plain",
+    ]  # fmt: skip
+    done = subprocess.run(
+        command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _daemons(tmp_path)
+    assert _left(tmp_path) == []
