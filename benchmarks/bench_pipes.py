@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.drive.base import plan_case  # noqa: E402
 from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
-from harness.drive.process import python_target_driver  # noqa: E402
+from harness.drive.spec import python_target_driver  # noqa: E402
 
 
 def _payloads(size: int) -> list[str]:

@@ -30,7 +30,8 @@ sys.path.insert(0, str(ROOT))
 
 from harness.drive.base import plan_case  # noqa: E402
 from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
-from harness.drive.process import ProcessDriver, python_target_driver  # noqa: E402
+from harness.drive.process import ProcessDriver  # noqa: E402
+from harness.drive.spec import python_target_driver  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
 from harness.suite.golden import read_golden  # noqa: E402
 from harness.suite.recording import iter_payloads  # noqa: E402

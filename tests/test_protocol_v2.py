@@ -18,9 +18,9 @@ from harness.drive.process import (
     FAST_PROTOCOL,
     PROTOCOL_VERSION,
     ProcessDriver,
-    python_target_driver,
 )
 from harness.drive.replies import resolve_numbers, resolve_texts
+from harness.drive.spec import python_target_driver
 from harness.errors import TargetCrash
 
 ROOT = Path(__file__).resolve().parents[1]

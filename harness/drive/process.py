@@ -11,14 +11,11 @@ before the next case.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import sys
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from harness.drive.base import DEFAULT_TIMEOUT
@@ -35,12 +32,16 @@ from harness.drive.pipes import (
 from harness.drive.replies import (
     NUMBER_MARK,
     Slices,
+    Validator,
+    contract_error,
+    is_error_reply,
     resolve_numbers,
     resolve_texts,
+    said,
     unknown_field,
 )
 from harness.drive.wire import decode_line, encode_line
-from harness.errors import ConformError, TargetCrash, TargetError, TargetTimeout
+from harness.errors import TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
 
 __all__ = [
@@ -49,7 +50,6 @@ __all__ = [
     "ProcessDriver",
     "ProgramInfo",
     "allow_programs",
-    "python_target_driver",
     "quoted",
     "shortened_stderr",
     "stop_all_programs",
@@ -59,14 +59,6 @@ PROTOCOL_VERSION = 1  # what every program speaks
 FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL)
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
-
-_SCHEMAS = {
-    "hello": "reply-hello",
-    "new": "reply-ok",
-    "push": "reply-push",
-    "finish": "reply-finish",
-    "bye": "reply-ok",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,33 +94,6 @@ class _Refused(TargetCrash):
         self.reason = reason
 
 
-class _Validator:
-    """Checks replies against the protocol's JSON Schemas (`--validate-protocol`)."""
-
-    def __init__(self) -> None:
-        try:
-            import jsonschema  # type: ignore[import-untyped]
-        except ImportError:
-            raise ConformError(
-                "--validate-protocol needs the jsonschema package",
-                hint="pip install 'jsonschema>=4.20'",
-            ) from None
-        folder = resources.files("harness").joinpath("schemas")
-        self._validators: dict[str, Any] = {}
-        for op, name in _SCHEMAS.items():
-            schema = json.loads(folder.joinpath(f"{name}.schema.json").read_text("utf-8"))
-            self._validators[op] = jsonschema.Draft202012Validator(schema)
-        self._best_match = jsonschema.exceptions.best_match
-
-    def problem(self, op: str, reply: Any) -> str | None:
-        """What is wrong with `reply` to `op`, or None when it follows the schema."""
-        error = self._best_match(self._validators[op].iter_errors(reply))
-        if error is None:
-            return None
-        where = error.json_path
-        return f"{error.message} (at {where})" if where != "$" else str(error.message)
-
-
 class ProcessDriver:
     """Drives a target that is another program speaking the protocol over stdin and stdout.
 
@@ -153,7 +118,7 @@ class ProcessDriver:
         self._command = list(command)
         self.label = label or shlex.join(self._command)
         self._timeout = timeout
-        self._validator = _Validator() if validate else None
+        self._validator = Validator() if validate else None
         self._env = env
         self._own_errors = own_errors
         self._worker: Worker | None = None
@@ -285,7 +250,7 @@ class ProcessDriver:
         if reply is None:
             reply = self._checked("push", self._await(self._send_push(data)))
         if "error" in reply:
-            return {"line": line, "error": _contract_error(reply), SAID: _said(reply)}
+            return {"line": line, "error": contract_error(reply), SAID: said(reply)}
         events, state = reply.get("events"), reply.get("state")
         if not isinstance(events, list) or not isinstance(state, dict):
             raise self._garbage(
@@ -299,7 +264,7 @@ class ProcessDriver:
         if reply is None:
             reply = self._call("finish", {"thinking_capped": thinking_capped})
         if "error" in reply:
-            return {"error": _contract_error(reply), SAID: _said(reply)}
+            return {"error": contract_error(reply), SAID: said(reply)}
         completion = reply.get("completion")
         if not isinstance(completion, dict):
             raise self._garbage(reply, "a reply to finish needs an object 'completion'")
@@ -406,7 +371,7 @@ class ProcessDriver:
             ) from None
         if not isinstance(reply, dict):
             raise self._garbage(reply, "a reply must be a JSON object")
-        if _is_error_reply(reply) and reply["error"].get("kind") == "bad_request":
+        if is_error_reply(reply) and reply["error"].get("kind") == "bad_request":
             message = str(reply["error"].get("message"))
             refused = self._garbage(reply, f"the program refused the request: {message}")
             raise _Refused(refused.message, details=refused.details, reason=message)
@@ -417,7 +382,7 @@ class ProcessDriver:
                 f"it carries seq {json.dumps(seq)}, not {request['seq']} (out of order, or a stray "
                 "line)",
             )
-        if "error" in reply and not _is_error_reply(reply):
+        if "error" in reply and not is_error_reply(reply):
             raise self._garbage(reply, "'error' must be an object")
         if self.protocol == FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
@@ -496,9 +461,8 @@ class ProcessDriver:
     # -- failures -----------------------------------------------------------------------------
 
     def _details(self, *, stderr: str, reply: str | None = None) -> str:
-        # Quoted without its seq, which counts every request this program got before, so depends
-        # on the cases it ran earlier (and on -j): reports must not. A seq that matters is named in
-        # the message itself ("it carries seq 8, not 9").
+        # Quoted without its seq, which depends on the cases run before (and on -j); a seq that
+        # matters is named in the message itself ("it carries seq 8, not 9").
         request = {key: value for key, value in self._request.items() if key != "seq"}
         parts = [f"request: {quoted(json.dumps(request, ensure_ascii=False))}"]
         if reply is not None:
@@ -534,58 +498,3 @@ class ProcessDriver:
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.stop(kill=True)
-
-
-# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could; the
-# adapter itself comes from conform's own folder first, whatever `harness` the path holds.
-_BOOTSTRAP = (
-    "import json, os, sys; "
-    "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
-    "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
-    "from harness.adapter import main; "
-    "sys.path.remove(own); "
-    "main(prog_name='python -m harness.adapter')"
-)
-_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def python_target_driver(
-    spec: str,
-    *,
-    timeout: float = DEFAULT_TIMEOUT,
-    validate: bool = False,
-    max_memory: int | None = None,
-) -> ProcessDriver:
-    """A driver running the Python target `spec` in a worker process (`harness.adapter`).
-
-    The worker is this interpreter, in the current directory, with this process's `sys.path`;
-    `max_memory` (MiB) overrides the adapter's default address-space limit.
-    """
-    path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
-    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path), "CONFORM_OWN_ROOT": _OWN_ROOT}
-    command = [sys.executable, "-c", _BOOTSTRAP, spec]
-    if max_memory is not None:
-        command += ["--max-memory", str(max_memory)]
-    return ProcessDriver(
-        command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
-    )
-
-
-def _is_error_reply(reply: dict[str, Any]) -> bool:
-    return isinstance(reply.get("error"), dict)
-
-
-def _said(reply: dict[str, Any]) -> str:
-    """`kind: message`: the program's own words for its error (shown, not compared)."""
-    error = reply["error"]
-    message = error.get("message")
-    text = message if isinstance(message, str) else f"(a {type(message).__name__}, not a message)"
-    return f"{error['kind']}: {text}"
-
-
-def _contract_error(reply: dict[str, Any]) -> dict[str, Any]:
-    """The golden error object of an error reply of one of the contract's kinds."""
-    error = reply["error"]
-    if error["kind"] == "server":
-        return {"kind": "server", "message": error.get("message")}
-    return {"kind": error["kind"]}

@@ -8,9 +8,12 @@ so they cost microseconds a reply and run on every one; the JSON Schemas of
 
 from __future__ import annotations
 
+import json
+from importlib import resources
 from typing import Any
 
 from harness.drive.normalize import TIMINGS_FIELDS
+from harness.errors import ConformError
 
 _TOP = {
     "hello": frozenset({"seq", "name", "version", "language", "protocol"}),
@@ -182,3 +185,60 @@ def resolve_numbers(reply: dict[str, Any]) -> str | None:
             elif isinstance(value, dict | list):
                 stack.append(value)
     return None
+
+
+_SCHEMAS = {
+    "hello": "reply-hello",
+    "new": "reply-ok",
+    "push": "reply-push",
+    "finish": "reply-finish",
+    "bye": "reply-ok",
+}
+
+
+class Validator:
+    """Checks replies against the protocol's JSON Schemas (`--validate-protocol`)."""
+
+    def __init__(self) -> None:
+        try:
+            import jsonschema  # type: ignore[import-untyped]
+        except ImportError:
+            raise ConformError(
+                "--validate-protocol needs the jsonschema package",
+                hint="pip install 'jsonschema>=4.20'",
+            ) from None
+        folder = resources.files("harness").joinpath("schemas")
+        self._validators: dict[str, Any] = {}
+        for op, name in _SCHEMAS.items():
+            schema = json.loads(folder.joinpath(f"{name}.schema.json").read_text("utf-8"))
+            self._validators[op] = jsonschema.Draft202012Validator(schema)
+        self._best_match = jsonschema.exceptions.best_match
+
+    def problem(self, op: str, reply: Any) -> str | None:
+        """What is wrong with `reply` to `op`, or None when it follows the schema."""
+        error = self._best_match(self._validators[op].iter_errors(reply))
+        if error is None:
+            return None
+        where = error.json_path
+        return f"{error.message} (at {where})" if where != "$" else str(error.message)
+
+
+def is_error_reply(reply: dict[str, Any]) -> bool:
+    """True when `reply` carries an error object."""
+    return isinstance(reply.get("error"), dict)
+
+
+def said(reply: dict[str, Any]) -> str:
+    """`kind: message`: the program's own words for its error (shown, not compared)."""
+    error = reply["error"]
+    message = error.get("message")
+    text = message if isinstance(message, str) else f"(a {type(message).__name__}, not a message)"
+    return f"{error['kind']}: {text}"
+
+
+def contract_error(reply: dict[str, Any]) -> dict[str, Any]:
+    """The golden error object of an error reply of one of the contract's kinds."""
+    error = reply["error"]
+    if error["kind"] == "server":
+        return {"kind": "server", "message": error.get("message")}
+    return {"kind": error["kind"]}

@@ -8,13 +8,16 @@ makes a started `Driver` (each `-j` worker calls it once).
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import sys
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
 from harness.drive.inprocess import InProcessDriver, load_target
-from harness.drive.process import ProcessDriver, python_target_driver
+from harness.drive.process import ProcessDriver
 from harness.errors import ConformError
 
 
@@ -95,3 +98,38 @@ def start_driver(
 ) -> Driver:
     """The driver for a Python TARGET or an --exec program, started (`DriverSpec.start`)."""
     return DriverSpec(target, exec_command, in_process, timeout, validate_protocol).check().start()
+
+
+# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could; the
+# adapter itself comes from conform's own folder first, whatever `harness` the path holds.
+_BOOTSTRAP = (
+    "import json, os, sys; "
+    "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
+    "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
+    "from harness.adapter import main; "
+    "sys.path.remove(own); "
+    "main(prog_name='python -m harness.adapter')"
+)
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def python_target_driver(
+    spec: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    validate: bool = False,
+    max_memory: int | None = None,
+) -> ProcessDriver:
+    """A driver running the Python target `spec` in a worker process (`harness.adapter`).
+
+    The worker is this interpreter, in the current directory, with this process's `sys.path`;
+    `max_memory` (MiB) overrides the adapter's default address-space limit.
+    """
+    path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path), "CONFORM_OWN_ROOT": _OWN_ROOT}
+    command = [sys.executable, "-c", _BOOTSTRAP, spec]
+    if max_memory is not None:
+        command += ["--max-memory", str(max_memory)]
+    return ProcessDriver(
+        command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
+    )
