@@ -59,6 +59,11 @@ def _report(path: Path) -> dict[str, Any]:
     """A JSON report without what differs from run to run (durations) or by how it ran (target)."""
     report = json.loads(path.read_text())
     del report["duration"], report["target"], report["target_kind"]
+    for key in ("started", "rerun"):  # when it ran, and the options that say how
+        report.pop(key, None)
+    for problem in report.get("problems", ()):  # each names the command that reproduces it
+        problem.pop("command", None)
+        problem.pop("report", None)
     for result in report["results"]:
         del result["duration"]
     return report
