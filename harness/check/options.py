@@ -10,8 +10,9 @@ from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED, MODES
 from harness.check.results import FULL, LEVELS
+from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.inprocess import Driver
-from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
+from harness.drive.spec import check_driver_options, start_driver
 from harness.errors import ConformError
 from reference.choices import OUTCOMES, REFERENCE
 
@@ -23,7 +24,7 @@ class RunOptions:
     target: str | None = None  # module:Class, module:factory or file.py:Class
     exec_command: str | None = None  # a program speaking the line protocol, instead of `target`
     in_process: bool = False
-    timeout: float = DEFAULT_TIMEOUT  # seconds allowed for each case in a worker process
+    timeout: float = DEFAULT_TIMEOUT  # seconds allowed for each call into a worker process
     validate_protocol: bool = False
     jobs: int = 1
     suite_dirs: tuple[Path, ...] = ()  # none: the suite shipped with conform
