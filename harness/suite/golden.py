@@ -17,7 +17,7 @@ from typing import Any
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
-from harness.files import write_atomically
+from harness.files import stale_temp_files, write_atomically
 from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
 from harness.suite.golden_schema import check_golden
@@ -177,13 +177,33 @@ def read_golden(case: Case) -> dict[str, Any]:
     return golden  # type: ignore[no-any-return]
 
 
+def made_for(case: Case, thinking_capped: bool, golden: dict[str, Any]) -> dict[str, Any]:
+    """`golden`, when it was made for `case`'s recording as it is; else GoldenError (a stale
+    golden file, the suite's fault): its `thinking_capped` must be the recording's, or the
+    target would be blamed for a `finish` called with the other value.
+
+    Callers read the recording's `thinking_capped` first (the argument before `golden`), so that
+    a recording that cannot be read is named as such, not as a missing golden file."""
+    if golden["thinking_capped"] is not thinking_capped:
+        raise GoldenError(
+            case.golden,
+            f"out of date with {case.recording}: the recording's thinking_capped is "
+            f"{str(thinking_capped).lower()}, the golden file's "
+            f"{str(golden['thinking_capped']).lower()}",
+            hint=f"run 'conform golden update -k {case.case_id}' and review the diff",
+        )
+    return golden
+
+
 @dataclass(frozen=True, slots=True)
 class GoldenChange:
     """What `update` did, or `check` found, for one case."""
 
     case_id: str
     path: Path
-    status: str  # "created", "changed", "unchanged", "missing", "drifted", "orphaned"
+    #: "created", "changed", "unchanged", "missing", "drifted", "orphaned", or "leftover" (a
+    #: temporary file a killed run left behind)
+    status: str
 
 
 def _current_text(path: Path) -> str | None:
@@ -237,12 +257,36 @@ def check(
             if found is not None:
                 problems.append(GoldenChange(case.case_id, case.golden, found))
             continue
+        text = serialize(build_golden(case))  # first: an unreadable recording is named as such
         old = _current_text(case.golden)
         if old is None:
             problems.append(GoldenChange(case.case_id, case.golden, "missing"))
-        elif old != serialize(build_golden(case)):
+        elif old != text:
             problems.append(GoldenChange(case.case_id, case.golden, "drifted"))
     for path in suite.orphaned_golden(patterns):
         case_id = case_id_of(suite.golden_dir, path)
         problems.append(GoldenChange(case_id, path, "orphaned"))
+    for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
+        problems.append(GoldenChange(_temp_owner(path), path, "leftover"))
     return problems
+
+
+def _temp_owner(path: Path) -> str:
+    """The file a leftover temporary file was to become (`.x.json.conform-1.ab.tmp`: `x.json`)."""
+    return path.name[1:].split(".conform-")[0]
+
+
+def remove_leftovers(suite: Suite) -> list[Path]:
+    """Remove the temporary files a killed run left in the suite; the paths removed."""
+    removed = []
+    for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise GoldenError(
+                path, f"a leftover temporary file cannot be removed: {exc.strerror or exc}"
+            ) from None
+        removed.append(path)
+    return removed

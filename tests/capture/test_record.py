@@ -24,6 +24,7 @@ import pytest
 
 from harness.capture import live as recorder
 from harness.capture.command import record
+from harness.errors import ConformError
 from tests.conftest import invoke
 
 # A llama-server-like stream: a keep-alive ping, CRLF line ends in one event, non-ASCII text,
@@ -183,7 +184,8 @@ def suite(tmp_path: Path) -> Path:
 
 
 def run(suite: Path, *args: str) -> Any:
-    return invoke(*args, "--suite", str(suite), command=record)
+    # Through `conform` itself: its one error handler prints the `Error:` lines and exit codes.
+    return invoke("record", *args, "--suite", suite)
 
 
 def recordings(suite: Path) -> list[Path]:
@@ -428,7 +430,7 @@ def test_request_body_stays_on_one_line() -> None:
 def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
     path = tmp_path / "recordings" / "x.http"
     recorder.write_atomic(path, b"one", force=False)
-    with pytest.raises(recorder.RecordError) as info:
+    with pytest.raises(ConformError) as info:
         recorder.write_atomic(path, b"two", force=False)
     assert info.value.exit_code == 2
     assert path.read_bytes() == b"one"
@@ -443,7 +445,7 @@ def test_write_atomic_leaves_no_temp_file_on_failure(tmp_path: Path) -> None:
 
 def test_stream_watch_counts_payloads_across_any_split() -> None:
     for size in (1, 2, 3, 7, len(BODY)):
-        watch = recorder._StreamWatch()
+        watch = recorder.StreamWatch()
         for start in range(0, len(BODY), size):
             watch.feed(BODY[start : start + size])
         watch.close()

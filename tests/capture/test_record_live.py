@@ -23,7 +23,6 @@ import httpx
 import pytest
 
 import reference
-from harness.capture.command import record
 from harness.suite.recording import iter_payloads
 from tests.conftest import invoke
 
@@ -135,8 +134,8 @@ def _tail(path: Path) -> str:
 def _record(url: str, suite: Path, name: str, request: dict[str, Any]) -> Path:
     (suite / f"{name}.json").write_text(json.dumps(request), encoding="utf-8")
     result = invoke(
-        url, "--request", suite / f"{name}.json", "--suite", suite, "--golden",
-        "--timeout", "240", f"live/{name}", command=record,
+        "record", url, "--request", suite / f"{name}.json", "--suite", suite, "--golden",
+        "--timeout", "240", f"live/{name}",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "Golden " in result.output

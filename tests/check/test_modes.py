@@ -221,7 +221,7 @@ def test_the_cli_report_names_the_seed_and_the_exact_payload(suite: Suite) -> No
 
 def test_the_truncated_report_names_the_cut(suite: Suite) -> None:
     failed = _failures(_run(suite, ToolCallMeansFinished, [TRUNCATED]))
-    cut = failed[0].extra["prefix"]
+    cut = failed[0].cut
     assert failed[0].mismatches[0].path.startswith(f"prefix[{cut}].finish")
     out = invoke("run", f"{THIS_FILE}:ToolCallMeansFinished", "--mode", TRUNCATED)
     assert f"(--seed {SEED}, cut after payload {cut})" in out.output

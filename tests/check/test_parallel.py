@@ -55,6 +55,7 @@ def without_durations(document: dict[str, Any]) -> dict[str, Any]:
     for result in document["results"]:
         result.pop("duration")
     document.pop("duration")
+    document.pop("started")
     return document
 
 

@@ -4,7 +4,6 @@ failure reports, and what a crash in the truncated mode says."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +88,7 @@ def test_a_strict_run_of_a_case_without_points_passes(suite: Suite) -> None:
     result = run_case(
         case, read_golden(case), driver, mode="plain", seed=1, require={"I3": "ignore"}
     )
-    assert result.status == PASSED and "outcomes" not in result.extra
+    assert result.status == PASSED and result.outcomes == 1 and not result.narrowed
 
 
 def test_a_failure_names_how_many_outcomes_it_missed(suite: Suite) -> None:
@@ -100,15 +99,15 @@ def test_a_failure_names_how_many_outcomes_it_missed(suite: Suite) -> None:
     case = one(suite, I3)
     result = run_case(case, read_golden(case), InProcessDriver(NoReasoningEvents), mode="plain",
                       seed=1)  # fmt: skip
-    assert result.status == FAILED and result.extra["outcomes"] == 2
+    assert result.status == FAILED and result.outcomes == 2
     plain = one(suite, PLAIN)
     result = run_case(plain, read_golden(plain), InProcessDriver(NoReasoningEvents), mode="plain",
                       seed=1)  # fmt: skip
-    assert result.status == FAILED and "outcomes" not in result.extra
+    assert result.status == FAILED and result.outcomes == 1
 
 
-def _result(mismatches: tuple[Mismatch, ...], **extra: Any) -> CaseResult:
-    return CaseResult("c", "plain", "c.sse", FAILED, 0.0, mismatches, extra=extra)
+def _result(mismatches: tuple[Mismatch, ...], cut: int | None = None) -> CaseResult:
+    return CaseResult("c", "plain", "c.sse", FAILED, 0.0, mismatches, cut=cut)
 
 
 def test_the_closest_outcome_is_the_one_that_failed_latest() -> None:
@@ -116,7 +115,7 @@ def test_the_closest_outcome_is_the_one_that_failed_latest() -> None:
     at_three = _result((Mismatch("steps[3]", 1, 2, step=3), Mismatch("steps[1]", 1, 2, step=1)))
     assert _reach(at_three) == (0, 3)  # the first mismatch counts
     assert _reach(_result((Mismatch("finish", 1, 2),))) == (0, 2**62)  # finish: after every step
-    assert _reach(_result((Mismatch("prefix[2].finish", 1, 2),), prefix=2)) == (2, 2**62)
+    assert _reach(_result((Mismatch("prefix[2].finish", 1, 2),), cut=2)) == (2, 2**62)
 
 
 def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Path) -> None:
@@ -131,5 +130,4 @@ def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Pat
     assert result.crash.message == (
         "finish raised RuntimeError: no finish yet (the recording cut after 1 payload(s))"
     )
-    assert result.extra["prefix"] == 1
-    json.dumps(result.extra)  # plain data, for the JSON report
+    assert result.cut == 1

@@ -229,19 +229,26 @@ def test_a_missing_xfail_file_exits_2(tmp_path: Path) -> None:
 
 
 def test_the_status_groups_and_counts() -> None:
-    from harness.check.runner import (
-        CONFORMING,
-        FAILS_THE_RUN,
-        NOT_PASSING,
-        STATUS_ORDER,
-        count_statuses,
-    )
+    from harness.check.status import STATUS_ORDER, Status, count_statuses
 
-    assert set(FAILS_THE_RUN) == {FAILED, CRASHED, TIMED_OUT, XPASSED}
-    assert set(NOT_PASSING) == {FAILED, CRASHED, TIMED_OUT, XFAILED}
-    assert set(CONFORMING) == {PASSED, XPASSED}
+    assert {s for s in Status if s.fails_run} == {FAILED, CRASHED, TIMED_OUT, XPASSED}
+    assert {s for s in Status if s.not_passing} == {FAILED, CRASHED, TIMED_OUT, XFAILED}
+    assert {s for s in Status if s.conforms} == {PASSED, XPASSED}
+    assert {s for s in Status if s.is_failure} == {FAILED, CRASHED, TIMED_OUT}
     assert STATUS_ORDER == (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
-    found = count_statuses([result("a", "plain", FAILED), result("b", "plain", FAILED)])
+    assert sorted(Status, key=lambda s: s.severity) == [
+        PASSED,
+        XFAILED,
+        XPASSED,
+        FAILED,
+        TIMED_OUT,
+        CRASHED,
+    ]
+    assert [s.label for s in STATUS_ORDER] == ["PASS", "FAIL", "CRASH", "TIMEOUT", "XFAIL", "XPASS"]
+    assert Status("timed-out") is TIMED_OUT and str(TIMED_OUT) == "timed-out"
+    found = count_statuses(
+        r.status for r in [result("a", "plain", FAILED), result("b", "plain", FAILED)]
+    )
     assert found == {PASSED: 0, FAILED: 2, CRASHED: 0, TIMED_OUT: 0, XFAILED: 0, XPASSED: 0}
     assert list(found) == list(STATUS_ORDER)
 

@@ -11,8 +11,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from harness.check.targets import in_shard, shard_of
 from harness.matrix import split_label, targets_of
+from harness.pipeline.selection import in_shard, shard_of
 from harness.reports.matrix import default_label
 from harness.suite.cases import Suite
 from tests.conftest import invoke
@@ -61,9 +61,8 @@ def test_four_shards_merge_into_the_matrix_of_one_run(tmp_path: Path) -> None:
         for k in range(1, 5):
             path = tmp_path / f"{default_label(target, 'python')}-{k}.json"
             result = invoke(
-                "run", target, *SELECT, *MODES, "--shard", f"{k}/4", "-q", "--json", str(path),
-                "--in-process",  # the live matrix below runs workers: reports agree either way
-            )  # fmt: skip
+                "run", target, *SELECT, *MODES, "--shard", f"{k}/4", "-q", "--json", str(path)
+            )
             assert result.exit_code in (0, 1), result.output
             shard = json.loads(path.read_text(encoding="utf-8"))
             assert shard["shard"] == {"index": k, "count": 4}
@@ -74,7 +73,7 @@ def test_four_shards_merge_into_the_matrix_of_one_run(tmp_path: Path) -> None:
     whole = []
     for target in ("reference:Assembler", BAD):
         path = tmp_path / f"whole-{default_label(target, 'python')}.json"
-        invoke("run", target, *SELECT, *MODES, "-q", "--json", str(path), "--in-process")
+        invoke("run", target, *SELECT, *MODES, "-q", "--json", str(path))
         whole += ["--from", str(path)]
     whole_code, one = matrix_json(tmp_path, *whole, name="one.json")
     assert comparable(merged) == comparable(one)
@@ -210,8 +209,13 @@ def test_exec_targets_and_labels(tmp_path: Path) -> None:
         "openai_adapter"
     )
     assert default_label("node examples/js/assembler.mjs", "exec") == "node assembler.mjs"
-    with pytest.raises(Exception, match="same label"):
-        targets_of(["reference:Assembler", "reference:Assembler"], [], [])
+    with pytest.raises(Exception, match="the label 'reference:Assembler'"):
+        targets_of(["reference:Assembler", "reference:Assembler"], [], [], {})
+    with pytest.raises(Exception, match="no label before"):
+        split_label("=reference:Assembler")
+    # Two classes of one module: labelled by their whole spec, not stopped for a shared default.
+    labels = [t.label for t in targets_of(["tests.miniatures:A", "tests.miniatures:B"], [], [], {})]
+    assert labels == ["tests.miniatures:A", "tests.miniatures:B"]
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     code, data = matrix_json(
@@ -225,3 +229,54 @@ def test_exec_targets_and_labels(tmp_path: Path) -> None:
     assert code == 0 and data["targets"][0]["target_kind"] == "exec"
     cmd = data["targets"][0]["target"]
     assert cmd.startswith("node ")
+
+
+def _run_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    out = tmp_path / "r.json"
+    result = invoke("run", *args, "--json", str(out))
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ("--mode", "plain", "--mode", "plain"),  # a mode named twice runs once
+        ("--mode", "escapes", "--mode", "plain", "--mode", "escapes"),
+        ("--rule", "R2", "--exclude", "synthetic/r2_tool_call_id_*", "--mode", "key-order"),
+    ],
+    ids=["twice", "order-kept", "rule-and-exclude"],
+)
+def test_run_and_matrix_select_the_same_cases_and_modes(
+    tmp_path: Path, selection: tuple[str, ...]
+) -> None:
+    args = ("-k", "llama-server/tool_call", "-k", "synthetic/r2_*", *selection)
+    _, run = _run_json(tmp_path, "reference:Assembler", *args)
+    _, data = matrix_json(tmp_path, "r=reference:Assembler", *args)
+    assert data["modes"] == run["modes"]
+    assert data["targets"][0]["totals"]["runs"] == run["totals"]["runs"] == len(run["results"])
+    assert sorted(row["case"] for row in data["cases"]) == sorted(
+        {r["case"] for r in run["results"]}
+    )
+
+
+@pytest.mark.parametrize(
+    "line", ["llama-server/tool_call  key-order", "llama-server/tool_call  w*"]
+)
+def test_run_and_matrix_check_xfail_lines_against_every_mode(tmp_path: Path, line: str) -> None:
+    """A line for a mode this run does not select is a line of the baseline, not a mistake: both
+    front doors accept it (it names a real case and mode of the suite) and pass."""
+    baseline = tmp_path / "b.xfail"
+    baseline.write_text(f"{line}  # only fails there\n", encoding="utf-8")
+    args = ("-k", "llama-server/tool_call", "--mode", "plain")
+    code, run = _run_json(tmp_path, "reference:Assembler", *args, "--xfail", str(baseline))
+    assert code == 0 and run["ok"]
+    code, data = matrix_json(tmp_path, "r=reference:Assembler", *args, "--xfail", f"r={baseline}")
+    assert code == 0 and data["targets"][0]["error"] is None and data["ok"]
+    # A line that names no mode of the suite is refused by both, as a usage error.
+    baseline.write_text("llama-server/tool_call  no-such-mode\n", encoding="utf-8")
+    for result in (
+        invoke("run", "reference:Assembler", *args, "--xfail", str(baseline)),
+        invoke("matrix", "r=reference:Assembler", *args, "--xfail", f"r={baseline}"),
+    ):
+        assert result.exit_code == 2 and "matches no mode" in result.output

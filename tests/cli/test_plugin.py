@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.modes import MODES
-from harness.reports.machine import junit_names
+from harness.reports.junit import junit_names
 from harness.suite.cases import Suite
 from tests.conftest import invoke
 
@@ -179,3 +179,37 @@ def test_worker_processes_and_xdist(pytester: pytest.Pytester, r8_cases: list[st
     assert outcomes(result)["failed"] == len(r8_cases)
     assert outcomes(result)["passed"] > 0
     result.stdout.fnmatch_lines(["*2 workers*"])
+
+
+def test_a_program_that_cannot_start_is_one_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--conform-exec", "no-such-program-conform-xyz")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "cannot start 'no-such-program-conform-xyz'" in err
+    assert err.count("no-such-program-conform-xyz") <= 2 and "Traceback" not in err
+    assert "failed" not in result.stdout.str()
+
+
+def test_ids_stay_conforms_own_when_the_suite_sets_the_rootdir(
+    pytester: pytest.Pytester, suite: Suite
+) -> None:
+    """A suite given as a separate argument makes pytest take it for the rootdir; the tests are
+    still shown as conform/..., never as a path relative to the current folder."""
+    result = pytester.runpytest(
+        "--conform-target", "reference:Assembler", "--conform-in-process",
+        "--conform-suite", str(suite.root), "--conform-mode", "plain",
+        "-k", "llama-server/tool_call", "-v",
+    )  # fmt: skip
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["conform/llama-server::tool_call[[]plain[]] PASSED*"])
+    assert "../" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "0", "abc"])
+def test_a_bad_timeout_is_one_usage_error(pytester: pytest.Pytester, value: str) -> None:
+    result = pytester.runpytest_subprocess(
+        "--conform-target", "reference:Assembler", "--conform-timeout", value
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--conform-timeout" in err and "Traceback" not in err and len(err.splitlines()) <= 3

@@ -23,9 +23,9 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 import reference
-from harness.check import targets
 from harness.check.runner import CaseResult
 from harness.cli import INTERNAL_ERROR
+from harness.pipeline import run as pipeline_run
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.conftest import invoke
@@ -169,7 +169,7 @@ def _results_then_a_bug(*args: Any, **kwargs: Any) -> Iterator[CaseResult]:
 def test_an_error_inside_conform_exits_3_with_the_reports_of_the_cases_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(targets, "run_parallel", _results_then_a_bug)
+    monkeypatch.setattr(pipeline_run, "run_parallel", _results_then_a_bug)
     report = tmp_path / "r.json"
     out = invoke(
         "run", "reference:Assembler", "--in-process", "-k", "llama-server/content_stop",

@@ -30,14 +30,9 @@ from harness.check.runner import (
     Expectation,
     Mismatch,
 )
-from harness.reports.machine import (
-    RunInfo,
-    github_annotations,
-    github_summary,
-    json_report,
-    junit_names,
-    junit_xml,
-)
+from harness.reports.github import github_annotations, github_summary
+from harness.reports.junit import junit_names, junit_xml
+from harness.reports.report import RunInfo, json_report
 from tests.conftest import conform, invoke
 
 TESTS = Path(__file__).resolve().parents[1]

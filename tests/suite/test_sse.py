@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.capture.live import _StreamWatch
+from harness.capture.exchange import StreamWatch as _StreamWatch
 from harness.suite.recording import iter_payloads
 from harness.suite.sse import ChunkLines, EventDecoder
 
