@@ -185,7 +185,7 @@ def suite(tmp_path: Path) -> Path:
 
 def run(suite: Path, *args: str) -> Any:
     # Through `conform` itself: its one error handler prints the `Error:` lines and exit codes.
-    return invoke("record", *args, "--suite", suite)
+    return invoke("record", *args, "--suite", str(suite))
 
 
 def recordings(suite: Path) -> list[Path]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from harness.check.compare import ABSENT, Difference, differences, same
@@ -110,3 +112,36 @@ def test_structure_must_match_exactly() -> None:
 def test_differences_are_sorted_by_path() -> None:
     found = differences({"b": 1, "a": 1, "c": [1, 2]}, {"b": 2, "a": 2, "c": [1, 3]}, prefix="s")
     assert [d.path for d in found] == ["s.a", "s.b", "s.c[1]"]
+
+
+# -- the fast path: whatever `same` decides quickly, the plain walk decides the same ---------------
+
+
+def _variants(value: object) -> list[object]:
+    if isinstance(value, dict):
+        found: list[object] = []
+        for key, item in value.items():
+            found += [{**value, key: other} for other in _variants(item)]
+        return [*found, dict(reversed(value.items())), {**value, "extra": 1}]
+    if isinstance(value, list):
+        return [
+            [*value[:i], other, *value[i + 1 :]]
+            for i, v in enumerate(value)
+            for other in _variants(v)
+        ]
+    swaps = [True, False, 1, 0, 1.0, 0.0, -0.0, "1", None, 2**70, float("nan")]
+    return [other for other in swaps if other is not value]
+
+
+def test_the_fast_path_agrees_with_the_plain_walk(suite: Suite) -> None:
+    from harness.check.compare import _same
+
+    (case,) = suite.cases(("synthetic/r5_tool_call_never_id",))
+    golden = read_golden(case)
+    checked = 0
+    for expected in [*golden["steps"], golden["finish"]]:
+        assert same(expected, expected) and same(expected, copy.deepcopy(expected))
+        for actual in _variants(expected):
+            assert same(expected, actual) == _same(expected, actual), (expected, actual)
+            checked += 1
+    assert checked > 100

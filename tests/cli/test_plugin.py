@@ -142,7 +142,7 @@ def test_an_unimportable_target_is_a_usage_error(pytester: pytest.Pytester) -> N
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--conform-timeout", "0"], "the timeout must be more than 0 seconds*"),
+        (["--conform-timeout", "0"], "--conform-timeout: * is not above 0 seconds*"),
         (["--conform-exec", "true", "--conform-in-process"], "--in-process runs a Python TARGET*"),
     ],
 )
@@ -159,16 +159,6 @@ def test_exec_runs_a_protocol_program(pytester: pytest.Pytester) -> None:
     program = f"{sys.executable} -m harness.adapter {BROKEN}"
     result = pytester.runpytest("--conform-exec", program, "--conform-mode", "plain", "-k", "r8_")
     assert result.ret == 1 and outcomes(result)["failed"] >= 2
-
-
-def test_a_program_that_cannot_start_fails_every_test_with_the_reason(
-    pytester: pytest.Pytester, r8_cases: list[str]
-) -> None:
-    args = ["--conform-exec", "./no-such-program", "--conform-mode", "plain", "-k", "r8_"]
-    result = pytester.runpytest(*args)
-    assert result.ret == 1 and outcomes(result)["failed"] >= len(r8_cases)
-    reasons = [line for line in result.stdout.lines if "conform: cannot start" in line]
-    assert len(reasons) >= len(r8_cases)
 
 
 def test_worker_processes_and_xdist(pytester: pytest.Pytester, r8_cases: list[str]) -> None:
@@ -198,7 +188,7 @@ def test_ids_stay_conforms_own_when_the_suite_sets_the_rootdir(
     result = pytester.runpytest(
         "--conform-target", "reference:Assembler", "--conform-in-process",
         "--conform-suite", str(suite.root), "--conform-mode", "plain",
-        "-k", "llama-server/tool_call", "-v",
+        "-k", "llama-server/tool_call", "-v", "-n", "0",
     )  # fmt: skip
     assert result.ret == 0
     result.stdout.fnmatch_lines(["conform/llama-server::tool_call[[]plain[]] PASSED*"])

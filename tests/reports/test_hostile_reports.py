@@ -24,8 +24,8 @@ import pytest
 
 import reference
 from harness.check.runner import CaseResult
-from harness.cli import INTERNAL_ERROR
 from harness.pipeline import run as pipeline_run
+from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.conftest import invoke
