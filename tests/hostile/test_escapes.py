@@ -11,10 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
 from harness.suite.cases import Suite
+from tests.conftest import invoke
 from tests.programs.mini_suite import write_mini_suite
 
 TARGET = f"{Path(__file__).parent / 'targets.py'}:Daemonizes"
@@ -57,7 +56,7 @@ def test_a_daemon_of_the_target_ends_with_the_run(
     spec = (
         [TARGET] if how == "worker" else ["--exec", f"{sys.executable} -m harness.adapter {TARGET}"]
     )
-    result = CliRunner().invoke(main, ["run", *spec, "--suite", str(mini.root), "--mode", "plain"])
+    result = invoke("run", *spec, "--suite", str(mini.root), "--mode", "plain")
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code == 0, result.output
     assert len(_daemons(tmp_path)) == 3  # one per case: the act happened

@@ -3,7 +3,8 @@ integer of 100,000 digits, a `kind` or `__str__` that raises, a list 10,000 leve
 recursive `__repr__`, NaN), in-process and through the worker alike, the case is a crash or a
 mismatch naming what was wrong, every report is written, and no frame of conform's own shows.
 
-The line protocol's own rules (bare NaN, unknown fields) are in tests/test_protocol_errors.py."""
+The line protocol's own rules (bare NaN, unknown fields) are in
+tests/drive/test_protocol_errors.py."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ import json
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
+from tests.conftest import invoke
 
 TARGETS = Path(__file__).parent / "targets.py"
 
@@ -36,7 +36,7 @@ def test_an_odd_value_is_a_result_with_every_report(tmp_path: Path, name: str, w
     report = tmp_path / "report.json"
     args = ["run", f"{TARGETS}:{name}", "-k", "llama-server/tool_call", "--mode", "plain"]
     args += ["--json", str(report), "-v"] + (["--in-process"] if where == "in-process" else [])
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code == 1, result.output
     assert message in result.output

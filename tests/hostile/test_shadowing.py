@@ -7,9 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from harness.cli import main
+from tests.conftest import invoke
 
 OWN = "class Assembler:\n    def __init__(self):\n        raise RuntimeError('the user code ran')\n"
 
@@ -28,7 +27,7 @@ def test_a_module_of_the_current_folder_is_never_silently_replaced(
     monkeypatch.chdir(tmp_path)
     extra = ["--in-process"] if where == "in-process" else []
     args = ["run", f"{name}:Assembler", "-k", "llama-server/tool_call", "--mode", "plain", *extra]
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exception is None or isinstance(result.exception, SystemExit), result.output
     assert result.exit_code == 2, result.output
     assert result.output.startswith("Error: "), result.output
@@ -43,6 +42,6 @@ def test_the_file_path_runs_the_users_module(
     (tmp_path / "reference.py").write_text(OWN)
     monkeypatch.chdir(tmp_path)
     args = ["run", "./reference.py:Assembler", "-k", "llama-server/tool_call", "--mode", "plain"]
-    result = CliRunner().invoke(main, args)
+    result = invoke(*args)
     assert result.exit_code == 1, result.output
     assert "the user code ran" in result.output
