@@ -17,6 +17,7 @@ import msgspec
 
 from reference._wire import Chunk, ToolCallPiece, decode_chunk
 from reference.choices import REFERENCE, Choices
+from reference.openai import wrong_type
 from reference.types import (
     MAX_SAFE_INTEGER,
     ChatEvent,
@@ -201,6 +202,39 @@ def _has_duplicate_keys(data: str) -> bool:
     return False
 
 
+class _Proto(Exception):
+    pass
+
+
+def _has_proto_member(data: str) -> bool:
+    """True when some object of `data` has a member named `__proto__` (I6 `protocol`)."""
+    if "__proto__" not in data and "\\u" not in data:  # the name, as written or escaped
+        return False
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        if any(key == "__proto__" for key, _ in items):
+            raise _Proto
+
+    try:
+        json.loads(data, object_pairs_hook=pairs, parse_constant=_reject_constant)
+    except _Proto:
+        return True
+    except (ValueError, RecursionError):
+        pass  # not JSON: the decoder says so
+    return False
+
+
+def _check_openai_types(data: str) -> None:
+    """Protocol when an unread OpenAI member has a type its schema does not allow (I5)."""
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return  # not JSON: the decoder says so
+    wrong = wrong_type(value)
+    if wrong is not None:
+        raise _protocol(f"{wrong} has a type OpenAI's chunk schema does not allow")
+
+
 def _decode(data: str, choices: Choices) -> Chunk:
     if not isinstance(data, str):
         raise _protocol(f"payload must be text, not {type(data).__name__}")
@@ -211,6 +245,10 @@ def _decode(data: str, choices: Choices) -> Chunk:
         data = _prune(data)
     if choices.I4 == "protocol" and _has_duplicate_keys(data):
         raise _protocol("a key stands twice in one object")
+    if choices.I6 == "protocol" and _has_proto_member(data):
+        raise _protocol("a member is named __proto__")
+    if choices.I5 == "protocol":
+        _check_openai_types(data)
     try:
         return decode_chunk(data)
     except _DECODE_ERRORS as exc:
