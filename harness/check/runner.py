@@ -17,7 +17,15 @@ from typing import Any
 
 import reference
 from harness.check.compare import Difference, differences, same
-from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.check.modes import (
+    HOSTILE_KEYS_MODE,
+    SEEDED,
+    TRUNCATED,
+    Mutator,
+    mutator,
+    proto_cut,
+    truncation_points,
+)
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
@@ -288,6 +296,43 @@ def outcomes(golden: dict[str, Any], *, require: dict[str, str] | None = None) -
     ]
 
 
+def proto_outcomes(
+    case: Case,
+    candidates: Sequence[Outcome],
+    *,
+    mode: str,
+    seed: int,
+    require: dict[str, str] | None = None,
+) -> list[Outcome]:
+    """The outcomes a target refusing `__proto__` members (I6 `protocol`) may give in `mode`.
+
+        `hostile-keys` adds such members; such a target matches each outcome in `candidates` up to
+        the first payload that has one, and fails that payload with `protocol`. None when `require`
+        asks for I6 `ignore`, the mode adds none, or each outcome ends before that payload (an error
+    there, even `server`, becomes `protocol`: the payload's shape is checked first, R8). The caller
+        passes `require` only for a case that pins I6: gating on a point (`--strict`) concerns the
+        cases that pin it, not the members a mode adds to every case.
+    """
+    if mode != HOSTILE_KEYS_MODE or (require or {}).get("I6", "protocol") != "protocol":
+        return []
+    payloads = (payload.data for payload in iter_payloads(case.recording))
+    cut = proto_cut(mode, seed=seed, case_id=case.case_id, payloads=payloads)
+    if cut is None:
+        return []
+    found: dict[str, Outcome] = {}
+    for combos, expected in candidates:
+        steps = list(itertools.islice(expected["steps"], cut + 1))
+        if len(steps) <= cut or any("error" in step for step in steps[:cut]):
+            continue  # the outcome ends before the cut: a refusing target matches it as it is
+        if steps[cut].get("error", {}).get("kind") == "protocol":
+            continue  # it fails there already, as a refusing target does
+        cut_steps = [*steps[:cut], {"line": steps[cut]["line"], "error": {"kind": "protocol"}}]
+        choices = tuple({**c, "I6": "protocol"} for c in combos) or ({"I6": "protocol"},)
+        outcome = {"thinking_capped": expected["thinking_capped"], "steps": cut_steps}
+        found.setdefault(repr(cut_steps), (choices, outcome))
+    return list(found.values())
+
+
 def _reach(result: CaseResult) -> tuple[int, int]:
     """How far a failed attempt matched: later first mismatches are closer outcomes."""
     if not result.mismatches:
@@ -314,7 +359,16 @@ def run_case(
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     closest: CaseResult | None = None
-    for combos, expected in candidates:
+    tried = 0
+
+    def lazily() -> Iterator[Outcome]:
+        yield from candidates
+        # Only once the golden outcomes failed: the cut is worked out for refusing targets alone.
+        kept = require if "I6" in pins else None
+        yield from proto_outcomes(case, candidates, mode=mode, seed=seed, require=kept)
+
+    for combos, expected in lazily():
+        tried += 1
         result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos)
         result = replace(result, pins=pins, choice=combos)
         if result.status != FAILED:
@@ -322,8 +376,8 @@ def run_case(
         if closest is None or _reach(result) > _reach(closest):
             closest = result
     assert closest is not None, "a golden file has at least its own outcome"
-    if len(candidates) > 1:
-        closest.extra["outcomes"] = len(candidates)
+    if tried > 1:
+        closest.extra["outcomes"] = tried
     return closest
 
 
