@@ -146,7 +146,7 @@ _pattern_option = click.option(
 
 
 class PinTag(click.ParamType[str]):
-    """A rule or implementation-defined point a case may pin: R1..R9, I1..I4, SSE."""
+    """A rule or implementation-defined point a case may pin: R1..R9, I1..I6, SSE."""
 
     name = "rule"
 
@@ -180,7 +180,7 @@ _rule_option = click.option(
     type=PinTag(),
     multiple=True,
     metavar="TAG",
-    help="Only cases that pin this rule or point (R1..R9, I1..I4, SSE); repeatable.",
+    help="Only cases that pin this rule or point (R1..R9, I1..I6, SSE); repeatable.",
 )
 _exclude_option = click.option(
     "--exclude",
@@ -363,7 +363,7 @@ def main() -> None:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Gate on the reference's own outcome at every implementation-defined point (I1..I4) "
+    help="Gate on the reference's own outcome at every implementation-defined point (I1..I6) "
     "instead of accepting any allowed outcome.",
 )
 @click.option(
@@ -583,7 +583,7 @@ def list_command(
     exclude: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
+    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I6, SSE).
 
     Golden files without a recording are named on stderr.
     """
