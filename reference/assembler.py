@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
-from reference._wire import Chunk, ToolCallPiece, decode_chunk
+from reference._wire import (
+    Chunk,
+    PromptProgress,
+    ToolCallPiece,
+    WideTimings,
+    decode_chunk,
+    decode_strict_chunk,
+    decode_wide_chunk,
+)
 from reference.choices import REFERENCE, Choices
 from reference.openai import wrong_type
 from reference.types import (
@@ -235,7 +244,8 @@ def _check_openai_types(data: str) -> None:
         raise _protocol(f"{wrong} has a type OpenAI's chunk schema does not allow")
 
 
-def _decode(data: str, choices: Choices) -> Chunk:
+def _decode(data: str, choices: Choices, decode: Callable[[str], Chunk]) -> Chunk:
+    """The payload as a typed chunk, every check the choices ask for made (the slow path)."""
     if not isinstance(data, str):
         raise _protocol(f"payload must be text, not {type(data).__name__}")
     # Counting every bracket over-estimates depth, so the exact scan runs only on rare payloads.
@@ -250,14 +260,14 @@ def _decode(data: str, choices: Choices) -> Chunk:
     if choices.I5 == "protocol":
         _check_openai_types(data)
     try:
-        return decode_chunk(data)
+        return decode(data)
     except _DECODE_ERRORS as exc:
         # msgspec keeps the last of duplicate keys but checks every copy's type: under `last`,
         # an earlier copy must not matter, so a failed payload is decoded again without them.
         kept = _keep_last(data) if choices.I4 == "last" else None
         if kept is not None:
             try:
-                return decode_chunk(kept)
+                return decode(kept)
             except _DECODE_ERRORS:
                 pass
         raise _protocol(f"not a chunk: {exc}") from None
@@ -305,16 +315,18 @@ def _optional_integer(
 
 
 def _timings(timings: Timings, choices: Choices) -> Timings:
-    """`timings` with its integers beyond ±(2^53-1) as I2 chooses (a number field)."""
-    changes: dict[str, float] = {}
-    for name in timings.__struct_fields__:
-        value = getattr(timings, name)
-        if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            if choices.I2 == "protocol":
-                raise _protocol(f"timings.{name} is beyond ±(2^53-1): {value}")
-            if choices.I2 == "double":
-                changes[name] = float(value)
-    return msgspec.structs.replace(timings, **changes) if changes else timings
+    """Decoded `WideTimings` as a `Timings`, integers beyond ±(2^53-1) as I2 chooses (a number
+    field); under I2 `protocol` the decoder has already refused them."""
+    values = msgspec.structs.astuple(timings)
+    if choices.I2 == "double":
+        values = tuple(
+            float(v) if type(v) is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER else v
+            for v in values
+        )
+    return Timings(*values)
+
+
+_FINISH_REASONS = {reason.value: reason for reason in FinishReason}
 
 
 class _CallBuilder:
@@ -335,17 +347,28 @@ class Assembler:
         "_calls",
         "_choices",
         "_content",
+        "_decode",
+        "_fast",
         "_finish_reason",
         "_id",
         "_in_reasoning",
         "_reasoning",
         "_reasoning_tokens",
+        "_strict",
         "_timings",
     )
 
     def __init__(self, choices: Choices = REFERENCE) -> None:
         """`choices`: the outcome of each implementation-defined point (`reference.choices`)."""
         self._choices = choices
+        # The choices, resolved once: under I2 `protocol` msgspec checks the timings' range as
+        # it decodes; the fast path (a bracket count, then the decoder) serves every payload
+        # unless a choice needs a scan of each (I4 `protocol`, I5 or I6 `protocol`).
+        self._decode = decode_chunk if choices.I2 == "protocol" else decode_wide_chunk
+        self._fast = (choices.I4, choices.I5, choices.I6) == ("last", "ignore", "ignore")
+        # Faster still, llama-server's own shape (`reference._wire.StrictChunk`): no bracket
+        # count at all. Tried until one payload of the stream does not fit it.
+        self._strict = self._fast and choices.I2 == "protocol"
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -377,52 +400,80 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        choices = self._choices
-        chunk = _decode(data, choices)
-        # The payload's whole shape first (R6), then its error object (R8), then the rules that
-        # depend on the stream so far.
-        timings = None if chunk.timings is None else _timings(chunk.timings, choices)
+        if self._strict and type(data) is str:
+            try:
+                chunk: Chunk = decode_strict_chunk(data)
+            except _DECODE_ERRORS:
+                self._strict = False  # the lenient way decides, for the rest of the stream too
+                chunk = self._lenient(data)
+        else:
+            chunk = self._lenient(data)
+        events: list[ChatEvent] = []
         progress = chunk.prompt_progress
-        progress_event = None
         if progress is not None:
-            progress_event = Progress(
-                _optional_integer(progress.total, "prompt_progress.total", choices, data),
-                _optional_integer(progress.cache, "prompt_progress.cache", choices, data),
-                _optional_integer(progress.processed, "prompt_progress.processed", choices, data),
-                _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices, data),
-            )
-        indexes = [
-            [self._index(piece, data) for piece in choice.delta.tool_calls]
-            if choice.delta is not None and choice.delta.tool_calls
-            else []
-            for choice in chunk.choices or ()
-        ]
+            events.append(self._progress(progress, data))
+        chunk_choices = chunk.choices
         if chunk.error is not None:
+            # The payload's whole shape first (R6), then its error object (R8).
+            for choice in chunk_choices or ():
+                if choice.delta is not None:
+                    for piece in choice.delta.tool_calls or ():
+                        self._index(piece, data)
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
+        # Without an error object every failure left is `protocol`, whatever its order, and
+        # the case ends there: the payload is read in one pass.
         if chunk.id and self._id is None:
             self._id = chunk.id
+        timings = chunk.timings
         if timings is not None:
+            if type(timings) is WideTimings:  # I2 `exact` or `double`
+                timings = _timings(timings, self._choices)
             self._timings = timings
-        events: list[ChatEvent] = []
-        if progress_event is not None:
-            events.append(progress_event)
-        for choice, choice_indexes in zip(chunk.choices or (), indexes, strict=True):
-            delta = choice.delta
-            if delta is not None:
-                if delta.reasoning_content:
-                    self._take_reasoning(delta.reasoning_content, events)
-                if delta.content:
-                    self._content.append(delta.content)
-                    self._in_reasoning = False
-                    events.append(Content(delta.content))
-                if delta.tool_calls:
-                    self._take_tool_calls(delta.tool_calls, choice_indexes, events)
-            if choice.finish_reason is not None:
-                self._finish_reason = FinishReason(choice.finish_reason)
+        if chunk_choices:
+            for choice in chunk_choices:
+                delta = choice.delta
+                if delta is not None:
+                    text = delta.reasoning_content
+                    if text:
+                        self._take_reasoning(text, events)
+                    text = delta.content
+                    if text:
+                        self._content.append(text)
+                        self._in_reasoning = False
+                        events.append(Content(text))
+                    pieces = delta.tool_calls
+                    if pieces:
+                        self._take_tool_calls(pieces, data, events)
+                reason = choice.finish_reason
+                if reason is not None:
+                    self._finish_reason = _FINISH_REASONS[reason]
         return events
 
+    def _lenient(self, data: str) -> Chunk:
+        """The payload as a typed chunk, decoded the lenient way (`reference._wire.Chunk`)."""
+        # Counting every bracket over-estimates depth: only a payload with more than MAX_DEPTH
+        # of them can nest too deep, and only that one gets the exact scan (in `_decode`).
+        if self._fast and type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+            try:
+                return self._decode(data)
+            except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
+                pass
+        return _decode(data, self._choices, self._decode)
+
+    def _progress(self, progress: PromptProgress, data: str) -> Progress:
+        choices = self._choices
+        return Progress(
+            _optional_integer(progress.total, "prompt_progress.total", choices, data),
+            _optional_integer(progress.cache, "prompt_progress.cache", choices, data),
+            _optional_integer(progress.processed, "prompt_progress.processed", choices, data),
+            _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices, data),
+        )
+
     def _index(self, piece: ToolCallPiece, payload: str) -> int:
-        index = _integer(piece.index, "tool_calls[].index", self._choices, payload)
+        index = piece.index
+        if type(index) is int and 0 <= index <= MAX_SAFE_INTEGER:
+            return index
+        index = _integer(index, "tool_calls[].index", self._choices, payload)
         if index < 0:
             raise _protocol(f"tool call index {index} is negative")
         return index
@@ -430,35 +481,51 @@ class Assembler:
     def _take_reasoning(self, text: str, events: list[ChatEvent]) -> None:
         self._reasoning.append(text)
         self._in_reasoning = True
-        if self._timings is not None and self._timings.predicted_n is not None:
-            tokens = _integer(self._timings.predicted_n, "timings.predicted_n", self._choices)
+        timings = self._timings
+        if timings is not None and timings.predicted_n is not None:
+            tokens = timings.predicted_n
+            if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
+                tokens = _integer(tokens, "timings.predicted_n", self._choices)
             if tokens < 0:
                 raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
             self._reasoning_tokens = tokens
         events.append(Reasoning(text))
 
     def _take_tool_calls(
-        self, pieces: list[ToolCallPiece], indexes: list[int], events: list[ChatEvent]
+        self, pieces: list[ToolCallPiece], payload: str, events: list[ChatEvent]
     ) -> None:
         calls = self._calls
-        for piece, index in zip(pieces, indexes, strict=True):
-            if index > len(calls):
-                raise _protocol(
-                    f"tool call index {index} is out of order: {len(calls)} call(s) so far"
-                )
-            if index == len(calls):
+        for piece in pieces:
+            index = piece.index
+            if type(index) is not int or not 0 <= index <= MAX_SAFE_INTEGER:
+                index = self._index(piece, payload)
+            if index >= len(calls):
+                if index > len(calls):
+                    raise _protocol(
+                        f"tool call index {index} is out of order: {len(calls)} call(s) so far"
+                    )
                 calls.append(_CallBuilder())
             call = calls[index]
             function = piece.function
-            name = function.name if function is not None else None
-            arguments = (function.arguments if function is not None else None) or ""
+            if function is None:
+                name = None
+                arguments = ""
+            else:
+                name = function.name
+                arguments = function.arguments or ""
             if piece.id and call.id is None:
                 call.id = piece.id
             if name and call.name is None:
                 call.name = name
             call.parts.append(arguments)
-            self._in_reasoning = False
             events.append(ToolCallDelta(index, piece.id, name, arguments))
+        self._in_reasoning = False
+
+    def _public_timings(self) -> Timings | None:
+        timings = self._timings
+        if timings is None or type(timings) is Timings:
+            return timings
+        return Timings(*msgspec.structs.astuple(timings))  # StrictTimings
 
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
@@ -480,7 +547,7 @@ class Assembler:
             reasoning_content="".join(self._reasoning) if self._reasoning else None,
             tool_calls=tuple(tool_calls),
             finish_reason=self._finish_reason,
-            timings=self._timings,
+            timings=self._public_timings(),
             reasoning_tokens=self._reasoning_tokens,
             thinking_capped=bool(thinking_capped),
         )
