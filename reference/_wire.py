@@ -9,11 +9,11 @@ surrogate escapes) becomes a protocol error in `reference.assembler`; what it ca
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 
-from reference.types import Number, Timings
+from reference.types import MAX_SAFE_INTEGER, Number, Timings
 
 
 class Function(msgspec.Struct, gc=False):
@@ -49,15 +49,19 @@ class ServerError(msgspec.Struct, gc=False):
     message: str | None = None
 
 
+class LooseTimings(Timings, forbid_unknown_fields=False, frozen=True, gc=False):
+    """`Timings` that ignores members it does not declare (made a `Timings` by `finish`)."""
+
+
 class Chunk(msgspec.Struct, gc=False):
     id: str | None = None
     choices: list[Choice] | None = None
-    timings: Timings | None = None
+    timings: LooseTimings | None = None
     prompt_progress: PromptProgress | None = None
     error: ServerError | None = None
 
 
-class WideTimings(Timings, frozen=True, gc=False):
+class WideTimings(LooseTimings, frozen=True, gc=False):
     """`Timings` with integers of any size, for I2 `exact` and `double`."""
 
     cache_n: Number | None = None
@@ -85,19 +89,27 @@ decode_chunk = msgspec.json.Decoder(Chunk).decode
 decode_wide_chunk = msgspec.json.Decoder(WideChunk).decode
 
 
-# The strict shape: the same fields, the members llama-server and OpenAI send that the rules do not
-# read declared with the scalar types they have, and no other member allowed. A payload it decodes
-# nests at most 9 levels deep, so it needs no depth scan; any other payload (an unknown member, a
-# container where a scalar is declared, an error of any kind) is decoded again the lenient way,
-# which alone decides what it means. `reference.assembler` stops trying it for the rest of a
-# stream after one such payload.
+# The strict shape: the same fields, its integers already as the rules read them (safe, and an
+# index not negative), the members llama-server and OpenAI send that the rules do not read declared
+# with the scalar types they have, and no other member allowed. A payload it decodes nests at most 9
+# levels deep, so it needs no depth scan, and its numbers no check; any other payload (an unknown
+# member, a container where a scalar is declared, `1.0` for an integer, an error of any kind) is
+# decoded again the lenient way, which alone decides what it means. `reference.assembler` stops
+# trying it for the rest of a stream after one such payload.
 
 
 class StrictFunction(Function, forbid_unknown_fields=True, gc=False):
     pass
 
 
+#: An integer as the rules read it (R6, I1, I2): the strict shape takes nothing else for one.
+SafeInteger = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)]
+#: A tool-call index: a safe integer, not negative.
+SafeIndex = Annotated[int, msgspec.Meta(ge=0, le=MAX_SAFE_INTEGER)]
+
+
 class StrictToolCallPiece(ToolCallPiece, forbid_unknown_fields=True, gc=False):
+    index: SafeIndex
     function: StrictFunction | None = None
     type: str | None = None
 
@@ -116,17 +128,16 @@ class StrictChoice(Choice, forbid_unknown_fields=True, gc=False):
 
 
 class StrictPromptProgress(PromptProgress, forbid_unknown_fields=True, gc=False):
-    pass
+    total: SafeInteger | None = None
+    cache: SafeInteger | None = None
+    processed: SafeInteger | None = None
+    time_ms: SafeInteger | None = None
 
 
 class StrictServerError(ServerError, forbid_unknown_fields=True, gc=False):
     code: int | str | None = None
     type: str | None = None
     param: str | None = None
-
-
-class StrictTimings(Timings, forbid_unknown_fields=True, frozen=True, gc=False):
-    """Made a `Timings` when it leaves the assembler (`finish`)."""
 
 
 class _PromptTokensDetails(msgspec.Struct, forbid_unknown_fields=True, gc=False):
@@ -151,10 +162,10 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
 
 class StrictChunk(Chunk, forbid_unknown_fields=True, gc=False):
     choices: list[StrictChoice] | None = None  # type: ignore[assignment]
-    timings: StrictTimings | None = None
+    timings: Timings | None = None  # type: ignore[assignment]  # the strict public one
     prompt_progress: StrictPromptProgress | None = None
     error: StrictServerError | None = None
-    object: str | None = None
+    object: Literal["chat.completion.chunk", None] = None
     created: int | None = None
     model: str | None = None
     system_fingerprint: str | None = None

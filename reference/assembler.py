@@ -20,7 +20,6 @@ from reference._wire import (
     Chunk,
     PromptProgress,
     ToolCallPiece,
-    WideTimings,
     decode_chunk,
     decode_strict_chunk,
     decode_wide_chunk,
@@ -315,8 +314,8 @@ def _optional_integer(
 
 
 def _timings(timings: Timings, choices: Choices) -> Timings:
-    """Decoded `WideTimings` as a `Timings`, integers beyond ±(2^53-1) as I2 chooses (a number
-    field); under I2 `protocol` the decoder has already refused them."""
+    """Decoded `LooseTimings` or `WideTimings` as a `Timings`, integers beyond ±(2^53-1) as I2
+    chooses (a number field); under I2 `protocol` the decoder has already refused them."""
     values = msgspec.structs.astuple(timings)
     if choices.I2 == "double":
         values = tuple(
@@ -364,11 +363,14 @@ class Assembler:
         # The choices, resolved once: under I2 `protocol` msgspec checks the timings' range as
         # it decodes; the fast path (a bracket count, then the decoder) serves every payload
         # unless a choice needs a scan of each (I4 `protocol`, I5 or I6 `protocol`).
-        self._decode = decode_chunk if choices.I2 == "protocol" else decode_wide_chunk
-        self._fast = (choices.I4, choices.I5, choices.I6) == ("last", "ignore", "ignore")
-        # Faster still, llama-server's own shape (`reference._wire.StrictChunk`): no bracket
-        # count at all. Tried until one payload of the stream does not fit it.
-        self._strict = self._fast and choices.I2 == "protocol"
+        if choices is REFERENCE:
+            self._decode, self._fast, self._strict = decode_chunk, True, True
+        else:
+            self._decode = decode_chunk if choices.I2 == "protocol" else decode_wide_chunk
+            self._fast = (choices.I4, choices.I5, choices.I6) == ("last", "ignore", "ignore")
+            # Faster still, llama-server's own shape (`reference._wire.StrictChunk`): no bracket
+            # count at all. Tried until one payload of the stream does not fit it.
+            self._strict = self._fast and choices.I2 == "protocol"
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -400,18 +402,23 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        if self._strict and type(data) is str:
+        strict = self._strict and type(data) is str
+        if strict:
             try:
                 chunk: Chunk = decode_strict_chunk(data)
             except _DECODE_ERRORS:
-                self._strict = False  # the lenient way decides, for the rest of the stream too
+                self._strict = strict = False  # the lenient way decides, for the rest too
                 chunk = self._lenient(data)
         else:
             chunk = self._lenient(data)
         events: list[ChatEvent] = []
         progress = chunk.prompt_progress
         if progress is not None:
-            events.append(self._progress(progress, data))
+            if strict:  # its numbers are integers as the rules read them already
+                p = progress
+                events.append(Progress(p.total, p.cache, p.processed, p.time_ms))  # type: ignore[arg-type]
+            else:
+                events.append(self._progress(progress, data))
         chunk_choices = chunk.choices
         if chunk.error is not None:
             # The payload's whole shape first (R6), then its error object (R8).
@@ -422,12 +429,12 @@ class Assembler:
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
         # Without an error object every failure left is `protocol`, whatever its order, and
         # the case ends there: the payload is read in one pass.
-        if chunk.id and self._id is None:
+        if self._id is None and chunk.id:
             self._id = chunk.id
+        # Kept as decoded (a Timings, or under I2 `exact`/`double` a WideTimings); `finish`
+        # makes the public one.
         timings = chunk.timings
         if timings is not None:
-            if type(timings) is WideTimings:  # I2 `exact` or `double`
-                timings = _timings(timings, self._choices)
             self._timings = timings
         if chunk_choices:
             for choice in chunk_choices:
@@ -443,7 +450,7 @@ class Assembler:
                         events.append(Content(text))
                     pieces = delta.tool_calls
                     if pieces:
-                        self._take_tool_calls(pieces, data, events)
+                        self._take_tool_calls(pieces, None if strict else data, events)
                 reason = choice.finish_reason
                 if reason is not None:
                     self._finish_reason = _FINISH_REASONS[reason]
@@ -461,6 +468,14 @@ class Assembler:
         return _decode(data, self._choices, self._decode)
 
     def _progress(self, progress: PromptProgress, data: str) -> Progress:
+        values = (progress.total, progress.cache, progress.processed, progress.time_ms)
+        for value in values:
+            if value is not None and (
+                type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+            ):
+                break
+        else:
+            return Progress(*values)  # type: ignore[arg-type]  # integers, or absent: usual
         choices = self._choices
         return Progress(
             _optional_integer(progress.total, "prompt_progress.total", choices, data),
@@ -492,20 +507,26 @@ class Assembler:
         events.append(Reasoning(text))
 
     def _take_tool_calls(
-        self, pieces: list[ToolCallPiece], payload: str, events: list[ChatEvent]
+        self, pieces: list[ToolCallPiece], payload: str | None, events: list[ChatEvent]
     ) -> None:
+        """`payload` is None when the strict shape decoded it: its indexes are checked already."""
         calls = self._calls
+        add_event = events.append
         for piece in pieces:
             index = piece.index
-            if type(index) is not int or not 0 <= index <= MAX_SAFE_INTEGER:
+            if payload is not None and (
+                type(index) is not int or not 0 <= index <= MAX_SAFE_INTEGER
+            ):
                 index = self._index(piece, payload)
-            if index >= len(calls):
-                if index > len(calls):
-                    raise _protocol(
-                        f"tool call index {index} is out of order: {len(calls)} call(s) so far"
-                    )
-                calls.append(_CallBuilder())
-            call = calls[index]
+            assert type(index) is int
+            count = len(calls)
+            if index < count:
+                call = calls[index]
+            elif index == count:
+                call = _CallBuilder()
+                calls.append(call)
+            else:
+                raise _protocol(f"tool call index {index} is out of order: {count} call(s) so far")
             function = piece.function
             if function is None:
                 name = None
@@ -513,19 +534,14 @@ class Assembler:
             else:
                 name = function.name
                 arguments = function.arguments or ""
-            if piece.id and call.id is None:
-                call.id = piece.id
-            if name and call.name is None:
+            piece_id = piece.id
+            if call.id is None and piece_id:
+                call.id = piece_id
+            if call.name is None and name:
                 call.name = name
             call.parts.append(arguments)
-            events.append(ToolCallDelta(index, piece.id, name, arguments))
+            add_event(ToolCallDelta(index, piece_id, name, arguments))
         self._in_reasoning = False
-
-    def _public_timings(self) -> Timings | None:
-        timings = self._timings
-        if timings is None or type(timings) is Timings:
-            return timings
-        return Timings(*msgspec.structs.astuple(timings))  # StrictTimings
 
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
@@ -541,13 +557,16 @@ class Assembler:
                 missing = "an id" if call.id is None else "a name"
                 raise _protocol(f"tool call {index} never got {missing}")
             tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
+        timings = self._timings
+        if timings is not None and type(timings) is not Timings:  # LooseTimings, WideTimings
+            timings = _timings(timings, self._choices)
         return Completion(
-            id=self._id,
-            content="".join(self._content) if self._content else None,
-            reasoning_content="".join(self._reasoning) if self._reasoning else None,
-            tool_calls=tuple(tool_calls),
-            finish_reason=self._finish_reason,
-            timings=self._public_timings(),
-            reasoning_tokens=self._reasoning_tokens,
-            thinking_capped=bool(thinking_capped),
+            self._id,
+            "".join(self._content) if self._content else None,
+            "".join(self._reasoning) if self._reasoning else None,
+            tuple(tool_calls),
+            self._finish_reason,
+            timings,
+            self._reasoning_tokens,
+            bool(thinking_capped),
         )

@@ -28,9 +28,12 @@ class InferError(Exception):
     """The only exception `Assembler.push` and `Assembler.finish` raise."""
 
     def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(f"{kind.value}: {message}")
+        # `args` stays (kind, message), so that it pickles; the text is made only when shown.
         self.kind = kind
         self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"
 
 
 class FinishReason(enum.StrEnum):
@@ -83,8 +86,12 @@ Number = int | float
 SafeNumber = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)] | float
 
 
-class Timings(msgspec.Struct, frozen=True, gc=False):
-    """llama-server's `timings` object; fields it lacks are None."""
+class Timings(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """llama-server's `timings` object; fields it lacks are None.
+
+    Decoded, it refuses members it does not declare: that is the strict shape of
+    `reference._wire.StrictChunk`; `reference._wire.LooseTimings` is the lenient one.
+    """
 
     cache_n: SafeNumber | None = None
     prompt_n: SafeNumber | None = None
