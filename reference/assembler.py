@@ -519,14 +519,15 @@ class Assembler:
             ):
                 index = self._index(piece, payload)
             assert type(index) is int
-            count = len(calls)
-            if index < count:
-                call = calls[index]
-            elif index == count:
+            try:
+                call = calls[index]  # index is not negative: checked above, or by the decoder
+            except IndexError:
+                if index > len(calls):
+                    raise _protocol(
+                        f"tool call index {index} is out of order: {len(calls)} call(s) so far"
+                    ) from None
                 call = _CallBuilder()
                 calls.append(call)
-            else:
-                raise _protocol(f"tool call index {index} is out of order: {count} call(s) so far")
             function = piece.function
             if function is None:
                 name = None

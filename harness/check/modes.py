@@ -7,7 +7,9 @@
   (`harness.known_fields` lists the names that are not unknown, and where each comes from).
 - `hostile-keys` adds keys the same way, named like JavaScript's `Object.prototype` members and
   Python's dunders (`__proto__`, `constructor`, `toString`, `__class__`): unknown fields too, that
-  break clients which copy members onto plain objects or attributes.
+  break clients which copy members onto plain objects or attributes. A client may refuse a member
+  named `__proto__` (I6): it may then fail with `protocol` at the first payload the mode gave one
+  (`proto_cut`), after the golden steps before it.
 - `key-order` shuffles the members of every object, at every depth.
 - `whitespace` puts random insignificant white space (space, tab, LF, CR) between all tokens.
 - `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
