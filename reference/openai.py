@@ -47,6 +47,27 @@ _USAGE = "openai-python CompletionUsage"
 _COMPLETION_DETAILS = "openai-python CompletionTokensDetails"
 _PROMPT_DETAILS = "openai-python PromptTokensDetails"
 _AUDIO = "OpenAI API reference, streamed audio output (delta.audio)"
+_OBFUSCATION = "OpenAI API reference (stream obfuscation)"
+_TOOL_CALL = "openai-python ChoiceDeltaToolCall"
+_FUNCTION_CALL = "openai-python ChoiceDeltaFunctionCall"
+_LOGPROBS = "openai-python ChoiceLogprobs"
+#: The names above are where each member's type comes from: documentation, which only
+#: `harness.check.known_fields` and its tests read (benchmarks/mutate_reference.py leaves them be).
+SOURCES = (
+    _CHUNK,
+    _CHOICE,
+    _DELTA,
+    _LOGPROB,
+    _TOP,
+    _USAGE,
+    _COMPLETION_DETAILS,
+    _PROMPT_DETAILS,
+    _AUDIO,
+    _OBFUSCATION,
+    _TOOL_CALL,
+    _FUNCTION_CALL,
+    _LOGPROBS,
+)
 
 #: Where each unread member stands: a level, then the member's name. `top` is the chunk, `choice`
 #: an entry of `choices`, `delta` its delta, `tool_call` an entry of `delta.tool_calls`; the other
@@ -61,7 +82,7 @@ MEMBERS: dict[str, dict[str, Member]] = {
             "string", _CHUNK, values=("auto", "default", "flex", "scale", "priority")
         ),
         "usage": Member("object", _CHUNK, level="usage"),
-        "obfuscation": Member("string", "OpenAI API reference (stream obfuscation)"),
+        "obfuscation": Member("string", _OBFUSCATION),
     },
     "choice": {
         "index": Member("integer", _CHOICE),
@@ -72,15 +93,15 @@ MEMBERS: dict[str, dict[str, Member]] = {
             "string", _DELTA, values=("developer", "system", "user", "assistant", "tool")
         ),
         "refusal": Member("string", _DELTA),
-        "function_call": Member("object", _DELTA + " (deprecated)", level="function_call"),
+        "function_call": Member("object", _DELTA, level="function_call"),  # deprecated
         "audio": Member("object", _AUDIO, level="audio"),
     },
     "tool_call": {
-        "type": Member("string", "openai-python ChoiceDeltaToolCall", values=("function",)),
+        "type": Member("string", _TOOL_CALL, values=("function",)),
     },
     "function_call": {
-        "name": Member("string", "openai-python ChoiceDeltaFunctionCall"),
-        "arguments": Member("string", "openai-python ChoiceDeltaFunctionCall"),
+        "name": Member("string", _FUNCTION_CALL),
+        "arguments": Member("string", _FUNCTION_CALL),
     },
     "audio": {
         "id": Member("string", _AUDIO),
@@ -89,8 +110,8 @@ MEMBERS: dict[str, dict[str, Member]] = {
         "expires_at": Member("integer", _AUDIO),
     },
     "logprobs": {
-        "content": Member("array", "openai-python ChoiceLogprobs", items="object", level="logprob"),
-        "refusal": Member("array", "openai-python ChoiceLogprobs", items="object", level="logprob"),
+        "content": Member("array", _LOGPROBS, items="object", level="logprob"),
+        "refusal": Member("array", _LOGPROBS, items="object", level="logprob"),
     },
     "logprob": {
         "token": Member("string", _LOGPROB),
