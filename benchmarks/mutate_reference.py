@@ -67,7 +67,7 @@ SEED = 20261129  # the CLI's default seed, so a kill reproduces with `conform ru
 EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.toml"
 #: The modules mutated, in import order (each imports only those before it). `__init__` only
 #: re-exports names, so it has nothing to mutate.
-MODULES = ("types", "_wire", "choices", "openai", "assembler")
+MODULES = ("types", "_wire", "choices", "assembler")
 #: Module-level names not mutated: only the harness uses them (listing the points, enumerating
 #: the combinations a golden file is built under), and the harness keeps the real reference by
 #: design, so no run could ever tell a mutant of them.
