@@ -261,7 +261,7 @@ def measure_suite(options: Options) -> Iterator[Figure]:
 
 def measure_pipes(options: Options) -> Iterator[Figure]:
     from harness.drive.inprocess import InProcessDriver, load_target
-    from harness.drive.process import python_target_driver
+    from harness.drive.spec import python_target_driver
 
     repeats = options.pick(5, 2)
     in_process = InProcessDriver(load_target("reference:Assembler"))
