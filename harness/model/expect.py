@@ -1,0 +1,102 @@
+"""What a generated stream should give: written as a recording, judged by the reference.
+
+A stream becomes an ordinary `.sse` recording (its leading comment lines say what was generated
+and what it pins), so the expected result is built exactly as a shipped case's golden file is:
+`harness.suite.golden.build_golden`, which runs the reference under every combination of the
+allowed outcomes of the implementation-defined points the recording pins. Which points a stream
+touches is found here by running the reference once per other outcome of each point: a point is
+pinned when one of its other outcomes changes what the reference gives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import reference
+from harness.drive.inprocess import finish_step, push_step
+from harness.files import write_atomically
+from harness.model.features import BY_NAME
+from harness.model.streams import Stream
+from harness.suite.cases import Case
+from harness.suite.golden import build_golden
+from harness.suite.recording import PIN_TAGS, iter_payloads
+from harness.suite.sse import Payload
+from reference import choices as choices_of
+
+
+def _outcome(payloads: Sequence[Payload], capped: bool, choices: choices_of.Choices) -> str:
+    assembler = reference.Assembler(choices)
+    steps: list[dict[str, Any]] = []
+    for payload in payloads:
+        step = push_step(assembler, payload.data, payload.line)
+        steps.append(step)
+        if "error" in step:
+            return json.dumps(steps, sort_keys=True)
+    return json.dumps([steps, finish_step(assembler, capped)], sort_keys=True)
+
+
+def touched_points(recording: Path, *, capped: bool) -> tuple[str, ...]:
+    """The implementation-defined points where another allowed outcome changes the result."""
+    payloads = list(iter_payloads(recording))
+    own = _outcome(payloads, capped, choices_of.REFERENCE)
+    found = []
+    for point, values in choices_of.OUTCOMES.items():
+        mine = getattr(choices_of.REFERENCE, point)
+        for value in values:
+            if (
+                value != mine
+                and _outcome(payloads, capped, choices_of.REFERENCE.replace({point: value})) != own
+            ):
+                found.append(point)
+                break
+    return tuple(found)
+
+
+def comments(stream: Stream, *, pins: Sequence[str], notes: Sequence[str] = ()) -> tuple[str, ...]:
+    """The recording's leading comment lines: what was generated, its features, what it pins."""
+    lines = [*notes, f"features: {', '.join(stream.features) or 'none'}"]
+    if stream.broken:
+        lines.append(f"broken in one place: {stream.broken}")
+    if stream.thinking_capped:
+        lines.append("thinking_capped: true")
+    if pins:
+        lines.append(f"pins: {' '.join(pins)}")
+    return tuple(lines)
+
+
+def rules_of(stream: Stream) -> tuple[str, ...]:
+    """The rules (and `SSE`) the stream's features exercise, as pin tags."""
+    rules = {rule for name in stream.features for rule in BY_NAME[name].rules}
+    return tuple(tag for tag in PIN_TAGS if tag in rules and tag not in choices_of.OUTCOMES)
+
+
+def write_case(
+    stream: Stream,
+    recordings: Path,
+    golden: Path,
+    case_id: str,
+    *,
+    notes: Sequence[str] = (),
+    with_rules: bool = False,
+) -> Case:
+    """Write `stream` as the recording of `case_id` (its pins found), and return the case.
+
+    `with_rules` also pins the rules its features exercise (for a recording that is kept).
+    """
+    case = Case(case_id, recordings / f"{case_id}.sse", golden / f"{case_id}.json")
+    draft = stream.sse(comments(stream, pins=()))
+    write_atomically(case.recording, draft)
+    points = touched_points(case.recording, capped=stream.thinking_capped)
+    pins = [*points, *(rules_of(stream) if with_rules else ())]
+    pins = [tag for tag in PIN_TAGS if tag in pins]
+    if pins or notes:
+        write_atomically(case.recording, stream.sse(comments(stream, pins=pins, notes=notes)))
+    return case
+
+
+def expected(case: Case) -> dict[str, Any]:
+    """The golden document of a written stream: the reference's outcome and its alternatives."""
+    return build_golden(case)
