@@ -37,6 +37,7 @@ from harness.drive.process import (
 )
 from harness.errors import ConformError
 from harness.files import write_report
+from harness.fuzz import fuzz_command
 from harness.matrix import columns_from_reports, run_matrix, targets_of
 from harness.reports.machine import (
     RunInfo,
@@ -651,6 +652,7 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 
 main.add_command(record_command)
+main.add_command(fuzz_command)
 
 
 def _write_text(path: Path | None, text: str) -> None:

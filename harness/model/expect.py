@@ -80,20 +80,28 @@ def write_case(
     case_id: str,
     *,
     notes: Sequence[str] = (),
-    with_rules: bool = False,
+    keep: bool = False,
 ) -> Case:
     """Write `stream` as the recording of `case_id` (its pins found), and return the case.
 
-    `with_rules` also pins the rules its features exercise (for a recording that is kept).
+    With `keep` (a recording kept in a suite) it also pins the rules its features exercise, and
+    is written atomically; a scratch recording is simply overwritten.
     """
     case = Case(case_id, recordings / f"{case_id}.sse", golden / f"{case_id}.json")
-    draft = stream.sse(comments(stream, pins=()))
-    write_atomically(case.recording, draft)
+
+    def write(text: str) -> None:
+        if keep:
+            write_atomically(case.recording, text)
+        else:
+            case.recording.parent.mkdir(parents=True, exist_ok=True)
+            case.recording.write_text(text, encoding="utf-8", newline="")
+
+    write(stream.sse(comments(stream, pins=())))
     points = touched_points(case.recording, capped=stream.thinking_capped)
-    pins = [*points, *(rules_of(stream) if with_rules else ())]
+    pins = [*points, *(rules_of(stream) if keep else ())]
     pins = [tag for tag in PIN_TAGS if tag in pins]
     if pins or notes:
-        write_atomically(case.recording, stream.sse(comments(stream, pins=pins, notes=notes)))
+        write(stream.sse(comments(stream, pins=pins, notes=notes)))
     return case
 
 

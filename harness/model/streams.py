@@ -68,6 +68,11 @@ class Stream:
         return "".join(out)
 
 
+def _rarely(draw: Draw, odds: int) -> bool:
+    """True once in `odds + 1` draws; shrinks to False, so a shrunk stream loses the feature."""
+    return bool(draw(st.integers(0, odds)) == odds)
+
+
 # --- values ---------------------------------------------------------------------------------
 
 _WORDS = ("Hello", " world", ".", " The", " answer", " is", " 4", "\n", " ", "Let", " me", " think")
@@ -94,7 +99,10 @@ _CHARS = st.characters(exclude_categories=("Cs",))
 
 
 def _text_kind(draw: Draw, used: set[str]) -> str:
-    kind = draw(st.sampled_from(("word", "word", "word", "chars", "edge", "long")))
+    if _rarely(draw, 30):
+        used.add("long_text")
+        return str(draw(st.sampled_from(_WORDS))) * int(draw(st.integers(300, 3000)))
+    kind = draw(st.sampled_from(("word", "word", "word", "chars", "edge")))
     if kind == "word":
         return str(draw(st.sampled_from(_WORDS)))
     if kind == "chars":
@@ -104,12 +112,9 @@ def _text_kind(draw: Draw, used: set[str]) -> str:
         if any(ord(c) < 0x20 for c in text):
             used.add("nul_in_text")
         return text
-    if kind == "edge":
-        text = str(draw(st.sampled_from(_EDGE_TEXT)))
-        used.add("nul_in_text" if any(ord(c) < 0x20 for c in text) else "unicode_text")
-        return text
-    used.add("long_text")
-    return str(draw(st.sampled_from(_WORDS))) * int(draw(st.integers(300, 3000)))
+    text = str(draw(st.sampled_from(_EDGE_TEXT)))
+    used.add("nul_in_text" if any(ord(c) < 0x20 for c in text) else "unicode_text")
+    return text
 
 
 def text(draw: Draw, used: set[str]) -> str:
@@ -119,7 +124,10 @@ def text(draw: Draw, used: set[str]) -> str:
 
 def _arguments(draw: Draw, used: set[str]) -> str:
     """A tool call's whole arguments text (JSON mostly, as models write it)."""
-    kind = draw(st.sampled_from(("object", "object", "empty", "number", "text", "huge")))
+    if _rarely(draw, 60):
+        used.add("huge_payload")
+        return '{"content":"' + "x" * int(draw(st.sampled_from((70_000, 140_000)))) + '"}'
+    kind = draw(st.sampled_from(("object", "object", "empty", "number", "text")))
     if kind == "object":
         value = draw(
             st.dictionaries(
@@ -133,10 +141,7 @@ def _arguments(draw: Draw, used: set[str]) -> str:
         return str(draw(st.sampled_from(("", "{}"))))
     if kind == "number":
         return str(draw(st.sampled_from(("12", "1", "[1,2]", "true", "null"))))
-    if kind == "text":
-        return text(draw, used)
-    used.add("huge_payload")
-    return '{"content":"' + "x" * int(draw(st.sampled_from((70_000, 140_000)))) + '"}'
+    return text(draw, used)
 
 
 def _split(draw: Draw, whole: str, pieces: int) -> list[str]:
@@ -177,7 +182,7 @@ def _timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     }
     if draw(st.booleans()):
         values |= {"draft_n": 4, "draft_n_accepted": 3}
-    if draw(st.integers(0, 4)) == 0:
+    if _rarely(draw, 4):
         used.add("timings_partial")
         kept = draw(st.sets(st.sampled_from(names)))
         values = {k: v for k, v in values.items() if k in kept}
@@ -201,7 +206,7 @@ def _progress(draw: Draw, used: set[str]) -> dict[str, Any]:
         "processed": processed,
         "time_ms": int(draw(st.integers(0, 900))),
     }
-    if draw(st.integers(0, 5)) == 0:
+    if _rarely(draw, 5):
         kept = draw(st.sets(st.sampled_from(tuple(progress))))
         progress = {k: v for k, v in progress.items() if k in kept}
         if not progress:
@@ -243,7 +248,7 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
             draw(st.sampled_from(("call_0", "call_abc", "toolu_01", "7", "\u00e9")))
         ) + str(index)
         name = str(draw(st.sampled_from(("read_file", "get_weather", "search", "f", "\u540d"))))
-        late = draw(st.integers(0, 8)) == 0 and len(parts) > 1
+        late = _rarely(draw, 8) and len(parts) > 1
         pieces = []
         for number, args in enumerate(parts):
             piece: dict[str, Any] = {"index": index}
@@ -253,7 +258,7 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
                 function["name"] = name
                 if late:
                     used.add("tool_call_late_id_name")
-            elif number > 0 and draw(st.integers(0, 5)) == 0:
+            elif number > 0 and _rarely(draw, 5):
                 used.add("tool_call_repeated_id_name")
                 piece["id"] = draw(st.sampled_from((call_id, "other", "", None)))
                 function["name"] = draw(st.sampled_from((name, "other", "", None)))
@@ -261,14 +266,14 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
                 piece["id"] = draw(st.sampled_from(("", None)))
             if args or draw(st.booleans()):
                 function["arguments"] = args
-            if draw(st.integers(0, 3)) == 0:
+            if _rarely(draw, 3):
                 piece["type"] = "function"
                 used.add("tool_call_type")
             if function or draw(st.booleans()):
                 piece["function"] = function
             pieces.append(_Piece("tool", call=piece))
         calls.append(pieces)
-    if count and draw(st.integers(0, 15)) == 0:
+    if count and _rarely(draw, 15):
         # a call that never gets a name (or an id): the stream fails at finish (R5)
         victim = calls[int(draw(st.integers(0, count - 1)))]
         key = draw(st.sampled_from(("id", "name")))
@@ -286,7 +291,7 @@ def _text_runs(draw: Draw, used: set[str]) -> list[_Piece]:
     for _ in range(int(draw(st.integers(0, 4)))):
         kind = str(draw(st.sampled_from(("reasoning", "content"))))
         for _ in range(int(draw(st.integers(1, 4)))):
-            if draw(st.integers(0, 7)) == 0:
+            if _rarely(draw, 7):
                 used.add("empty_text")
                 runs.append(_Piece(kind, text=str(draw(st.sampled_from(("", "\x7fnull"))))))
             else:
@@ -386,9 +391,9 @@ def _add_neighbours(draw: Draw, objects: dict[str, list[dict[str, Any]]], used: 
     """Put fields of neighbouring servers into some objects of a chunk (never over a read one)."""
     for level, found in objects.items():
         for obj in found:
-            if draw(st.integers(0, 3)) != 0:
+            if not _rarely(draw, 3):
                 continue
-            wrong = draw(st.integers(0, 9)) == 0
+            wrong = _rarely(draw, 9)
             choices = neighbours.at_level(level, wrong_typed=wrong)
             if not choices:
                 continue
@@ -489,7 +494,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
             return _timings(draw, used, predicted)
         return None
 
-    if draw(st.integers(0, 4)) == 0:
+    if _rarely(draw, 4):
         for _ in range(int(draw(st.integers(1, 3)))):
             values.append(
                 {
@@ -531,7 +536,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     last_timings = _timings(draw, used, predicted)
     if timing_policy != "none":
         values[-1]["timings"] = last_timings
-    if draw(st.integers(0, 5)) == 0:
+    if _rarely(draw, 5):
         used.add("chunks_after_finish")
         after = draw(st.sampled_from(("timings", "text", "reasoning")))
         if after == "timings":
@@ -539,7 +544,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
         else:
             key = "content" if after == "text" else "reasoning_content"
             values.append({"delta": {key: text(draw, used)}, "timings": timings_now()})
-    if draw(st.integers(0, 2)) == 0:
+    if _rarely(draw, 2):
         used.add("usage_chunk")
         usage: dict[str, Any] = {
             "completion_tokens": predicted,
@@ -588,7 +593,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
                 timings=value.get("timings"),
             )
         chunks.append(chunk)
-    if draw(st.integers(0, 7)) == 0:
+    if _rarely(draw, 7):
         # a mid-stream server error: llama-server sends it and closes the stream
         at = int(draw(st.integers(0, len(chunks))))
         error: dict[str, Any] = {"code": 500, "type": "server_error"}
@@ -611,9 +616,9 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
                     levels.setdefault("tool_call", []).append(call)
         if isinstance(chunk.get("usage"), dict):
             levels["usage"] = [chunk["usage"]]
-        if draw(st.integers(0, 2)) == 0:
+        if _rarely(draw, 2):
             _add_neighbours(draw, levels, used)
-    capped = bool(draw(st.integers(0, 5)) == 0)
+    capped = _rarely(draw, 5)
     if capped:
         used.add("thinking_capped")
     return chunks, used, capped
@@ -871,7 +876,7 @@ def _style(draw: Draw, used: set[str]) -> Style:
     ascii = bool(draw(st.booleans()))
     if ascii:
         used.add("escaped_text")
-    if draw(st.integers(0, 4)) != 0:
+    if not _rarely(draw, 4):
         return Style(ascii=ascii)
     used.add("json_whitespace")
     item = str(draw(st.sampled_from((", ", ",\n", " ,\t"))))
@@ -885,10 +890,10 @@ def _style(draw: Draw, used: set[str]) -> Style:
 def streams(draw: Draw, broken: bool | None = False) -> Stream:
     """A llama-server stream; with `broken=True` broken in one place, with None either."""
     chunks, used, capped = draw(_chunks())
-    if broken is None:
-        broken = bool(draw(st.booleans()))
+    if broken is None:  # three in five broken: most bug classes are about what to refuse
+        broken = bool(draw(st.integers(0, 4)) >= 2)
     for chunk in chunks:
-        if "error" not in chunk and draw(st.integers(0, 9)) == 0:
+        if "error" not in chunk and _rarely(draw, 9):
             _respell(draw, chunk, used)
     how = ""
     texts: list[str | None] = [None] * len(chunks)
@@ -916,17 +921,17 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
     if pings:
         used.add("sse_comments")
     other = frozenset(
-        draw(st.sets(st.integers(0, count - 1), max_size=1)) if draw(st.integers(0, 5)) == 0 else ()
+        draw(st.sets(st.integers(0, count - 1), max_size=1)) if _rarely(draw, 5) else ()
     )
     if other:
         used.add("sse_other_fields")
-    space = bool(draw(st.integers(0, 5)) != 0)
+    space = not _rarely(draw, 5)
     if not space:
         used.add("sse_no_space")
-    done = bool(draw(st.integers(0, 4)) != 0)
+    done = not _rarely(draw, 4)
     if done:
         used.add("done")
-    unterminated = bool(draw(st.integers(0, 7)) == 0)
+    unterminated = _rarely(draw, 7)
     if unterminated:
         used.add("last_event_unterminated")
     # payloads with a CR would be cut by the event-stream reader: a JSON writer never makes one
