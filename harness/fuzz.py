@@ -18,7 +18,7 @@ from typing import Any, TextIO
 import click
 
 from harness.check.modes import DEFAULT_SEED, MODES
-from harness.drive.inprocess import Driver, split_spec
+from harness.drive.inprocess import split_spec
 from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
 from harness.errors import ConformError
 from harness.fuzzing import Finding, FuzzRecord, FuzzRequest, fuzz, save_finding

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import strategies as st
 from hypothesis import seed as hypothesis_seed
+from hypothesis import strategies as st
 
 from harness.check.modes import DEFAULT_SEED, MODES, PLAIN
 from harness.check.runner import PASSED, CaseResult, run_case

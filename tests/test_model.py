@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness.model import fields
+from harness.model import streams as streams_module
 from harness.model.expect import expected, touched_points, write_case
 from harness.model.features import BY_NAME, FEATURES, GROUPS
 from harness.model.jsonwrite import Dup, Raw, dump
-from harness.model import streams as streams_module
 from harness.model.streams import BREAKERS, Stream, streams
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
 from reference.choices import OUTCOMES
