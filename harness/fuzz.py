@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
@@ -250,8 +251,7 @@ def fuzz_command(
     )
     if save is not None:
         save = Path(os.path.abspath(save))
-    stderr = click.get_text_stream("stderr")
-    progress = _Progress(stderr, enabled=not quiet and stderr.isatty())
+    progress = _Progress(sys.stderr, enabled=not quiet and sys.stderr.isatty())
     try:
         record = fuzz(request, on_stream=progress)
     finally:
