@@ -41,8 +41,11 @@ from harness.suite.cases import Case, writable_root
 
 #: The case id a generated stream runs under (the seeded modes depend on it, so it is fixed).
 CASE_ID = "fuzz/stream"
-#: Time allowed for shrinking a finding, at least (a slow target shrinks less far).
-MIN_SHRINK_SECONDS = 20.0
+#: Streams tried while shrinking a finding: a count, not a time, so that the same seed gives the
+#: same shrunk stream on any machine.
+SHRINK_STEPS = 150
+#: A slow target's shrinking also stops after this long (and is then machine-dependent).
+SHRINK_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,7 @@ class FuzzRequest:
     jobs: int = 1
     require: dict[str, str] | None = None
     broken: bool | None = None  # None: valid and broken streams alike
-    shrink_seconds: float | None = None  # None: as long as the search, at least MIN_SHRINK_SECONDS
+    shrink_steps: int = SHRINK_STEPS
 
     def __post_init__(self) -> None:
         if (self.examples is None) == (self.seconds is None):
@@ -128,6 +131,11 @@ class _Search:
         self.driver: Driver | None = None
         self.best: Finding | None = None
         self.shrink_deadline: float | None = None
+        self.shrink_left = request.shrink_steps
+        #: Streams this worker may still try (its share of `examples`).
+        self.quota = (
+            -(-request.examples // max(request.jobs, 1)) if request.examples is not None else 10**12
+        )
         self.problem: BaseException | None = None
         #: While shrinking, only the mode that failed first is run (a stream that still fails
         #: there is a smaller example of the same difference).
@@ -164,10 +172,15 @@ class _Search:
         shared = self.shared
         now = time.monotonic()
         if self.best is None:
-            if shared.stop.is_set() or now > shared.deadline:
+            if shared.stop.is_set() or now > shared.deadline or self.quota <= 0:
                 raise _OutOfTime
-        elif self.shrink_deadline is not None and now > self.shrink_deadline:
+            self.quota -= 1
+        elif self.shrink_left <= 0 or (
+            self.shrink_deadline is not None and now > self.shrink_deadline
+        ):
             return  # shrinking is over: the best finding so far stands
+        else:
+            self.shrink_left -= 1
         try:
             finding = self.check(stream, self.shrink_modes or modes)
         except Exception as exc:
@@ -178,26 +191,20 @@ class _Search:
         if finding is None:
             return
         if self.best is None:
-            self.shrink_deadline = time.monotonic() + self.request_shrink_seconds()
+            self.shrink_deadline = time.monotonic() + SHRINK_SECONDS
             self.shrink_modes = (finding.results[0].mode,)
             shared.stop.set()
         if self.best is None or finding.size < self.best.size:
             self.best = finding
         raise _Found
 
-    def request_shrink_seconds(self) -> float:
-        if self.request.shrink_seconds is not None:
-            return self.request.shrink_seconds
-        return max(MIN_SHRINK_SECONDS, self.request.seconds or 0.0)
-
     def run(self) -> None:
         request = self.request
-        limit = request.examples if request.examples is not None else 10**9
-        if request.examples is not None and request.jobs > 1:
-            limit = -(-request.examples // request.jobs)
 
         @settings(
-            max_examples=limit,
+            # Never the limit: the budget is counted here, so that the first N streams of a
+            # seed are the same whatever the budget (hypothesis plans by max_examples).
+            max_examples=10**9,
             database=None,
             deadline=None,
             derandomize=False,

@@ -38,21 +38,59 @@ def _outcome(payloads: Sequence[Payload], capped: bool, choices: choices_of.Choi
     return json.dumps([steps, finish_step(assembler, capped)], sort_keys=True)
 
 
-def touched_points(recording: Path, *, capped: bool) -> tuple[str, ...]:
-    """The implementation-defined points where another allowed outcome changes the result."""
+def touched_points(
+    recording: Path, *, capped: bool, candidates: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """The implementation-defined points whose outcome changes the result of the recording.
+
+    Each point is tried alone (another outcome, the others the reference's own); `candidates`
+    (the points the stream's features touch) are also tried in every combination, because a
+    point may matter only beside another's other outcome: an integer beyond 2^53 read exactly,
+    and only then a deep value further on ignored.
+    """
     payloads = list(iter_payloads(recording))
     own = _outcome(payloads, capped, choices_of.REFERENCE)
-    found = []
+    points = set(candidates) & set(choices_of.OUTCOMES)
     for point, values in choices_of.OUTCOMES.items():
         mine = getattr(choices_of.REFERENCE, point)
+        if point in points:
+            continue
         for value in values:
-            if (
-                value != mine
-                and _outcome(payloads, capped, choices_of.REFERENCE.replace({point: value})) != own
-            ):
-                found.append(point)
+            if value == mine:
+                continue
+            if _outcome(payloads, capped, choices_of.REFERENCE.replace({point: value})) != own:
+                points.add(point)
                 break
-    return tuple(found)
+    if len(points) < 2:
+        return tuple(
+            p
+            for p in choices_of.OUTCOMES
+            if p in points and _matters_alone(p, own, payloads, capped)
+        )
+    keys = {
+        json.dumps(combination, sort_keys=True): _outcome(
+            payloads, capped, choices_of.REFERENCE.replace(combination)
+        )
+        for combination in choices_of.combinations(points)
+    }
+    found = []
+    for point in sorted(points):
+        groups: dict[str, set[str]] = {}
+        for text, key in keys.items():
+            others = {p: v for p, v in json.loads(text).items() if p != point}
+            groups.setdefault(json.dumps(others, sort_keys=True), set()).add(key)
+        if any(len(group) > 1 for group in groups.values()):
+            found.append(point)
+    return tuple(p for p in choices_of.OUTCOMES if p in found)
+
+
+def _matters_alone(point: str, own: str, payloads: Sequence[Payload], capped: bool) -> bool:
+    mine = getattr(choices_of.REFERENCE, point)
+    return any(
+        _outcome(payloads, capped, choices_of.REFERENCE.replace({point: value})) != own
+        for value in choices_of.OUTCOMES[point]
+        if value != mine
+    )
 
 
 def comments(stream: Stream, *, pins: Sequence[str], notes: Sequence[str] = ()) -> tuple[str, ...]:
@@ -97,7 +135,8 @@ def write_case(
             case.recording.write_text(text, encoding="utf-8", newline="")
 
     write(stream.sse(comments(stream, pins=())))
-    points = touched_points(case.recording, capped=stream.thinking_capped)
+    candidates = [r for name in stream.features for r in BY_NAME[name].rules]
+    points = touched_points(case.recording, capped=stream.thinking_capped, candidates=candidates)
     pins = [*points, *(rules_of(stream) if keep else ())]
     pins = [tag for tag in PIN_TAGS if tag in pins]
     if pins or notes:
