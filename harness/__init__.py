@@ -1,18 +1,19 @@
 """conform's harness: run any assembler over recordings and compare with the golden files.
 
-The `conform` command (`harness.cli`) is a thin layer over these names. They are loaded on first
-use (PEP 562), so importing a part of the harness (the pytest plugin's entry point, say) does not
-import all of it.
+What you need to run a target from Python (docs/api.md):
 
-The package is laid out by stage, imports flowing one way (docs/layout.md):
+    import harness
 
-    cli, plugin, adapter   front doors: parse, call one function, render
-    reports/               result records -> text, JSON, JUnit XML, GitHub output, progress
-    check/                 modes, comparison, the runner, expected failures
-    capture/               live recording
-    suite/                 recordings (SSE reader), cases, golden files
-    drive/                 in-process and worker drivers, normalization
-    errors, files, safetext the base every stage uses
+    plan = harness.prepare(harness.Selection(patterns=("llama-server",)))
+    record = harness.run_target(harness.RunOptions(target="mypkg:Assembler"), plan)
+    for result in record.results:
+        print(result.case_id, result.mode, result.status)
+    raise SystemExit(record.exit_code)
+
+The `conform` command, the pytest plugin and `conform matrix` are thin front doors over the same
+calls. Names are loaded on first use (PEP 562), so importing a part of the harness (the pytest
+plugin's entry point, say) does not import all of it. The package map, stage by stage, is
+docs/layout.md.
 """
 
 from __future__ import annotations
@@ -22,51 +23,62 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.check.modes import MODES
-    from harness.check.runner import (
-        CaseResult,
-        Expectation,
-        Mismatch,
-        in_order,
-        run,
-        run_case,
-        run_parallel,
+    from harness.check.options import RunOptions
+    from harness.check.results import CaseResult, Crash, Expectation, Mismatch
+    from harness.check.runner import run_case
+    from harness.check.status import Status
+    from harness.errors import (
+        ConformError,
+        GoldenError,
+        RecordingError,
+        SuiteError,
+        TargetError,
     )
-    from harness.check.xfail import XfailList
-    from harness.drive.inprocess import load_target
-    from harness.errors import ConformError, GoldenError, RecordingError, SuiteError, TargetError
-    from harness.reports.machine import RunInfo, json_report, junit_xml
+    from harness.pipeline import (
+        Interruption,
+        Outputs,
+        Plan,
+        RunRecord,
+        Selection,
+        Target,
+        TargetRun,
+        prepare,
+        run_target,
+        run_targets,
+        write_outputs,
+    )
+    from harness.reports.report import Report, RunInfo
     from harness.suite.cases import Case, Suite
-    from harness.suite.golden import build_golden, read_golden, serialize
-    from harness.suite.recording import iter_payloads, read_info
-    from harness.suite.sse import Payload
 
 _WHERE = {
     "MODES": "harness.check.modes",
     "Case": "harness.suite.cases",
-    "CaseResult": "harness.check.runner",
+    "CaseResult": "harness.check.results",
     "ConformError": "harness.errors",
-    "Expectation": "harness.check.runner",
+    "Crash": "harness.check.results",
+    "Expectation": "harness.check.results",
     "GoldenError": "harness.errors",
-    "Mismatch": "harness.check.runner",
-    "Payload": "harness.suite.sse",
+    "Interruption": "harness.pipeline",
+    "Mismatch": "harness.check.results",
+    "Outputs": "harness.pipeline",
+    "Plan": "harness.pipeline",
     "RecordingError": "harness.errors",
-    "RunInfo": "harness.reports.machine",
+    "Report": "harness.reports.report",
+    "RunInfo": "harness.reports.report",
+    "RunOptions": "harness.check.options",
+    "RunRecord": "harness.pipeline",
+    "Selection": "harness.pipeline",
+    "Status": "harness.check.status",
     "Suite": "harness.suite.cases",
     "SuiteError": "harness.errors",
+    "Target": "harness.pipeline",
     "TargetError": "harness.errors",
-    "XfailList": "harness.check.xfail",
-    "build_golden": "harness.suite.golden",
-    "in_order": "harness.check.runner",
-    "iter_payloads": "harness.suite.recording",
-    "json_report": "harness.reports.machine",
-    "junit_xml": "harness.reports.machine",
-    "load_target": "harness.drive.inprocess",
-    "read_golden": "harness.suite.golden",
-    "read_info": "harness.suite.recording",
-    "run": "harness.check.runner",
+    "TargetRun": "harness.pipeline",
+    "prepare": "harness.pipeline",
     "run_case": "harness.check.runner",
-    "run_parallel": "harness.check.runner",
-    "serialize": "harness.suite.golden",
+    "run_target": "harness.pipeline",
+    "run_targets": "harness.pipeline",
+    "write_outputs": "harness.pipeline",
 }
 
 __all__ = [
@@ -74,28 +86,30 @@ __all__ = [
     "Case",
     "CaseResult",
     "ConformError",
+    "Crash",
     "Expectation",
     "GoldenError",
+    "Interruption",
     "Mismatch",
-    "Payload",
+    "Outputs",
+    "Plan",
     "RecordingError",
+    "Report",
     "RunInfo",
+    "RunOptions",
+    "RunRecord",
+    "Selection",
+    "Status",
     "Suite",
     "SuiteError",
+    "Target",
     "TargetError",
-    "XfailList",
-    "build_golden",
-    "in_order",
-    "iter_payloads",
-    "json_report",
-    "junit_xml",
-    "load_target",
-    "read_golden",
-    "read_info",
-    "run",
+    "TargetRun",
+    "prepare",
     "run_case",
-    "run_parallel",
-    "serialize",
+    "run_target",
+    "run_targets",
+    "write_outputs",
 ]
 
 

@@ -1,13 +1,22 @@
-"""The harness's own errors: setup and usage problems, never conformance failures.
+"""The harness's own errors: setup, usage and environment problems, never conformance failures.
 
-    ConformError            anything that stops a run before it can judge a target (exit 2)
+Every error the harness raises for a person to act on is in this tree; `harness.cli` turns each into
+one `Error:` line with a hint, in exactly one place, and exits with the error's `exit_code`:
+
+    ConformError            anything that stops a command before it can do its job (exit 2)
     ├── TargetError         the target cannot be imported or called to make an assembler
-    └── SuiteError          the suite is missing or malformed
-        ├── RecordingError  a recording cannot be read (file, and line where there is one)
-        └── GoldenError     a golden file is missing, unreadable, or of another schema
+    ├── SuiteError          the suite is missing or malformed
+    │   ├── RecordingError  a recording cannot be read (file, and line where there is one)
+    │   └── GoldenError     a golden file is missing, unreadable, stale or of another schema
+    ├── WriteError          a file cannot be written: disk full, read-only, no permission, or
+    │                       an output that would destroy an input or another output
+    └── RecordError         `conform record`'s exchange with the server failed (exit 1)
 
-A target's wrong answer, crash or hang is not an error here: it is a result (`harness.results`).
-`harness.cli` turns these into one `Error:` line with a hint, in exactly one place.
+    Interrupted             (a KeyboardInterrupt) SIGINT, SIGTERM or SIGHUP stopped a command that
+                            writes files: exit 128 + the signal's number, its temporary files gone
+
+A target's wrong answer, crash or hang is not an error here: it is a result (a `CaseResult` of
+`harness.check.runner`, with its status).
 """
 
 from __future__ import annotations
@@ -17,6 +26,9 @@ from pathlib import Path
 
 class ConformError(Exception):
     """A setup or usage problem; `hint` says what to do about it."""
+
+    #: The exit status of a command this error stops.
+    exit_code: int = 2
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -48,8 +60,42 @@ class RecordingError(SuiteError):
 
 
 class GoldenError(SuiteError):
-    """A golden file is missing, unreadable or of an unknown schema."""
+    """A golden file is missing, unreadable, stale or of an unknown schema."""
 
     def __init__(self, path: Path, message: str, *, hint: str | None = None) -> None:
         super().__init__(f"{path}: {message}", hint=hint)
         self.path = path
+
+
+class WriteError(ConformError):
+    """A file conform was asked to write cannot be written, or must not be."""
+
+    def __init__(self, path: Path, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+
+
+class RecordError(ConformError):
+    """A recording that could not be made because the exchange failed (exit 1).
+
+    `saved` is the path of the capture when it was kept anyway (`--keep-errors`).
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None, saved: Path | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.saved = saved
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal conform handles stopped the command; `signum` says which (exit 128 + signum)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a death by that signal."""
+        return 128 + self.signum

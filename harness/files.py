@@ -1,18 +1,69 @@
-"""Writing files so that nothing is lost: the one atomic writer of conform.
+"""Writing files so that nothing is lost: the one writer of conform, and the checks before it.
 
-Golden files, recordings, reports and baselines are all written here, through a temporary file in
-the same folder that replaces (or, for a new recording, takes) the name in one step: a reader sees
-the old file or the new one, never half of either, and an interrupted write leaves no stray file.
+Golden files, recordings, reports and baselines are all written here. A regular file is written
+through a temporary file in the same folder that replaces (or, for a new recording, takes) the
+name in one step: a reader sees the old file or the new one, never half of either. What is not a
+regular file is never replaced: a device or a FIFO (`--json /dev/null`, `--json >(jq .)`) is
+written through, a folder or socket is refused, and a symbolic link is followed (the file it points
+to is written, atomically when it is a regular one, and the link stays a link).
+
+Temporary files are named `.NAME.conform-PID.XXXXXXXX.tmp`: the running ones are removed on every
+signal conform handles (`interruptible`, `remove_temp_files`), and one whose process is gone is a
+leftover of a killed run that `stale_temp_files` finds. Write failures (disk full, read-only,
+no permission) are `WriteError`s, one line for the user; `check_outputs` refuses, before a run,
+one path named for two outputs or an output that would overwrite an input.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import signal
+import stat
+import sys
 import tempfile
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-from harness.errors import ConformError
+from harness.errors import ConformError, Interrupted, WriteError
+
+__all__ = [
+    "HANDLED_SIGNALS",
+    "cannot_write",
+    "check_outputs",
+    "environment_error",
+    "interruptible",
+    "remove_temp_files",
+    "same_file",
+    "stale_temp_files",
+    "write_atomically",
+    "write_report",
+]
+
+#: The signals conform handles; each removes the temporary files being written.
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+_TEMP_NAME = re.compile(r"^\..+\.conform-(\d+)\.[^.]+\.tmp$")
+# What `write_atomically` named its temporary files before they carried the writer's pid.
+_OLD_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+_live_temps: set[Path] = set()
+_HINTS = {
+    errno.ENOSPC: "the disk is full: free some space and run it again",
+    errno.EDQUOT: "the disk quota is used up: free some space and run it again",
+    errno.EROFS: "the file system is read-only: write somewhere else",
+    errno.EACCES: "no permission: check the file and its folder, or write somewhere else",
+    errno.EPERM: "no permission: check the file and its folder, or write somewhere else",
+}
+
+_LIMIT_HINTS = {
+    errno.EMFILE: "too many open files: raise the limit (ulimit -n) or use fewer --jobs",
+    errno.ENFILE: "the system is out of file handles: close other programs and run it again",
+}
 
 
 def _umask() -> int:
@@ -21,20 +72,127 @@ def _umask() -> int:
     return mask
 
 
+def cannot_write(path: Path, exc: OSError) -> WriteError:
+    """The setup error for a file conform could not write."""
+    hint = _HINTS.get(exc.errno or 0, "check the path and its folder")
+    return WriteError(path, f"cannot write {path}: {exc.strerror or exc}", hint=hint)
+
+
 def write_atomically(
     path: Path, data: str | bytes | Iterable[str], *, replace: bool = True
 ) -> None:
-    """Write `data` to `path` in one step.
+    """Write `data` to `path`: in one step for a regular file, through a device or FIFO.
 
     `data` is text (written as UTF-8 with LF line ends), bytes (written as they are), or text in
-    pieces, written as they come. With `replace=False` an existing `path` is left alone and
-    FileExistsError is raised, also when another process takes the name meanwhile.
+    pieces, written as they come. A symbolic link is followed. With `replace=False` an existing
+    `path` is left alone and FileExistsError is raised, also when another process takes the name
+    meanwhile. WriteError (a ConformError) when the file cannot be written.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
+        mode = os.stat(path).st_mode  # through every link, /proc's magic ones too
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+    if mode is not None and not replace:
+        raise FileExistsError(str(path))
+    if mode is not None and (not stat.S_ISREG(mode) or _through_proc(path)):
+        # `/dev/stdout` redirected to a file: a rename would drop what went to stdout before.
+        _write_through(path, path, mode, data)
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        _write_by_rename(target, data, replace=replace, mode=mode)
+    except FileExistsError:
+        if not replace:
+            raise
+        raise cannot_write(path, FileExistsError(errno.EEXIST, "exists")) from None
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+
+def _through_proc(path: Path) -> bool:
+    """True when `path` leads through `/proc` (`/dev/stdout`, `/dev/fd/3`): a file descriptor
+    of a process, which only writing through reaches."""
+    return _proc_target(path) is not None
+
+
+def _proc_target(path: Path) -> str | None:
+    """The `/proc/...` path `path` leads to through its links and folders, or None."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own bound on links followed
+        folder, name = os.path.split(current)
+        current = os.path.join(os.path.realpath(folder), name)
+        if current == "/proc" or current.startswith("/proc/"):
+            return current
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(folder, os.readlink(current)))
+    return None
+
+
+def _own_descriptor(path: Path) -> int | None:
+    """The descriptor of this process that `path` names (`/dev/stdout`: 1), or None."""
+    target = _proc_target(path)
+    if target is None:
+        return None
+    folder, name = os.path.split(target)
+    if folder in (f"/proc/{os.getpid()}/fd", "/proc/self/fd", "/proc/thread-self/fd"):
+        return int(name) if name.isdigit() else None
+    return None
+
+
+def _write_through(path: Path, target: Path, mode: int, data: str | bytes | Iterable[str]) -> None:
+    """Write into a device, a FIFO or a process's descriptor as it is: replacing it would destroy
+    it. Appending: `/dev/stdout` redirected to a file keeps what conform printed before."""
+    if stat.S_ISDIR(mode):
+        raise WriteError(path, f"cannot write {path}: it is a folder", hint="give a file name")
+    if stat.S_ISSOCK(mode):
+        raise WriteError(path, f"cannot write {path}: it is a socket", hint="give a file name")
+    descriptor = _own_descriptor(path)
+    if descriptor is not None:
+        _write_descriptor(path, descriptor, data)
+        return
+    try:
+        if isinstance(data, bytes):
+            with open(target, "ab") as out:
+                out.write(data)
+        else:
+            with open(target, "a", encoding="utf-8", newline="\n") as text_out:
+                text_out.writelines([data] if isinstance(data, str) else data)
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+
+def _write_descriptor(path: Path, descriptor: int, data: str | bytes | Iterable[str]) -> None:
+    """Write to one of conform's own descriptors (`/dev/stdout`) at its own offset, after what
+    conform printed there: reopening it would start a second offset that overwrites."""
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError, AttributeError):
+            if stream.fileno() == descriptor:
+                stream.flush()
+    pieces = [data] if isinstance(data, str | bytes) else data
+    try:
+        for piece in pieces:
+            view = memoryview(piece if isinstance(piece, bytes) else piece.encode("utf-8"))
+            while view:
+                view = view[os.write(descriptor, view) :]
+    except OSError as exc:
+        raise cannot_write(path, exc) from None
+
+
+def _write_by_rename(
+    path: Path, data: str | bytes | Iterable[str], *, replace: bool, mode: int | None
+) -> None:
+    fd, tmp_name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.conform-{os.getpid()}.", suffix=".tmp"
+    )
+    tmp = Path(tmp_name)
+    _live_temps.add(tmp)
+    try:
+        # mkstemp makes 0600: a new file gets the usual mode, a replaced one keeps its own.
+        os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
         if isinstance(data, bytes):
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
@@ -54,6 +212,7 @@ def write_atomically(
             _take_new_name(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+        _live_temps.discard(tmp)
 
 
 def _take_new_name(tmp: Path, path: Path) -> None:
@@ -69,15 +228,174 @@ def _take_new_name(tmp: Path, path: Path) -> None:
 
 
 def write_report(path: Path, text: str) -> None:
-    """Write a report's text to `path`, atomically; ConformError when that cannot be done."""
+    """Write a report's text to `path` (as `write_atomically`); WriteError when it cannot be."""
+    write_atomically(path, text)
+
+
+# --- outputs against inputs -------------------------------------------------------------------
+
+
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None, int | None]:
+    """The resolved path, the (device, inode) pair and the mode of what `path` names."""
+    real = os.path.realpath(path)
     try:
-        write_atomically(path, text)
-    except OSError as exc:
-        raise cannot_write(path, exc) from None
+        info = os.stat(real)
+    except OSError:
+        return real, None, None
+    return real, (info.st_dev, info.st_ino), info.st_mode
 
 
-def cannot_write(path: Path, exc: OSError) -> ConformError:
-    """The setup error for a file conform could not write."""
-    return ConformError(
-        f"cannot write {path}: {exc.strerror or exc}", hint="check the path and its folder"
-    )
+def same_file(a: Path, b: Path) -> bool:
+    """True when `a` and `b` name one file (through links too), existing or not yet."""
+    real_a, node_a, _ = _identity(a)
+    real_b, node_b, _ = _identity(b)
+    return real_a == real_b or (node_a is not None and node_a == node_b)
+
+
+def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) -> None:
+    """WriteError when two outputs name one file, or an output would overwrite an input.
+
+    `outputs` maps each option (`--json`) to its path (None: not asked for); `inputs` are the
+    files the command reads (the --xfail file, the recordings, the golden files), and a folder
+    among them stands for everything below it. Devices and FIFOs may be shared: nothing there is
+    replaced. Call it before the work starts, so that a refused run has destroyed nothing.
+    """
+    seen: list[tuple[str, Path, str, tuple[int, int] | None]] = []
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        real, node, mode = _identity(path)
+        if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+            continue  # written through: two reports into /dev/null lose nothing
+        for other, other_path, other_real, other_node in seen:
+            if real == other_real or (node is not None and node == other_node):
+                raise WriteError(
+                    path,
+                    f"{path} is named by both {other} and {option}" + _alias(path, other_path),
+                    hint="give each output its own file",
+                )
+        seen.append((option, path, real, node))
+    folders: list[tuple[str, Path]] = []
+    files: dict[str, Path] = {}
+    nodes: dict[tuple[int, int], Path] = {}
+    for item in inputs:
+        real, node, mode = _identity(item)
+        if mode is not None and stat.S_ISDIR(mode):
+            folders.append((real.rstrip(os.sep) + os.sep, item))
+            continue
+        files[real] = item
+        if node is not None:
+            nodes[node] = item
+    for option, path, real, node in seen:
+        hit = files.get(real) or (nodes.get(node) if node is not None else None)
+        if hit is None:
+            inside = [item for folder, item in folders if real.startswith(folder)]
+            if inside:
+                verb = "overwrite a file in" if node is not None else "write into"
+                raise WriteError(
+                    path,
+                    f"{option} {path} would {verb} {inside[0]}, a folder this command reads",
+                    hint=f"give {option} a file outside the suite",
+                )
+        if hit is not None:
+            raise WriteError(
+                path,
+                f"{option} {path} would overwrite {hit}, an input of this command",
+                hint=f"give {option} a file outside the suite and the files it reads",
+            )
+
+
+def _alias(path: Path, other: Path) -> str:
+    return "" if str(path) == str(other) else f" (as {other})"
+
+
+# --- temporary files and signals --------------------------------------------------------------
+
+
+def remove_temp_files() -> None:
+    """Remove the temporary files being written now (from a signal handler, before exiting)."""
+    for tmp in list(_live_temps):
+        with suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        _live_temps.discard(tmp)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    except OverflowError:
+        return False
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True when `pid` has exited but its parent has not reaped it yet (Linux; else False)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
+
+
+def stale_temp_files(folders: Iterable[Path]) -> list[Path]:
+    """Temporary files below `folders` that a killed conform left: their writer is gone."""
+    found: list[Path] = []
+    for folder in folders:
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob(".*.tmp")):
+            match = _TEMP_NAME.match(path.name)
+            if match is not None:
+                stale = not _alive(int(match.group(1)))
+            else:
+                stale = _OLD_TEMP_NAME.match(path.name) is not None
+            if stale and path.is_file():
+                found.append(path)
+    return found
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Within: SIGINT, SIGTERM and SIGHUP remove the temporary files being written and raise
+    `Interrupted` (the command then exits 128 + the signal's number).
+
+    A second signal while the first is handled is ignored: the command is already stopping.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+    stopping = False
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        remove_temp_files()
+        if stopping:
+            return
+        stopping = True
+        raise Interrupted(signum)
+
+    for signum in HANDLED_SIGNALS:
+        previous[signum] = signal.signal(signum, handle)
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, signal.SIG_IGN if stopping else handler)
+
+
+def environment_error(exc: OSError) -> ConformError | None:
+    """The one-line error for an OSError the world caused (disk full, read-only, no permission,
+    too many open files), or None when it looks like a bug."""
+    hint = _HINTS.get(exc.errno or 0) or _LIMIT_HINTS.get(exc.errno or 0)
+    if hint is None:
+        return None
+    text = exc.strerror or str(exc)
+    message = f"{exc.filename}: {text}" if exc.filename is not None else text
+    return ConformError(message, hint=hint)

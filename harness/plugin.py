@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from harness.check.runner import CaseResult
+    from harness.check.results import CaseResult
     from harness.drive.inprocess import Driver
+    from harness.pipeline import Plan
     from harness.suite.cases import Case
 
 
@@ -56,10 +57,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--conform-timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
         help="Time allowed for each case in the worker process (default: as conform run).",
+    )
+    group.addoption(
+        "--conform-level",
+        default=None,
+        metavar="LEVEL",
+        help="The level of conformance judged: full (default) or completion.",
     )
     group.addoption(
         "--conform-in-process",
@@ -67,6 +73,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Run the Python target inside pytest's process instead of a worker process.",
     )
+
+
+def _seconds(value: str | None) -> float | None:
+    """`--conform-timeout` checked as `conform run --timeout` is: one usage error if it is not
+    a finite number of seconds above 0, at most a day."""
+    import click
+
+    from harness.seconds import Seconds
+
+    if value is None:
+        return None
+    try:
+        return Seconds().convert(value, None, None)
+    except click.BadParameter as exc:
+        raise pytest.UsageError(f"--conform-timeout: {exc.message}") from None
 
 
 class ConformFailure(Exception):
@@ -91,28 +112,26 @@ class _Run:
             "target": config.getoption("conform_target"),
             "exec_command": config.getoption("conform_exec"),
             "in_process": config.getoption("conform_in_process"),
-            "timeout": config.getoption("conform_timeout"),
+            "timeout": _seconds(config.getoption("conform_timeout")),
             "suite_dirs": tuple(Path(d) for d in [config.getoption("conform_suite")] if d),
             "modes": tuple(config.getoption("conform_mode")),
             "seed": config.getoption("conform_seed"),
             "xfail_file": config.getoption("conform_xfail"),
+            "level": config.getoption("conform_level"),
         }
         if given["xfail_file"] is not None:
-            given["xfail_file"] = Path(given["xfail_file"])
+            given["xfail_file"] = Path(given["xfail_file"]).absolute()
         try:
             self.options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         except ConformError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self._goldens: dict[str, dict[str, Any]] = {}
+        self.plan: Plan | None = None  # made at collection (`_conform_items`)
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
 
     def golden(self, case: Case) -> dict[str, Any]:
-        from harness.suite.golden import read_golden
-
-        if case.case_id not in self._goldens:
-            self._goldens[case.case_id] = read_golden(case)
-        return self._goldens[case.case_id]
+        assert self.plan is not None, "collection makes the plan"
+        return self.plan.golden(case)
 
     def make_driver(self) -> Driver:
         return self.options.start_driver()
@@ -146,6 +165,23 @@ def _active(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     if _active(config):
         config.stash[_RUN] = _Run(config)
+        _keep_conform_ids(config)
+
+
+def _keep_conform_ids(config: pytest.Config) -> None:
+    """Show conform's tests by their own ids (`conform/llama-server::tool_call[plain]`) wherever
+    pytest runs from: they are not files below the rootdir, so pytest's making a node id
+    relative to the current folder (`../conform/...`) would name no path at all."""
+    relative = config.cwd_relative_nodeid
+
+    def cwd_relative_nodeid(nodeid: Any) -> Any:
+        # A str up to pytest 8, a NodeId with a `path` after.
+        path = str(getattr(nodeid, "path", str(nodeid).split("::", 1)[0]))
+        if path == "conform" or path.startswith("conform/"):
+            return nodeid
+        return relative(nodeid)
+
+    setattr(config, "cwd_relative_nodeid", cwd_relative_nodeid)  # noqa: B010
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -171,14 +207,21 @@ class ConformItem(pytest.Item):
         self.extra_keyword_matches.update({case.case_id, mode})
 
     def runtest(self) -> None:
-        from harness.check.runner import PASSED, run_case
+        from harness.check.results import PASSED
+        from harness.check.runner import run_case
         from harness.errors import ConformError
 
         run = self.config.stash[_RUN]
         try:
             driver = run.driver()
             result = run_case(
-                self.case, run.golden(self.case), driver, mode=self.mode, seed=run.options.seed
+                self.case,
+                run.golden(self.case),
+                driver,
+                mode=self.mode,
+                seed=run.options.seed,
+                require=run.options.required_choices(),
+                level=run.options.level,
             )
         except ConformError as exc:  # the target cannot start, a golden file is stale
             pytest.fail(f"conform: {exc}", pytrace=False)
@@ -201,21 +244,20 @@ class ConformItem(pytest.Item):
 
 
 def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
-    from harness.check.modes import MODES
-    from harness.check.xfail import XfailList
     from harness.drive.inprocess import load_target
     from harness.errors import ConformError
-    from harness.suite.cases import Suite
+    from harness.pipeline import Selection, prepare
 
     options = run.options
     try:
-        suite = Suite.open(options.suite_dirs[0] if options.suite_dirs else None)
-        cases = suite.cases()
-        expected = None if options.xfail_file is None else XfailList.load(options.xfail_file)
-        if expected is not None:
-            expected.check([case.case_id for case in cases], MODES)
+        run.plan = plan = prepare(Selection(options.suite_dirs), options.modes)
+        suite = plan.suites[0]
+        cases = plan.cases
+        expected = plan.expected_failures(options.xfail_file)
         if options.target is not None:
             load_target(options.target)  # an unimportable target is a usage error, found now
+        else:
+            run.driver()  # a program that cannot start is one usage error, not a failing test each
     except ConformError as exc:
         raise pytest.UsageError(str(exc)) from None
     groups: dict[str, ConformGroup] = {}
@@ -229,7 +271,7 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
                 session, name=group_id, nodeid=group_id, path=suite.recordings_dir
             )
             groups[group_id] = group
-        for mode in options.chosen_modes:
+        for mode in plan.modes:
             item = ConformItem.from_parent(group, name=f"{leaf}[{mode}]", case=case, mode=mode)
             entry = None if expected is None else expected.find(case.case_id, mode)
             if expected is not None and entry is not None:

@@ -4,7 +4,8 @@ A target may hand back text no terminal, UTF-8 file or XML document can hold (a 
 NUL, an ANSI escape), strings of megabytes, or structures nested thousands of levels deep. Every
 reporter passes what it shows through here, so a report never breaks and never floods:
 
-- `printable` escapes lone surrogates (`\\udc80`), C0 controls and DEL (`\\x1b`) in a line of text;
+- `printable` escapes lone surrogates (`\\udc80`), C0 and C1 controls and DEL (`\\x1b`), line and
+  paragraph separators, bidirectional controls and the BOM (`\\u202e`, `\\ufeff`) in a line of text;
 - `capped` copies a JSON value with long strings shortened and deep containers cut, each cut
   saying how much it removed (`… (10,000,000 chars, 9,998,000 cut)`), without recursion;
 - `quoted` is a payload or string as a JSON string literal, shortened with its size.
@@ -25,8 +26,12 @@ FILE_DEPTH = 32
 #: Characters of a pushed payload quoted in text output.
 PAYLOAD_CHARS = 1_000
 
-_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
-_UNPRINTABLE_OR_LINE = re.compile("[\x00-\x08\x0a-\x1f\x7f\ud800-\udfff]")
+# Besides C0, DEL, C1 and lone surrogates: characters that break a line where a terminal or an
+# editor sees one (U+2028, U+2029), reorder what follows (the bidirectional controls of Unicode's
+# "Trojan Source" warning, U+061C, U+200E/F, U+202A-E, U+2066-9) or hide (a BOM, U+FEFF).
+_INVISIBLE = "\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff\ud800-\udfff"
+_UNPRINTABLE = re.compile(f"[\x00-\x08\x0b-\x1f{_INVISIBLE}]")
+_UNPRINTABLE_OR_LINE = re.compile(f"[\x00-\x08\x0a-\x1f{_INVISIBLE}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -36,8 +41,9 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def printable(text: str, *, keep_lines: bool = False) -> str:
-    """`text` with lone surrogates, C0 controls and DEL escaped; tab always kept, LF with
-    `keep_lines` (else escaped too, so that one value stays on one line)."""
+    """`text` with lone surrogates, control characters, line separators, bidirectional controls
+    and the BOM escaped; tab always kept, LF with `keep_lines` (else escaped too, so that one
+    value stays on one line)."""
     pattern = _UNPRINTABLE if keep_lines else _UNPRINTABLE_OR_LINE
     return pattern.sub(_escape, text)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import types
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -63,3 +64,29 @@ def test_finish_reports_stream_closed_early_before_protocol() -> None:
     with pytest.raises(reference.InferError) as info:
         reference.Assembler().finish(False)
     assert info.value.kind is reference.ErrorKind.STREAM_CLOSED_EARLY
+
+
+def test_the_api_example_gates_a_target_from_python(tmp_path: Path) -> None:
+    """docs/api.md's example: a correct target exits 0 with a JSON report; a broken one exits 1
+    and names its failing cases."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    script = root / "examples" / "api" / "gate.py"
+    good = subprocess.run(
+        [sys.executable, str(script), "reference:Assembler"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.strip().endswith("runs conform")
+    report = json.loads((tmp_path / "conform-report.json").read_text(encoding="utf-8"))
+    assert report["ok"] is True and report["modes"] == ["plain", "key-order"]
+    broken = f"{root / 'tests' / 'miniatures.py'}:RepeatsToolCallId"
+    bad = subprocess.run(
+        [sys.executable, str(script), broken],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 1, bad.stderr
+    assert "FAIL llama-server/" in bad.stdout

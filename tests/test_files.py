@@ -37,7 +37,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(
         raise OSError("disk full")
 
     monkeypatch.setattr(files.os, "replace", refuse)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(files.WriteError, match="disk full"):
         write_atomically(path, "new\n")
     assert path.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["g.json"]

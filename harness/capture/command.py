@@ -13,6 +13,8 @@ import click
 
 from harness.capture import live as recorder
 from harness.errors import ConformError
+from harness.files import interruptible
+from harness.seconds import Seconds
 from harness.suite import golden as golden_files
 from harness.suite.cases import Suite, writable_root
 
@@ -27,7 +29,7 @@ class ServerURL(click.ParamType[str]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
             recorder.normalize_url(str(value))
-        except recorder.RecordError as exc:
+        except ConformError as exc:
             self.fail(str(exc), param, ctx)
         return str(value)
 
@@ -40,7 +42,7 @@ class RecordingName(click.ParamType[str]):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
         try:
             recorder.case_path(Path("."), str(value))
-        except recorder.RecordError as exc:
+        except ConformError as exc:
             self.fail(str(exc), param, ctx)
         return str(value)
 
@@ -57,7 +59,7 @@ class RequestFile(click.ParamType[tuple[str, dict[str, Any]]]):
             return value
         try:
             return str(value), recorder.load_request(Path(value))
-        except recorder.RecordError as exc:
+        except ConformError as exc:
             self.fail(str(exc), param, ctx)
 
 
@@ -113,7 +115,7 @@ class _Progress:
 )
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     default=_DEFAULT_TIMEOUT,
     show_default=True,
     metavar="SECONDS",
@@ -161,15 +163,12 @@ def record(
       conform record http://127.0.0.1:8080 --request req.json llama-server/content_stop
 
     Exit status: 0 recorded, 1 the recording failed (server unreachable, non-200, not an event
-    stream, cut off, timed out), 2 usage error (bad URL or NAME, bad request file, file exists).
+    stream, cut off, timed out), 2 usage error (bad URL or NAME, bad request file, file exists,
+    a recording of that name already there as NAME.sse), 130 interrupted (Ctrl-C; 143 SIGTERM).
     See docs/recording.md for running llama-server locally.
     """
     request_file, request_obj = request
-    try:
-        suite = writable_root(suite, command="record")
-    except ConformError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(2)
+    suite = writable_root(suite, command="record")
     options: dict[str, object] = {
         "--timeout": None if timeout == _DEFAULT_TIMEOUT else f"{timeout:g}",
         "--keep-errors": keep_errors,
@@ -177,7 +176,7 @@ def record(
     }
     all_notes = (("thinking_capped: true",) if thinking_capped else ()) + notes
     progress = _Progress(name)
-    try:
+    with interruptible():
         try:
             result = recorder.record(
                 url,
@@ -195,9 +194,6 @@ def record(
             )
         finally:
             progress.close()
-    except recorder.RecordError as exc:
-        click.echo(f"Error: {exc}", err=True)
-        sys.exit(exc.exit_code)
 
     if result.server_error is not None:
         ended = f"server error: {result.server_error}"
@@ -209,11 +205,8 @@ def record(
         f"Recorded {result.path}: {result.payloads} payloads, {result.body_bytes} bytes ({ended})."
     )
     if golden:
-        try:
+        with interruptible():
             golden_path = _write_golden(suite, result.case_id)
-        except ConformError as exc:
-            click.echo(f"Error: {exc}", err=True)
-            sys.exit(2)
         click.echo(_summarize_golden(golden_path))
 
 

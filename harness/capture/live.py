@@ -6,27 +6,35 @@ byte for byte (chunked transfer coding undone, nothing else touched). A capture 
 when the exchange ended as a stream ends: `[DONE]`, a finish reason, or a server `error` payload
 followed by a clean close. The file appears atomically (a temporary file in the same folder, then a
 rename), so a failed or interrupted recording leaves nothing behind. This module never prints and
-never exits; failures are `RecordError`s carrying the exit code the CLI should use.
+never exits: a usage problem is a `ConformError` (exit 2), a failed exchange a `RecordError`
+(exit 1), both of `harness.errors`. The exchange itself is `harness.capture.exchange`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import shlex
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from http import HTTPStatus
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from harness.capture.exchange import (
+    ENDPOINT,
+    Capture,
+    ProgressCallback,
+    Provenance,
+    StreamWatch,
+    perform,
+    render_capture,
+)
+from harness.errors import ConformError, RecordError
 from harness.files import write_atomically
-from harness.suite.sse import ChunkLines, EventDecoder, Payload
 
 __all__ = [
     "ENDPOINT",
@@ -34,6 +42,7 @@ __all__ = [
     "Provenance",
     "RecordError",
     "RecordResult",
+    "StreamWatch",
     "case_path",
     "command_line",
     "load_request",
@@ -44,142 +53,10 @@ __all__ = [
     "write_atomic",
 ]
 
-ENDPOINT = "/v1/chat/completions"
 _API_PREFIX = "/v1"
-
-# Provenance look-ups are courtesy: each gets at most this long, inside the overall timeout.
-_PROBE_TIMEOUT = 5.0
-# Hop-by-hop headers: they describe the connection and its framing (the chunked coding is undone),
-# not the message, and the captures in recordings/llama-server/ leave them out too.
-_DROPPED_RESPONSE_HEADERS = frozenset({"transfer-encoding", "connection", "keep-alive"})
-# Characters str.splitlines() breaks on besides CR and LF; JSON may carry them raw inside strings,
 # but a one-line body must stay one line for every line counter.
 _LINE_BREAKERS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-
-ProgressCallback = Callable[[int, int], None]
-"""Called as bytes arrive with (payloads so far, body bytes so far)."""
-
-
-class RecordError(Exception):
-    """A recording that could not be made: `exit_code` 2 for usage errors, 1 for a failed exchange.
-
-    `saved` is the path of the capture when it was kept anyway (`keep_errors`).
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        hint: str | None = None,
-        exit_code: int = 1,
-        saved: Path | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-        self.exit_code = exit_code
-        self.saved = saved
-
-    def __str__(self) -> str:
-        return self.message if self.hint is None else f"{self.message} ({self.hint})"
-
-
-class _StreamWatch:
-    """Reads the event stream as it arrives, just enough to count payloads and see how it ended.
-
-    The event stream is read by the recording reader's rules (`harness.suite.sse`), so a capture
-    counts the payloads its recording will have. The bytes themselves are not touched.
-    """
-
-    def __init__(self) -> None:
-        self._lines = ChunkLines()
-        self._decoder = EventDecoder()
-        self.payloads = 0
-        self.done = False
-        self.finish_reason: str | None = None
-        self.server_error: str | None = None
-
-    @property
-    def ended_by(self) -> str | None:
-        """How the stream ended, or None if it did not end as a stream ends."""
-        if self.done:
-            return "[DONE]"
-        if self.server_error is not None:
-            return "server error"
-        if self.finish_reason is not None:
-            return "finish_reason"
-        return None
-
-    def feed(self, chunk: bytes) -> None:
-        self._take(self._decoder.payloads(self._lines.feed(chunk)))
-
-    def close(self) -> None:
-        self._take(self._decoder.payloads(self._lines.close()))
-        self._take(self._decoder.end())
-
-    def _take(self, payloads: Iterable[Payload]) -> None:
-        for payload in payloads:
-            self._payload(payload.data)
-        self.done = self._decoder.done
-
-    def _payload(self, payload: str) -> None:
-        self.payloads += 1
-        try:
-            obj = json.loads(payload)
-        except ValueError:
-            return
-        if not isinstance(obj, dict):
-            return
-        error = obj.get("error")
-        if isinstance(error, dict):
-            message = error.get("message")
-            self.server_error = message if isinstance(message, str) else ""
-        choices = obj.get("choices")
-        if isinstance(choices, list):
-            for choice in choices:
-                if isinstance(choice, dict) and isinstance(choice.get("finish_reason"), str):
-                    self.finish_reason = choice["finish_reason"]
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """What the leading comment lines say about where and how a capture was made."""
-
-    recorded_at: datetime
-    build: str | None = None
-    build_source: str | None = None
-    model: str | None = None
-    model_source: str | None = None
-    command: str | None = None
-    notes: tuple[str, ...] = ()
-
-
-@dataclass
-class Capture:
-    """One exchange as it happened (or as far as it got)."""
-
-    request_line: str
-    request_headers: list[tuple[str, str]]
-    request_body: bytes
-    status_line: str | None = None
-    status_code: int | None = None
-    response_headers: list[tuple[str, str]] = field(default_factory=list)
-    body: bytearray = field(default_factory=bytearray)
-    watch: _StreamWatch = field(default_factory=_StreamWatch)
-
-    @property
-    def content_type(self) -> str | None:
-        for name, value in self.response_headers:
-            if name.lower() == "content-type":
-                return value
-        return None
-
-    def header(self, name: str) -> str | None:
-        for key, value in self.response_headers:
-            if key.lower() == name.lower():
-                return value
-        return None
 
 
 @dataclass(frozen=True)
@@ -204,22 +81,24 @@ def normalize_url(url: str) -> httpx.URL:
     try:
         parsed = httpx.URL(text)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
-        raise RecordError(
+        raise ConformError(
             f"{url!r} is not a URL: {exc}",
             hint="give the server base, e.g. http://127.0.0.1:8080",
-            exit_code=2,
         ) from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise RecordError(
+        raise ConformError(
             f"{url!r} is not an http(s) URL with a host",
             hint="give the server base, e.g. http://127.0.0.1:8080",
-            exit_code=2,
+        )
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise ConformError(
+            f"{url!r} has port {parsed.port}, outside 1..65535",
+            hint="give the server base, e.g. http://127.0.0.1:8080",
         )
     if parsed.query or parsed.fragment:
-        raise RecordError(
+        raise ConformError(
             f"{url!r} has a query or fragment",
             hint="give the server base, e.g. http://127.0.0.1:8080",
-            exit_code=2,
         )
     path = parsed.path.rstrip("/")
     # An OpenAI-style base (`.../v1`, as clients configure it) names the same server.
@@ -233,10 +112,9 @@ def case_path(suite_dir: Path, name: str) -> tuple[Path, str]:
     parts = tuple(text.split("/"))
     # Every part a plain visible name: no "", ".", "..", hidden names, or Windows separators.
     if any(not part or part.startswith(".") or "\\" in part or "\x00" in part for part in parts):
-        raise RecordError(
+        raise ConformError(
             f"{name!r} is not a recording name",
             hint="use a relative name such as 'content_stop' or 'llama-server/tool_call'",
-            exit_code=2,
         )
     case_id = "/".join(parts)
     return suite_dir / "recordings" / Path(*parts).with_name(parts[-1] + ".http"), case_id
@@ -247,29 +125,27 @@ def load_request(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise RecordError(
+        raise ConformError(
             f"cannot read request file {path}: {exc.strerror or exc}",
             hint="pass a JSON file with --request",
-            exit_code=2,
         ) from None
     try:
         obj = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
-        raise RecordError(
-            f"request file {path} is not UTF-8", hint="save it as UTF-8 JSON", exit_code=2
+        raise ConformError(
+            f"request file {path} is not UTF-8",
+            hint="save it as UTF-8 JSON",
         ) from None
     except json.JSONDecodeError as exc:
-        raise RecordError(
+        raise ConformError(
             f"request file {path} is not valid JSON: {exc.msg} "
             f"at line {exc.lineno} column {exc.colno}",
             hint="it must hold one chat completion request object",
-            exit_code=2,
         ) from None
     if not isinstance(obj, dict):
-        raise RecordError(
+        raise ConformError(
             f"request file {path} holds a JSON {type(obj).__name__}, not an object",
             hint='it must hold one chat completion request object, e.g. {"messages": [...]}',
-            exit_code=2,
         )
     return obj
 
@@ -293,181 +169,6 @@ def request_body(request: Mapping[str, Any]) -> bytes:
     return text.encode("utf-8")
 
 
-# --- the exchange -----------------------------------------------------------------------------
-
-
-async def _probe(client: httpx.AsyncClient, base: httpx.URL, timeout: float) -> Provenance:
-    """Server build and model from /props (or /v1/models); absent fields are fine."""
-    build = build_source = model = model_source = None
-    props: Any = None
-    try:
-        response = await client.get(base.join(_path(base, "/props")), timeout=timeout)
-        if response.status_code == 200:
-            props = response.json()
-    except (httpx.HTTPError, ValueError):
-        props = None
-    if isinstance(props, dict):
-        for key in ("build_info", "build", "build_number", "version"):
-            value = props.get(key)
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
-                build, build_source = str(value), f"/props {key}"
-                break
-        for key in ("model_alias", "model_path", "model"):
-            value = props.get(key)
-            if isinstance(value, str) and value:
-                model, model_source = value, f"/props {key}"
-                break
-    if model is None:
-        try:
-            response = await client.get(base.join(_path(base, "/v1/models")), timeout=timeout)
-            data = response.json().get("data") if response.status_code == 200 else None
-            if isinstance(data, list) and data and isinstance(data[0], dict):
-                value = data[0].get("id")
-                if isinstance(value, str) and value:
-                    model, model_source = value, "/v1/models"
-        except (httpx.HTTPError, ValueError, AttributeError):
-            pass
-    return Provenance(
-        recorded_at=datetime.now(UTC),
-        build=build,
-        build_source=build_source,
-        model=model,
-        model_source=model_source,
-    )
-
-
-def _path(base: httpx.URL, suffix: str) -> str:
-    return base.path.rstrip("/") + suffix
-
-
-def _header_text(value: bytes) -> str:
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value.decode("latin-1")
-
-
-async def _exchange(
-    client: httpx.AsyncClient,
-    base: httpx.URL,
-    body: bytes,
-    capture: Capture,
-    on_progress: ProgressCallback | None,
-    timeout: float,
-) -> None:
-    url = base.copy_with(path=_path(base, ENDPOINT))
-    request = httpx.Request(
-        "POST",
-        url,
-        headers=[
-            ("Host", capture.request_headers[0][1]),
-            ("Content-Type", "application/json"),
-            ("Accept", "text/event-stream"),
-        ],
-        content=body,
-        extensions={"timeout": httpx.Timeout(timeout).as_dict()},
-    )
-    response = await client.send(request, stream=True)
-    try:
-        reason = response.extensions.get("reason_phrase", b"")
-        reason_text = reason.decode("latin-1") if isinstance(reason, bytes) else ""
-        if not reason_text:
-            try:
-                reason_text = HTTPStatus(response.status_code).phrase
-            except ValueError:
-                reason_text = ""
-        capture.status_code = response.status_code
-        capture.status_line = (
-            f"{response.http_version} {response.status_code} {reason_text}".rstrip()
-        )
-        capture.response_headers = [
-            (_header_text(name), _header_text(value))
-            for name, value in response.headers.raw
-            if name.decode("latin-1").lower() not in _DROPPED_RESPONSE_HEADERS
-        ]
-        async for chunk in response.aiter_raw():
-            capture.body += chunk
-            capture.watch.feed(chunk)
-            if on_progress is not None:
-                on_progress(capture.watch.payloads, len(capture.body))
-        capture.watch.close()
-    finally:
-        await response.aclose()
-
-
-def _perform(
-    base: httpx.URL, body: bytes, *, timeout: float, on_progress: ProgressCallback | None
-) -> tuple[Capture, Provenance, BaseException | None]:
-    """Run the probes and the exchange under one deadline; return what arrived and what failed."""
-    host = base.netloc.decode("ascii")
-    capture = Capture(
-        request_line=f"POST {_path(base, ENDPOINT)} HTTP/1.1",
-        request_headers=[
-            ("Host", host),
-            ("Content-Type", "application/json"),
-            ("Accept", "text/event-stream"),
-        ],
-        request_body=body,
-    )
-    provenance = Provenance(recorded_at=datetime.now(UTC))
-
-    async def run() -> None:
-        nonlocal provenance
-        async with httpx.AsyncClient(trust_env=False) as client:
-            provenance = await _probe(client, base, min(_PROBE_TIMEOUT, timeout))
-            await _exchange(client, base, body, capture, on_progress, timeout)
-
-    failure: BaseException | None = None
-    try:
-        asyncio.run(asyncio.wait_for(run(), timeout))
-    except (TimeoutError, httpx.TimeoutException) as exc:
-        failure = TimeoutError(str(exc))
-    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL, OSError) as exc:
-        failure = exc
-    return capture, provenance, failure
-
-
-# --- rendering and writing --------------------------------------------------------------------
-
-
-def _comment(text: str) -> str:
-    return "# " + " ".join(text.splitlines()).strip() + "\n"
-
-
-def render_capture(capture: Capture, provenance: Provenance, *, error: str | None = None) -> bytes:
-    """The `.http` file: comment lines, request, response head, then the body as received."""
-    lines: list[str] = []
-    stamp = provenance.recorded_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    lines.append(_comment(f"Recorded by conform record, {stamp} (UTC)."))
-    if provenance.build is not None:
-        lines.append(
-            _comment(
-                f"Server: llama-server build {provenance.build} (from {provenance.build_source})."
-            )
-        )
-    else:
-        lines.append(_comment("Server: build unknown (/props did not report one)."))
-    if provenance.model is not None:
-        lines.append(_comment(f"Model: {provenance.model} (from {provenance.model_source})."))
-    else:
-        lines.append(_comment("Model: unknown (neither /props nor /v1/models reported one)."))
-    if provenance.command is not None:
-        lines.append(_comment(f"Command: {provenance.command}"))
-    if error is not None:
-        lines.append(_comment(f"Kept despite an error (--keep-errors): {error}"))
-    lines.extend(_comment(note) for note in provenance.notes)
-    lines.append(capture.request_line + "\n")
-    lines.extend(f"{name}: {value}\n" for name, value in capture.request_headers)
-    lines.append("\n")
-    head = "".join(lines).encode("utf-8") + capture.request_body + b"\n\n"
-    response_head = ""
-    if capture.status_line is not None:
-        response_head = capture.status_line + "\n"
-        response_head += "".join(f"{name}: {value}\n" for name, value in capture.response_headers)
-        response_head += "\n"
-    return head + response_head.encode("utf-8") + bytes(capture.body)
-
-
 def write_atomic(path: Path, data: bytes, *, force: bool) -> None:
     """Write `path` in one step (`harness.files`); overwrite only with `force`."""
     try:
@@ -476,8 +177,8 @@ def write_atomic(path: Path, data: bytes, *, force: bool) -> None:
         raise _exists(path) from None
 
 
-def _exists(path: Path) -> RecordError:
-    return RecordError(f"{path} already exists", hint="pass --force to overwrite it", exit_code=2)
+def _exists(path: Path) -> ConformError:
+    return ConformError(f"{path} already exists", hint="pass --force to overwrite it")
 
 
 # --- the whole recording ----------------------------------------------------------------------
@@ -559,6 +260,8 @@ def _reason(exc: BaseException | None) -> str:
         return "unknown error"
     seen: BaseException | None = exc
     while seen is not None:
+        if isinstance(seen, socket.gaierror):  # its errno is getaddrinfo's, not the OS's
+            return f"cannot resolve the host name ({(seen.strerror or str(seen)).lower()})"
         if isinstance(seen, OSError) and seen.errno is not None:
             return os.strerror(seen.errno).lower()
         seen = seen.__cause__ or seen.__context__
@@ -601,12 +304,19 @@ def record(
     if path.exists() and not force:
         raise _exists(path)
     if path.is_dir():
-        raise RecordError(f"{path} is a folder", hint="pick another NAME", exit_code=2)
+        raise ConformError(f"{path} is a folder", hint="pick another NAME")
+    hand_written = path.with_suffix(".sse")
+    if hand_written.exists():
+        # Both would make one case: every command would then refuse the suite.
+        raise ConformError(
+            f"case '{case_id}' is already the hand-written recording {hand_written}",
+            hint="pick another NAME, or delete that file first to replace it with a capture",
+        )
     if timeout <= 0:
-        raise RecordError("--timeout must be positive", hint="e.g. --timeout 300", exit_code=2)
+        raise ConformError("--timeout must be positive", hint="e.g. --timeout 300")
     body = request_body(request)
 
-    capture, provenance, failure = _perform(base, body, timeout=timeout, on_progress=on_progress)
+    capture, provenance, failure = perform(base, body, timeout=timeout, on_progress=on_progress)
     provenance = Provenance(
         recorded_at=provenance.recorded_at,
         build=provenance.build,
@@ -624,7 +334,7 @@ def record(
             write_atomic(path, render_capture(capture, provenance, error=message), force=force)
             saved = path
             hint = f"kept as {path} (--keep-errors)"
-        raise RecordError(message, hint=hint, exit_code=1, saved=saved)
+        raise RecordError(message, hint=hint, saved=saved)
 
     write_atomic(path, render_capture(capture, provenance), force=force)
     watch = capture.watch

@@ -1,5 +1,6 @@
-"""What a run is asked to do, however it is asked: `conform run` and the pytest plugin build one
-`RunOptions` from their own options, and the rules of which options go together live here once.
+"""What a run is asked to do, however it is asked: `conform run`, `conform matrix` (one per
+target), `conform fuzz` and the pytest plugin build one `RunOptions` from their own options, and
+the rules of which options go together live here once.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED, MODES
+from harness.check.results import FULL, LEVELS
 from harness.drive.inprocess import Driver
 from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
 from harness.errors import ConformError
@@ -30,6 +32,8 @@ class RunOptions:
     xfail_file: Path | None = None
     strict: bool = False  # the reference's own outcome at every implementation-defined point
     chosen_points: tuple[tuple[str, str], ...] = ()  # ("I3", "ignore"): that outcome required
+    level: str = FULL  # the level of conformance judged: full, or completion
+    name: str | None = None  # how reports name the target (default: its spec or command)
 
     def __post_init__(self) -> None:
         check_driver_options(
@@ -41,6 +45,8 @@ class RunOptions:
         )
         if self.jobs > 1 and self.in_process:
             raise ConformError("-j runs worker processes; it does not go with --in-process")
+        if self.level not in LEVELS:
+            raise ConformError(f"{self.level!r} is not a level; the levels are {', '.join(LEVELS)}")
         unknown = [mode for mode in self.modes if mode not in MODES]
         if unknown:
             raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
@@ -53,7 +59,32 @@ class RunOptions:
     @property
     def label(self) -> str:
         """The target as reports name it."""
+        if self.name is not None:
+            return self.name
         return self.target if self.target is not None else str(self.exec_command)
+
+    @property
+    def kind(self) -> str:
+        """`python` for a TARGET, `exec` for an --exec program."""
+        return "python" if self.target is not None else "exec"
+
+    def rerun_args(self) -> tuple[str, ...]:
+        """The options besides the target, suites, cases, modes and seed that a command
+        reproducing one of this run's results must repeat."""
+        words: list[str] = []
+        if self.in_process:
+            words.append("--in-process")
+        if self.timeout != DEFAULT_TIMEOUT:
+            words += ["--timeout", f"{self.timeout:g}"]
+        if self.strict:
+            words.append("--strict")
+        for point, outcome in self.chosen_points:
+            words += ["--choose", f"{point}={outcome}"]
+        if self.level != FULL:
+            words += ["--level", self.level]
+        if self.xfail_file is not None:
+            words += ["--xfail", str(self.xfail_file)]
+        return tuple(words)
 
     def required_choices(self) -> dict[str, str] | None:
         """The outcomes required at implementation-defined points (None: any allowed one)."""

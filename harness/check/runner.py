@@ -12,99 +12,48 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import reference
 from harness.check.compare import Difference, differences, same
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.check.results import (
+    COMPLETION,
+    CRASHED,
+    FAILED,
+    FINISH,
+    FULL,
+    NEW,
+    PASSED,
+    PUSH,
+    TIMED_OUT,
+    CaseResult,
+    Crash,
+    Mismatch,
+    completion_step,
+)
+from harness.check.results import (
+    LEVELS as LEVELS,
+)
+from harness.check.results import (
+    XFAILED as XFAILED,
+)
+from harness.check.results import (
+    XPASSED as XPASSED,
+)
+from harness.check.results import (
+    Expectation as Expectation,
+)
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
-from harness.suite.golden import read_golden
-from harness.suite.recording import iter_payloads
+from harness.suite.golden import made_for, read_golden
+from harness.suite.recording import iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
-
-PASSED = "passed"
-FAILED = "failed"
-CRASHED = "crashed"
-TIMED_OUT = "timed-out"
-XFAILED = "xfailed"  # failed, crashed or timed out, as an --xfail line expected
-XPASSED = "xpassed"  # passed although an --xfail line expected it to fail
-#: Every status, in the order reports count them.
-STATUS_ORDER = (PASSED, FAILED, CRASHED, TIMED_OUT, XFAILED, XPASSED)
-#: The statuses of a target that does not conform (before expected failures are applied).
-FAILURES = (FAILED, CRASHED, TIMED_OUT)
-#: A result the target does not pass, expected or not: what a baseline (`--write-xfail`) lists.
-NOT_PASSING = (*FAILURES, XFAILED)
-#: A result that fails the run (exit 1): a failure not expected, or an expected one that passed.
-FAILS_THE_RUN = (*FAILURES, XPASSED)
-#: A result where the target did what the golden file says (expected to or not).
-CONFORMING = (PASSED, XPASSED)
-#: Where a crash happened: making the assembler, a push, or finish.
-NEW, PUSH, FINISH = "new", "push", "finish"
-
-
-@dataclass(frozen=True, slots=True)
-class Mismatch:
-    """One field where the target departs from the golden file, and where it happened."""
-
-    path: str
-    expected: Any
-    actual: Any
-    step: int | None = None  # None: at finish
-    line: int | None = None
-    payload: str | None = None  # the payload pushed, when the mode changed it
-    said: str | None = None  # the target's own `kind: message` when it raised here
-
-
-@dataclass(frozen=True, slots=True)
-class Crash:
-    """The target raised outside the contract or returned something unreadable."""
-
-    message: str
-    details: str
-    step: int | None
-    line: int | None
-    payload: str | None
-    at: str = ""  # NEW, PUSH or FINISH; "" means PUSH when `step` is set, else FINISH
-
-    @property
-    def stage(self) -> str:
-        """The call the target was in: `new` (making the assembler), `push` or `finish`."""
-        return self.at or (PUSH if self.step is not None else FINISH)
-
-
-@dataclass(frozen=True, slots=True)
-class Expectation:
-    """The expected-failure line that matched a result (`harness.check.xfail`)."""
-
-    reason: str
-    source: str  # "FILE:LINE"
-    was: str  # the status before the expectation applied: passed, failed, crashed, timed-out
-
-
-@dataclass(frozen=True)
-class CaseResult:
-    """The outcome of one case in one mode."""
-
-    case_id: str
-    mode: str
-    recording: str
-    status: str
-    duration: float
-    mismatches: tuple[Mismatch, ...] = ()
-    crash: Crash | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-    expectation: Expectation | None = None
-    #: What the case pins (`R6`, `I3`, `SSE`), from its golden file.
-    pins: tuple[str, ...] = ()
-    #: For a case that pins implementation-defined points: the choices of the outcome the target
-    #: matched (passed), or of the closest one (failed); each a combination like {"I3": "ignore"}.
-    choice: tuple[dict[str, str], ...] = ()
 
 
 def _stale(case: Case, why: str) -> GoldenError:
@@ -133,8 +82,11 @@ class _Play:
     call was, for a crash's report.
     """
 
-    def __init__(self, case: Case, driver: Driver, mutate: Mutator | None) -> None:
+    def __init__(
+        self, case: Case, driver: Driver, mutate: Mutator | None, *, level: str = FULL
+    ) -> None:
         self.case = case
+        self.level = level
         self.driver = driver
         self.mutate = mutate
         self.found: list[Mismatch] = []
@@ -176,6 +128,8 @@ class _Play:
             self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
             actual = driver.push(pushed, line)
             said = actual.pop(SAID, None)
+            if self.level == COMPLETION:
+                expected, actual = completion_step(expected), completion_step(actual)
             if not same(expected, actual):
                 self.found += _mismatches(
                     differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
@@ -225,7 +179,8 @@ def _prefix_finishes(
     """For each cut in `points` (ascending), what the reference's `finish` returns there.
 
     One reference pass serves every cut: the reference's `finish` only reads its state, so it is
-    called mid-stream and the pass goes on (tests/test_modes.py checks this against fresh runs).
+    called mid-stream and the pass goes on (tests/check/test_modes.py checks this against fresh
+    runs).
     """
     assembler = reference.Assembler(choices)
     wanted = iter(points)
@@ -293,7 +248,7 @@ def _reach(result: CaseResult) -> tuple[int, int]:
     if not result.mismatches:
         return (0, 0)
     first = result.mismatches[0]
-    return (result.extra.get("prefix", 0), 2**62 if first.step is None else first.step)
+    return (result.cut or 0, 2**62 if first.step is None else first.step)
 
 
 def run_case(
@@ -304,6 +259,7 @@ def run_case(
     mode: str,
     seed: int,
     require: dict[str, str] | None = None,
+    level: str = FULL,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
@@ -313,18 +269,17 @@ def run_case(
     """
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
+    narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
     for combos, expected in candidates:
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos)
-        result = replace(result, pins=pins, choice=combos)
+        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+        result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
         if closest is None or _reach(result) > _reach(closest):
             closest = result
     assert closest is not None, "a golden file has at least its own outcome"
-    if len(candidates) > 1:
-        closest.extra["outcomes"] = len(candidates)
-    return closest
+    return replace(closest, outcomes=len(candidates))
 
 
 def _attempt(
@@ -335,9 +290,10 @@ def _attempt(
     mode: str,
     seed: int,
     combos: tuple[dict[str, str], ...],
+    level: str,
 ) -> CaseResult:
     started = time.perf_counter()
-    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id))
+    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
     crash: Crash | None = None
     try:
         if mode == TRUNCATED:
@@ -357,11 +313,7 @@ def _attempt(
         crash = Crash(message, exc.details, play.step, play.line, play.pushed, play.at)
     else:
         status = FAILED if play.found else PASSED
-    extra: dict[str, Any] = {"seed": seed} if mode in SEEDED else {}
-    if play.cut is not None and status != PASSED:
-        extra["prefix"] = play.cut
-    if status == FAILED and (logged := driver.case_stderr()):  # crashes carry theirs already
-        extra["stderr"] = logged
+    logged = driver.case_stderr() if status == FAILED else None  # crashes carry theirs
     return CaseResult(
         case.case_id,
         mode,
@@ -370,7 +322,9 @@ def _attempt(
         time.perf_counter() - started,
         tuple(play.found),
         crash,
-        extra,
+        seed=seed if mode in SEEDED else None,
+        cut=play.cut if status != PASSED else None,
+        stderr=logged or None,
     )
 
 
@@ -386,15 +340,19 @@ def _run_modes(
     seed: int,
     cancel: threading.Event | None,
     require: dict[str, str] | None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """One case in every mode, stopping when `cancel` is set: a result made while the run was
     being stopped (its program killed under it) is not the target's, and is dropped."""
-    golden = read_golden(case)
+    golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
     for mode in modes:
         if _cancelled(cancel):
             return
         try:
-            result = run_case(case, golden, driver, mode=mode, seed=seed, require=require)
+            result = run_case(
+                case, golden, driver, mode=mode, seed=seed, require=require, level=level
+            )
         except Exception:
             if _cancelled(cancel):  # a program that cannot restart because the run is stopping
                 return
@@ -412,6 +370,8 @@ def run(
     seed: int,
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode, in order; each golden file is read once.
 
@@ -421,7 +381,16 @@ def run(
     for case in cases:
         if _cancelled(cancel):
             return
-        yield from _run_modes(case, driver, modes=modes, seed=seed, cancel=cancel, require=require)
+        yield from _run_modes(
+            case,
+            driver,
+            modes=modes,
+            seed=seed,
+            cancel=cancel,
+            require=require,
+            level=level,
+            goldens=goldens,
+        )
 
 
 DriverFactory = Callable[[], Driver]
@@ -437,6 +406,8 @@ def run_parallel(
     jobs: int,
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
 
@@ -450,7 +421,16 @@ def run_parallel(
     if jobs <= 1:
         driver = make_driver()
         try:
-            yield from run(cases, driver, modes=modes, seed=seed, cancel=cancel, require=require)
+            yield from run(
+                cases,
+                driver,
+                modes=modes,
+                seed=seed,
+                cancel=cancel,
+                require=require,
+                level=level,
+                goldens=goldens,
+            )
         finally:
             driver.close()
         return
@@ -474,7 +454,14 @@ def run_parallel(
                 except queue.Empty:
                     break
                 for result in _run_modes(
-                    case, driver, modes=modes, seed=seed, cancel=cancel, require=require
+                    case,
+                    driver,
+                    modes=modes,
+                    seed=seed,
+                    cancel=cancel,
+                    require=require,
+                    level=level,
+                    goldens=goldens,
                 ):
                     done.put(result)
         except BaseException as exc:
@@ -505,14 +492,6 @@ def run_parallel(
         stop.set()
         for worker in workers:
             worker.join()
-
-
-def count_statuses(results: Iterable[CaseResult]) -> dict[str, int]:
-    """How many results have each status, every status named in `STATUS_ORDER` (zeros too)."""
-    found = {status: 0 for status in STATUS_ORDER}
-    for result in results:
-        found[result.status] += 1
-    return found
 
 
 def in_order(

@@ -22,21 +22,14 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.check.modes import MODES
-from harness.check.runner import (
-    FAILURES,
-    NOT_PASSING,
-    PASSED,
-    XFAILED,
-    XPASSED,
-    CaseResult,
-    Expectation,
-)
+from harness.check.results import CaseResult, Expectation
+from harness.check.status import Status
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
@@ -117,10 +110,10 @@ class XfailList:
     def apply(self, result: CaseResult) -> CaseResult:
         """`result` as this list judges it: failures it covers become xfailed, passes xpassed."""
         entry = self.find(result.case_id, result.mode)
-        if entry is None or (result.status != PASSED and result.status not in FAILURES):
+        if entry is None or not (result.status is Status.PASSED or result.status.is_failure):
             return result
         expectation = Expectation(entry.reason, self.source(entry), result.status)
-        status = XPASSED if result.status == PASSED else XFAILED
+        status = Status.XPASSED if result.status is Status.PASSED else Status.XFAILED
         return dataclasses.replace(result, status=status, expectation=expectation)
 
 
@@ -166,7 +159,7 @@ def baseline_reason(result: CaseResult) -> str:
 
 def failing(result: CaseResult) -> bool:
     """True when the target failed this case, whether or not a line expected it."""
-    return result.status in NOT_PASSING
+    return result.status.not_passing
 
 
 #: The header's lines as conform writes them, recognized (and replaced) when a baseline is written
@@ -240,38 +233,59 @@ def baseline_text(
     previous: str | None = None,
     path: Path = Path("conform.xfail"),
     all_modes: Sequence[str] = (),
+    ran: Collection[tuple[str, str]] | None = None,
+    suite_cases: Collection[str] | None = None,
 ) -> str:
-    """An expected-failures file with one line per failing case of `results`.
+    """An expected-failures file: one line per failing case of `results`, merged with `previous`.
 
     A case's line lists the modes it fails in, or none when it fails in every mode of
     `all_modes` alike (`failing_alike`). `previous` is the text of the file being replaced: its
-    hand-written reasons and its comments are kept (README, "Expected failures").
+    hand-written reasons and its comments are kept (README, "Expected failures"), and so is what
+    it expects of every case and mode this run did not run: `ran` is the (case id, mode) pairs
+    that ran (by default those of `results`), so a run with `-k`, `--shard` or `--mode` neither
+    drops the other cases' lines nor narrows their modes. `suite_cases`, every case id of the
+    suite, lets a glob line this run covered in part be kept for the cases it did not run, and
+    drops lines whose cases are gone from the suite.
     """
+    results = list(results)
+    pairs = {(r.case_id, r.mode) for r in results} if ran is None else set(ran)
     by_case: dict[str, list[CaseResult]] = {}
     for result in results:
         if failing(result):
             by_case.setdefault(result.case_id, []).append(result)
     kept = _kept(path, previous) if previous is not None else _Kept((), ())
+    modes_known = list(all_modes) or sorted({mode for _, mode in pairs})
+    carried, verbatim = _carry(kept, pairs, modes_known, suite_cases)
     used: set[int] = set()
-    rows: list[tuple[tuple[str, ...], str, str, str]] = []  # comments, case, modes, reason
-    for case_id, failures in by_case.items():
-        modes = [r.mode for r in failures]
-        alike = len({failing_alike(r) for r in failures}) == 1
-        every = bool(all_modes) and set(modes) >= set(all_modes)
+    rows: list[tuple[str, tuple[tuple[str, ...], str, str, str]]] = []  # (sort key, row)
+    for case_id in sorted(set(by_case) | set(carried)):
+        failures = by_case.get(case_id, [])
+        old_modes, old_reason, old_index = carried.get(case_id, ([], "", None))
+        modes = [r.mode for r in failures] + old_modes
+        alike = len({failing_alike(r) for r in failures}) <= 1
+        every = bool(modes_known) and set(modes) >= set(modes_known)
         mode_field = "" if every and alike else ",".join(escape_glob(m) for m in modes)
-        reason = baseline_reason(failures[0])
+        reason = baseline_reason(failures[0]) if failures else old_reason
         comments: tuple[str, ...] = ()
         for index, (entry, above) in enumerate(kept.entries):
-            if fnmatch.fnmatchcase(case_id, entry.case_glob) and any(
-                entry.matches_mode(m) for m in modes
-            ):
+            if index in verbatim:
+                continue
+            if case_matches(case_id, entry.case_glob) and any(entry.matches_mode(m) for m in modes):
                 if handwritten(entry.reason):
                     reason = entry.reason
                 if index not in used:
                     comments = above
                     used.add(index)
                 break
-        rows.append((comments, escape_glob(case_id), mode_field, reason))
+        if old_index is not None and old_index not in used and not comments:
+            comments = kept.entries[old_index][1]
+            used.add(old_index)
+        rows.append((case_id, (comments, escape_glob(case_id), mode_field, reason)))
+    for index in verbatim:
+        entry, above = kept.entries[index]
+        mode_text = "" if entry.mode_glob == "*" else entry.mode_glob
+        rows.append((entry.case_glob, (above, entry.case_glob, mode_text, entry.reason)))
+    rows.sort(key=lambda item: item[0])
     day = (when or datetime.now(UTC)).strftime("%Y-%m-%d")
     lines = [
         f"# Expected failures of {' '.join(target.split())} (conform run --write-xfail, {day}).",
@@ -281,12 +295,50 @@ def baseline_text(
     if kept.free:
         lines += ["", *kept.free[:-1]]
     lines.append("")
-    case_width = max((len(case) for _, case, _, _ in rows), default=0)
-    mode_width = max((len(mode) for _, _, mode, _ in rows), default=0)
-    for comments, case, modes_text, reason in rows:
+    case_width = max((len(row[1]) for _, row in rows), default=0)
+    mode_width = max((len(row[2]) for _, row in rows), default=0)
+    for _, (comments, case, modes_text, reason) in rows:
         lines += comments
-        lines.append(f"{case:<{case_width}}  {modes_text:<{mode_width}}  # {reason}".rstrip())
+        tail = f"  # {reason}" if reason else ""
+        lines.append(f"{case:<{case_width}}  {modes_text:<{mode_width}}{tail}".rstrip())
     return "\n".join(lines) + "\n"
+
+
+def _carry(
+    kept: _Kept,
+    ran: set[tuple[str, str]],
+    modes: Sequence[str],
+    suite_cases: Collection[str] | None,
+) -> tuple[dict[str, tuple[list[str], str, int | None]], list[int]]:
+    """What the previous file expects of the cases and modes this run did not run.
+
+    Gives, per case id, the modes a line of the previous file still covers with that line's
+    reason and index, and the indexes of the lines the run did not touch at all (kept as they
+    are, globs included). The first line that matches a case and mode is the one that applies.
+    """
+    ran_cases = {case for case, _ in ran}
+    known = list(suite_cases) if suite_cases is not None else sorted(ran_cases)
+    claimed: set[tuple[str, str]] = set()
+    carried: dict[str, tuple[list[str], str, int | None]] = {}
+    verbatim: list[int] = []
+    for index, (entry, _) in enumerate(kept.entries):
+        entry_modes = [m for m in modes if entry.matches_mode(m)]
+        matching = [case for case in known if case_matches(case, entry.case_glob)]
+        if not any(case in ran_cases for case in matching):
+            # Untouched by this run: kept as it is, globs included; unless every case it named
+            # is gone from the suite (the next run would refuse the line).
+            if suite_cases is None or matching:
+                verbatim.append(index)
+                claimed.update((case, m) for case in matching for m in entry_modes)
+            continue
+        for case in matching:
+            left = [m for m in entry_modes if (case, m) not in ran and (case, m) not in claimed]
+            if not left:
+                continue
+            claimed.update((case, m) for m in left)
+            old_modes, reason, first = carried.get(case, ([], entry.reason, index))
+            carried[case] = (old_modes + left, reason, first)
+    return carried, verbatim
 
 
 def write_baseline(
@@ -296,9 +348,12 @@ def write_baseline(
     target: str = "the target",
     when: datetime | None = None,
     all_modes: Sequence[str] = MODES,
+    ran: Collection[tuple[str, str]] | None = None,
+    suite_cases: Collection[str] | None = None,
 ) -> int:
-    """Write the baseline of `results` to `path` atomically, keeping the hand-written reasons
-    and comments of the file there; the number of lines (cases) written."""
+    """Write the baseline of `results` to `path` atomically, merged with the file there
+    (`baseline_text`: its reasons, comments, and what it expects of the cases and modes not
+    run); the number of lines written."""
     results = list(results)
     try:
         previous: str | None = path.read_text(encoding="utf-8")
@@ -309,7 +364,14 @@ def write_baseline(
             f"cannot read {path} to keep its reasons: {exc}", hint="fix or delete it"
         ) from None
     text = baseline_text(
-        results, target=target, when=when, previous=previous, path=path, all_modes=all_modes
+        results,
+        target=target,
+        when=when,
+        previous=previous,
+        path=path,
+        all_modes=all_modes,
+        ran=ran,
+        suite_cases=suite_cases,
     )
     write_report(path, text)
-    return len({r.case_id for r in results if failing(r)})
+    return len(parse_lines(path, text))

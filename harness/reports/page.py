@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
+from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
 from harness.reports.matrix import DASH, NOT_RUN, chosen, score
 from reference.choices import OUTCOMES
 
@@ -155,9 +155,35 @@ def _scores_table(data: Mapping[str, Any]) -> list[str]:
             out.append(f'<td class="bad" title="{_e(t["error"])}">did not run</td>')
             continue
         xfail = f' <small title="{_e(t["xfail"])}">with --xfail</small>' if t["xfail"] else ""
-        verdict = "✓ conforms" if t["ok"] else "✗ fails"
-        out.append(f'<td class="{"ok" if t["ok"] else "bad"}">{verdict}{xfail}</td>')
+        mark = "✓" if t["ok"] else "✗"
+        out.append(
+            f'<td class="{"ok" if t["ok"] else "bad"}">{mark} {_e(t["verdict"])}{xfail}</td>'
+        )
     out.append("</tr></tbody></table>")
+    return out
+
+
+def _problems_view(targets: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per target, its distinct problems: the title, how many cases and runs, and the bug report
+    with the command that reproduces it, folded."""
+    out = ['<section id="problems"><h2>Distinct problems</h2>']
+    for t in targets:
+        problems = t.get("problems") or []
+        out.append(f"<h3>{_e(t['label'])}: {len(problems)} problem(s)</h3>")
+        if not problems:
+            continue
+        out.append("<ol>")
+        for problem in problems:
+            rule = f" [{problem['rule']}]" if problem.get("rule") else ""
+            out.append(
+                f"<li><details><summary>{_e(problem['title'])}{_e(rule)}: "
+                f"{len(problem['cases'])} case(s), {problem['runs']} run(s) in "
+                f"{_e(', '.join(problem['modes']))}</summary>"
+                f'<pre class="cmd">{_e(problem["command"])}</pre>'
+                f'<pre class="detail">{_e(problem["report"])}</pre></details></li>'
+            )
+        out.append("</ol>")
+    out.append("</section>")
     return out
 
 
@@ -208,6 +234,12 @@ def matrix_page(data: Mapping[str, Any]) -> str:
         f"({_e(', '.join(data['modes']))}), seed {_e(data['seed'])}; conform "
         f"{_e(data['conform_version'])}, {_e(data['generated'])}</p>",
     ]
+    if data.get("partial"):
+        out.append(
+            '<p class="meta bad"><b>Partial:</b> the results of '
+            f"{_e(', '.join(data['partial']))} are not the whole run asked for "
+            "(interrupted, stopped, or did not run); their scores count only what ran.</p>"
+        )
     if data.get("baseline"):
         base = data["baseline"]
         out.append(
@@ -248,6 +280,7 @@ def matrix_page(data: Mapping[str, Any]) -> str:
         out += rows
         out.append("</tbody>")
     out.append("</table>")
+    out += _problems_view(targets)
     out.append('<div id="tip" role="tooltip" hidden></div>')
     out.append(
         '<aside id="panel" hidden><button class="close">close ✕</button><h2></h2>'

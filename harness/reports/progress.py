@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from types import TracebackType
 from typing import TextIO
 
 import click
 
-from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
+from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED, CaseResult
+from harness.check.status import Status
 from harness.reports.text import label
 
 _COLOURS = {
@@ -48,7 +50,9 @@ def paint_status(status: str, *, colour: bool) -> str:
     word = label(status)
     if not colour:
         return word
-    return click.style(word, fg=_COLOURS.get(status), bold=status in (FAILED, CRASHED, XPASSED))
+    return click.style(
+        word, fg=_COLOURS.get(Status(status)), bold=status in (FAILED, CRASHED, XPASSED)
+    )
 
 
 def paint_line(line: str, *, colour: bool) -> str:
@@ -70,8 +74,23 @@ class ProgressBar:
         self._stream = stream
         self._enabled = enabled and total > 0
         self._colour = colour
+        #: Whether the run's report lines on stdout may be coloured.
+        self.colour = colour
         self._drawn_at = 0.0
         self._drawn = False
+
+    @classmethod
+    def for_terminal(cls, total: int, *, quiet: bool = False) -> ProgressBar:
+        """A bar on stderr, drawn only when stderr is a terminal and the run is not quiet; its
+        `colour` says whether stdout takes colour."""
+        bar = cls(
+            total,
+            stream=sys.stderr,
+            enabled=not quiet and _isatty(sys.stderr),
+            colour=wants_colour(sys.stderr),
+        )
+        bar.colour = wants_colour(sys.stdout)
+        return bar
 
     def __enter__(self) -> ProgressBar:
         return self

@@ -8,24 +8,12 @@ shortened, whatever the target returned (`harness.safetext`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.check.runner import (
-    CONFORMING,
-    CRASHED,
-    FAILED,
-    PASSED,
-    PUSH,
-    STATUS_ORDER,
-    TIMED_OUT,
-    XFAILED,
-    XPASSED,
-    CaseResult,
-    Mismatch,
-    count_statuses,
-)
+from harness.check.results import PUSH, CaseResult, Mismatch
+from harness.check.status import STATUS_ORDER, Status, count_statuses
 from harness.safetext import (
     ABSENT,
     expected_got,
@@ -36,14 +24,6 @@ from harness.safetext import (
 )
 from harness.suite.recording import PIN_TAGS
 
-_LABEL = {
-    PASSED: "PASS",
-    FAILED: "FAIL",
-    CRASHED: "CRASH",
-    TIMED_OUT: "TIMEOUT",
-    XFAILED: "XFAIL",
-    XPASSED: "XPASS",
-}
 #: Mismatches listed per case in text; reports in files (JSON, JUnit) carry all of them.
 MAX_SHOWN_MISMATCHES = 12
 
@@ -59,7 +39,7 @@ def _where(m: Mismatch) -> str:
 
 def label(status: str) -> str:
     """The word a status is shown as (`FAIL`, `XPASS`)."""
-    return _LABEL.get(status, status.upper())
+    return Status(status).label
 
 
 def _expectation_line(result: CaseResult) -> str | None:
@@ -67,7 +47,7 @@ def _expectation_line(result: CaseResult) -> str | None:
     if expectation is None:
         return None
     why = f": {expectation.reason}" if expectation.reason else ""
-    if result.status == XPASSED:
+    if result.status == Status.XPASSED:
         return f"  passes, but {expectation.source} expects a failure{why} (remove that line)"
     return f"  expected failure ({expectation.was}), {expectation.source}{why}"
 
@@ -147,10 +127,10 @@ def _reproduce_fold(results: Sequence[CaseResult]) -> str:
     """`  (--seed 7)` when a mode depends on the seed; `truncated` names its cut too."""
     parts: list[str] = []
     for result in results:
-        if "seed" in result.extra and f"--seed {result.extra['seed']}" not in parts:
-            parts.append(f"--seed {result.extra['seed']}")
-        if "prefix" in result.extra:
-            parts.append(f"cut after payload {result.extra['prefix']}")
+        if result.seed is not None and f"--seed {result.seed}" not in parts:
+            parts.append(f"--seed {result.seed}")
+        if result.cut is not None:
+            parts.append(f"cut after payload {result.cut}")
     return f"  ({', '.join(parts)})" if parts else ""
 
 
@@ -160,25 +140,43 @@ def fold_header(folded: Fold) -> str:
     return f"{label(first.status)} {first.case_id} [{', '.join(folded.modes)}]"
 
 
-def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> list[str]:
+#: Where a result's recording is, and the command that reruns it, as a run shows them.
+Locate = Callable[[CaseResult], str]
+Rerun = Callable[[CaseResult], str]
+
+
+def describe_fold(
+    folded: Fold,
+    *,
+    limit: int | None = MAX_SHOWN_MISMATCHES,
+    where: Locate | None = None,
+    rerun: Rerun | None = None,
+) -> list[str]:
     """The lines that explain a fold: its header, then what went wrong, once for all its modes.
 
     A payload is quoted only when the result stands alone (one mode) and that mode changed it;
-    at most `limit` mismatches are listed (all of them when None).
+    at most `limit` mismatches are listed (all of them when None). `where` shows the recording
+    (default: its path in the suite); `rerun`, when given, adds the command that reproduces the
+    first result.
     """
     result = folded.first
     alone = len(folded.results) == 1
-    lines = [f"{fold_header(folded)}  {recording_path(result)}{_reproduce_fold(folded.results)}"]
-    if result.choice and result.status not in CONFORMING:
+    recording = where(result) if where is not None else recording_path(result)
+    lines = [f"{fold_header(folded)}  {recording}{_reproduce_fold(folded.results)}"]
+    was = result.expectation.was if result.expectation is not None else result.status
+    if result.choice and was == Status.FAILED:  # a crash or a timeout is never an allowed outcome
         points = " ".join(sorted({p for c in result.choice for p in c}))
-        tried = result.extra.get("outcomes", 1)
-        lines.append(
-            f"  implementation-defined {points}: no allowed outcome matched ({tried} tried); "
-            f"compared with the closest, {choice_text(result.choice)}"
-            if tried > 1
-            else f"  implementation-defined {points}: only {choice_text(result.choice)} is "
-            "allowed in this run (--strict or --choose)"
-        )
+        if result.outcomes > 1:
+            lines.append(
+                f"  implementation-defined {points}: no allowed outcome matched "
+                f"({result.outcomes} tried); compared with the closest, "
+                f"{choice_text(result.choice)}"
+            )
+        elif result.narrowed:
+            lines.append(
+                f"  implementation-defined {points}: only {choice_text(result.choice)} is "
+                "allowed in this run (--strict or --choose)"
+            )
     expected = _expectation_line(result)
     if expected is not None:
         lines.append(expected)
@@ -186,28 +184,32 @@ def describe_fold(folded: Fold, *, limit: int | None = MAX_SHOWN_MISMATCHES) -> 
     shown_mismatches = result.mismatches if limit is None else result.mismatches[:limit]
     for m in shown_mismatches:
         if m.step != last_step:
+            # Said before the step's mismatches, at their depth and naming the step, so that it
+            # never reads as part of the previous step's mismatch.
             if alone and m.payload is not None:
-                lines.append(f"    payload pushed at {_where(m)}: {exact(m.payload)}")
+                lines.append(f"  payload pushed at {_where(m)}: {exact(m.payload)}")
             if m.said is not None:
-                lines.append(f"    the target raised {shorten_with_size(m.said, _MESSAGE_CHARS)}")
+                said = shorten_with_size(m.said, _MESSAGE_CHARS)
+                lines.append(f"  at {_where(m)} the target raised {said}")
         last_step = m.step
         lines.append(f"  {m.path} ({_where(m)}): {expected_got(m.expected, m.actual)}")
     hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
-    if "stderr" in result.extra:
-        stderr = shorten_with_size(str(result.extra["stderr"]), _DETAILS_CHARS)
+    if result.stderr is not None:
+        stderr = shorten_with_size(result.stderr, _DETAILS_CHARS)
         lines.extend("  " + line for line in stderr.splitlines())
     crash = result.crash
     if crash is not None:
-        where = f"step {crash.step} (line {crash.line})" if crash.stage == PUSH else crash.stage
-        was = result.expectation.was if result.expectation is not None else result.status
-        stopped = "timed out" if was == TIMED_OUT else "crashed"
-        lines.append(f"  {stopped} at {where}: {shorten_with_size(crash.message, _MESSAGE_CHARS)}")
+        at = f"step {crash.step} (line {crash.line})" if crash.stage == PUSH else crash.stage
+        stopped = "timed out" if was == Status.TIMED_OUT else "crashed"
+        lines.append(f"  {stopped} at {at}: {shorten_with_size(crash.message, _MESSAGE_CHARS)}")
         if alone and crash.payload is not None:
             lines.append(f"    payload pushed: {exact(crash.payload)}")
         details = shorten_with_size(crash.details, _DETAILS_CHARS)
         lines.extend("    " + line for line in details.splitlines())
+    if rerun is not None and result.status != Status.XPASSED:
+        lines.append(f"  rerun: {rerun(result)}")
     return [printable(line) for line in lines]
 
 
@@ -219,28 +221,50 @@ def choice_text(choice: Sequence[Mapping[str, str]]) -> str:
     return " or ".join(" ".join(f"{p}={v}" for p, v in sorted(c.items())) for c in choice)
 
 
-def rule_totals(results: Iterable[CaseResult]) -> dict[str, dict[str, int]]:
-    """Per tag a case pins (`R1`..`R9`, `I1`..`I4`, `SSE`, in that order): its cases, and how many
-    of them conform in every mode run (`passed`) or not (`failed`); a case counts once per tag."""
+def rule_totals(results: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:
+    """Per tag a case pins (`R1`..`R9`, `I1`..`I6`, `SSE`, in that order): its cases, and how many
+    of them conform in every mode run (`passed`) or not (`failed`); a case counts once per tag.
+    `unexpected` counts the cases with a result that fails the run (not an expected failure).
+    When every failing run of the tag's cases is in one mode, `only_in` names it (a rule that
+    fails only in `truncated` is not a rule the target gets wrong everywhere)."""
     conforming: dict[str, bool] = {}
     pins: dict[str, tuple[str, ...]] = {}
+    bad_modes: dict[str, set[str]] = {}
+    unexpected: set[str] = set()  # cases with a result that fails the run
+    every_mode: set[str] = set()
     for result in results:
-        ok = result.status in CONFORMING
+        every_mode.add(result.mode)
+        ok = result.status.conforms
         conforming[result.case_id] = conforming.get(result.case_id, True) and ok
+        if result.status.fails_run:
+            unexpected.add(result.case_id)
         pins[result.case_id] = result.pins or ("none",)
-    totals: dict[str, dict[str, int]] = {}
+        if not ok:
+            bad_modes.setdefault(result.case_id, set()).add(result.mode)
+    totals: dict[str, dict[str, Any]] = {}
     for tag in (*PIN_TAGS, "none"):
         cases = [case for case, tags in pins.items() if tag in tags]
         if cases:
             passed = sum(conforming[case] for case in cases)
-            totals[tag] = {"cases": len(cases), "passed": passed, "failed": len(cases) - passed}
+            found: dict[str, Any] = {
+                "cases": len(cases),
+                "passed": passed,
+                "failed": len(cases) - passed,
+            }
+            found["unexpected"] = sum(case in unexpected for case in cases)
+            modes = set().union(*(bad_modes.get(case, set()) for case in cases))
+            if len(modes) == 1 and found["failed"] > 1 and len(every_mode) > 1:
+                found["only_in"] = modes.pop()
+            totals[tag] = found
     return totals
 
 
 def rules_line(results: Sequence[CaseResult]) -> str:
     """`by rule (cases conforming): R1 8/8, ..., R6 60/62 FAIL, ...` in one line."""
     parts = [
-        f"{tag} {n['passed']}/{n['cases']}" + (" FAIL" if n["failed"] else "")
+        f"{tag} {n['passed']}/{n['cases']}"
+        + (" FAIL" if n["unexpected"] else " xfail" if n["failed"] else "")
+        + (f" (all in {n['only_in']})" if n.get("only_in") else "")
         for tag, n in rule_totals(results).items()
     ]
     return f"by rule (cases conforming): {', '.join(parts) or 'no cases'}"
@@ -248,22 +272,28 @@ def rules_line(results: Sequence[CaseResult]) -> str:
 
 def totals_line(results: Sequence[CaseResult], seconds: float) -> str:
     """`totals: 120 passed, 3 failed` with the time taken."""
-    counts = count_statuses(results)
+    counts = count_statuses(r.status for r in results)
     parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts[s]]
     return f"totals: {', '.join(parts) or 'no cases'} ({len(results)} runs in {seconds:.2f} s)"
 
 
-def render(results: Iterable[CaseResult], *, verbose: bool = False) -> list[str]:
+def render(
+    results: Iterable[CaseResult],
+    *,
+    verbose: bool = False,
+    where: Locate | None = None,
+    rerun: Rerun | None = None,
+) -> list[str]:
     """Every non-passing case explained, folded across modes (all cases with `verbose`);
     expected failures briefly."""
     lines: list[str] = []
     for folded in fold(results):
         result = folded.first
-        if result.status == PASSED:
+        if result.status == Status.PASSED:
             if verbose:
                 took = f"  (took {choice_text(result.choice)})" if result.choice else ""
                 lines.append(printable(f"PASS {result.case_id} [{', '.join(folded.modes)}]{took}"))
             continue
-        described = describe_fold(folded)
-        lines.extend(described if verbose or result.status != XFAILED else described[:2])
+        described = describe_fold(folded, where=where, rerun=rerun)
+        lines.extend(described if verbose or result.status != Status.XFAILED else described[:2])
     return lines

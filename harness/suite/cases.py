@@ -10,6 +10,7 @@ own top-level folders when running from the repository). `run` and `list` take s
 from __future__ import annotations
 
 import fnmatch
+import shlex
 import site
 import sysconfig
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import SuiteError
+from harness.safetext import printable
 from harness.suite.recording import RECORDING_SUFFIXES, case_id_of, read_info
 
 
@@ -128,6 +130,38 @@ def cases_of(
     if rules:
         chosen = [case for case in chosen if set(rules).intersection(case.pins)]
     return sorted(chosen, key=lambda case: case.case_id)
+
+
+def selected_cases(
+    suites: Sequence[Suite],
+    patterns: tuple[str, ...] = (),
+    *,
+    rules: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+) -> list[Case]:
+    """`cases_of`, and SuiteError saying which options left no case when none is selected."""
+    cases = cases_of(suites, patterns, rules=rules, exclude=exclude)
+    if cases:
+        return cases
+    where = ", ".join(printable(str(suite.root)) for suite in suites)
+    options = [
+        *(f"-k {_quoted(p)}" for p in patterns),
+        *(f"--rule {_quoted(r)}" for r in rules),
+        *(f"--exclude {_quoted(p)}" for p in exclude),
+    ]
+    if not options:
+        raise SuiteError(
+            f"no cases in {where}", hint="a case is a .http or .sse file below recordings/"
+        )
+    hint = "'conform list' shows the cases"
+    if "" in patterns:
+        hint = "an empty -k pattern matches no case; leave -k out to select every case"
+    raise SuiteError(f"no case of {where} is selected by {' '.join(options)}", hint=hint)
+
+
+def _quoted(text: str) -> str:
+    """`text` as a shell word a user can retype (`''` for the empty one), printable."""
+    return printable(shlex.quote(text))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,223 @@
+"""Running targets over a plan: the one way every front door runs a target.
+
+`run_target` runs one target over a `Plan` (its drivers, its expected failures, interruption,
+progress) and returns a `RunRecord`: the typed report, the error inside conform that stopped it
+if any, and its exit code. `run_targets` runs several at once over the same plan (the matrix),
+each on its own thread with its own workers, sharing the suite and the parsed golden files.
+Nothing here prints: the front doors render the record.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from harness.check.options import RunOptions
+from harness.check.results import CaseResult
+from harness.check.runner import in_order, run_parallel
+from harness.check.xfail import XfailList
+from harness.drive.inprocess import Driver
+from harness.drive.process import allow_programs, stop_all_programs
+from harness.errors import ConformError
+from harness.pipeline.selection import Plan
+from harness.pipeline.signals import Interruption
+from harness.reports.report import Report, RunInfo
+
+#: The exit status of a run stopped by an error inside conform (a bug in conform).
+INTERNAL_ERROR = 3
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One target's run: its report, the error inside conform that stopped it (the report then
+    holds the runs before it), and the signal that interrupted it."""
+
+    report: Report
+    failure: BaseException | None = None
+    signum: int | None = None
+
+    @property
+    def results(self) -> tuple[CaseResult, ...]:
+        return self.report.results
+
+    @property
+    def info(self) -> RunInfo:
+        return self.report.info
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal when interrupted, 3 after an error inside conform, 1 when a result
+        fails the run, else 0 (docs/exit-codes.md)."""
+        if self.signum is not None:
+            return 128 + self.signum
+        if self.failure is not None:
+            return INTERNAL_ERROR
+        return 1 if self.report.failed else 0
+
+
+class Drivers:
+    """Makes the drivers of a run: the first one up front (so a target that cannot start stops
+    the run before it begins), more on demand for `-j`, each on the thread that uses it."""
+
+    def __init__(self, make: Callable[[], Driver]) -> None:
+        self._make = make
+        self._spare: list[Driver] = [make()]
+        self._lock = threading.Lock()
+
+    def __call__(self) -> Driver:
+        with self._lock:
+            if self._spare:
+                return self._spare.pop()
+        return self._make()
+
+    def close_unused(self) -> None:
+        with self._lock:
+            spare, self._spare = self._spare, []
+        for driver in spare:
+            driver.close()
+
+
+def run_target(
+    options: RunOptions,
+    plan: Plan,
+    *,
+    expected: XfailList | None = None,
+    stop: Interruption | None = None,
+    progress: Callable[[CaseResult], None] | None = None,
+    label: str | None = None,
+) -> RunRecord:
+    """Run `options`' target over every case of `plan` in every mode, `expected` failures
+    applied (by default those of `options.xfail_file`, checked against the whole suite).
+
+    ConformError when the target cannot start or the suite is broken mid-run (a stale golden
+    file), unless the run was being stopped; any other exception is kept as the record's
+    `failure`, with the results before it.
+    """
+    if expected is None and options.xfail_file is not None:
+        expected = plan.expected_failures(options.xfail_file)
+    stop = stop if stop is not None else Interruption(in_process=options.in_process)
+    began, started = datetime.now(UTC), time.perf_counter()
+    results: list[CaseResult] = []
+    failure: BaseException | None = None
+    allow_programs()  # a run earlier in this process (tests) may have been stopped
+    drivers = None
+    try:
+        drivers = Drivers(options.start_driver)
+        for result in run_parallel(
+            plan.cases,
+            drivers,
+            modes=plan.modes,
+            seed=options.seed,
+            jobs=options.jobs,
+            cancel=stop.cancel,
+            require=options.required_choices(),
+            level=options.level,
+            goldens=plan.golden,
+        ):
+            result = result if expected is None else expected.apply(result)
+            results.append(result)
+            if progress is not None:
+                progress(result)
+    except KeyboardInterrupt:  # in-process: the signal landed in the target
+        stop.interrupted(stop.signum or signal.SIGINT)
+    except ConformError:
+        if not stop.stopped:
+            raise
+    except Exception as exc:
+        failure = exc
+    finally:
+        stop.stop_raising()
+        if drivers is not None:
+            drivers.close_unused()
+        if stop.stopped:
+            stop_all_programs()
+    info = RunInfo(
+        label or options.label,
+        plan.roots[0],
+        len(plan.cases),
+        plan.modes,
+        options.seed,
+        time.perf_counter() - started,
+        began,
+        interrupted=stop.stopped,
+        stopped=None if failure is None else f"{type(failure).__name__}: {failure}",
+        suites=plan.roots,
+        kind=options.kind,
+        shard=plan.selection.shard,
+        level=options.level,
+        rerun=options.rerun_args(),
+    )
+    report = Report(info, tuple(in_order(results, plan.cases, plan.modes)))
+    return RunRecord(report, failure, stop.signum if stop.stopped else None)
+
+
+@dataclass(frozen=True)
+class Target:
+    """One implementation of a matrix: its label, how it runs, and its expected failures."""
+
+    label: str
+    options: RunOptions
+
+    @property
+    def xfail(self) -> Path | None:
+        return self.options.xfail_file
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    """What became of one target of `run_targets`: its record, or why it did not run."""
+
+    target: Target
+    record: RunRecord | None
+    error: str | None = None
+
+
+def run_targets(
+    targets: Sequence[Target],
+    plan: Plan,
+    *,
+    stop: Interruption | None = None,
+    done: Callable[[TargetRun], None] | None = None,
+) -> list[TargetRun]:
+    """Every target over `plan`, all at once (each with its own `-j` workers), in order.
+
+    A target that cannot start, or whose expected-failures file is wrong, is a `TargetRun` with
+    its error and no record; an error inside conform is raised once every target has stopped.
+    """
+    stop = stop if stop is not None else Interruption()
+    runs: dict[str, TargetRun] = {}
+    failures: list[BaseException] = []
+
+    def one(target: Target) -> None:
+        try:
+            record = run_target(target.options, plan, stop=stop, label=target.options.label)
+            outcome = TargetRun(target, record)
+            if record.failure is not None:
+                failures.append(record.failure)
+        except ConformError as exc:
+            outcome = TargetRun(target, None, str(exc))
+        except BaseException as exc:
+            failures.append(exc)
+            outcome = TargetRun(target, None, f"{type(exc).__name__}: {exc}")
+        runs[target.label] = outcome
+        if done is not None:
+            done(outcome)
+
+    threads = [threading.Thread(target=one, args=(t,), name=f"conform-{t.label}") for t in targets]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+    return [runs[t.label] for t in targets]
+
+
+def with_label(record: RunRecord, label: str) -> RunRecord:
+    """`record` with its report naming the target `label`."""
+    return replace(record, report=replace(record.report, info=replace(record.info, target=label)))

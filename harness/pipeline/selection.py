@@ -1,0 +1,149 @@
+"""What a run covers: the suites, the cases selected from them, their shard, the modes, and the
+expected failures checked against the whole suite; worked out once, whoever asks.
+
+`conform run`, `conform matrix`, the pytest plugin and `conform fuzz` all build a `Plan` with
+`prepare`, so the same options select the same cases and modes everywhere: modes named twice run
+once, and an `--xfail` line is checked against every case and every mode of the suite, not
+against the ones this run happens to select.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.check.modes import MODES
+from harness.check.xfail import XfailList
+from harness.errors import ConformError
+from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, selected_cases
+from harness.suite.golden import read_golden
+from harness.suite.golden_stream import STREAM_ABOVE
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which cases a run covers: suite folders (none: the shipped suite), `-k` patterns, `--rule`
+    tags, `--exclude` patterns, and `--shard K/N`."""
+
+    suite_dirs: tuple[Path, ...] = ()
+    patterns: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    shard: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The suites opened, the cases selected (in id order) and the modes to run, each once."""
+
+    suites: tuple[Suite, ...]
+    cases: tuple[Case, ...]
+    modes: tuple[str, ...]
+    selection: Selection
+    #: Every case id of the suites, selected or not: what an --xfail line must match.
+    all_ids: tuple[str, ...]
+    _goldens: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The suites' folders, in the order given."""
+        return tuple(suite.root for suite in self.suites)
+
+    @property
+    def runs(self) -> int:
+        """How many runs the plan asks for: every case in every mode."""
+        return len(self.cases) * len(self.modes)
+
+    def golden(self, case: Case) -> dict[str, Any]:
+        """The golden document of `case`, parsed once for every target that runs it (a golden
+        file read step by step, above `STREAM_ABOVE` bytes, is not kept)."""
+        with self._lock:
+            found = self._goldens.get(case.case_id)
+        if found is not None:
+            return found
+        golden = read_golden(case)
+        if case.golden.stat().st_size <= STREAM_ABOVE:
+            with self._lock:
+                self._goldens.setdefault(case.case_id, golden)
+        return golden
+
+    def expected_failures(self, path: Path | None) -> XfailList | None:
+        """The expected failures in `path`, every line checked against the whole suite and
+        every mode (None when no file is given)."""
+        if path is None:
+            return None
+        expected = XfailList.load(path)
+        expected.check(self.all_ids, MODES)
+        return expected
+
+
+def unique_modes(modes: Sequence[str]) -> tuple[str, ...]:
+    """The modes to run, each once, in the order given (every mode when none are)."""
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
+    return tuple(dict.fromkeys(modes)) or MODES
+
+
+def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
+    """Open the suites and select the cases; ConformError when the selection is empty or a
+    suite is broken."""
+    chosen_modes = unique_modes(modes)
+    suites = open_suites(selection.suite_dirs)
+    cases = select_cases(suites, selection)
+    for suite in suites:
+        suite.require_recordings(selection.patterns)
+    all_ids = tuple(case.case_id for case in cases_of(suites))
+    return Plan(
+        tuple(suites),
+        tuple(in_shard(cases, selection.shard)),
+        chosen_modes,
+        selection,
+        all_ids,
+    )
+
+
+def select_cases(suites: Sequence[Suite], selection: Selection) -> list[Case]:
+    """The cases of `suites` that `selection` picks (its shard aside), in id order;
+    SuiteError saying which options left none when there are none (`selected_cases`)."""
+    return selected_cases(
+        suites, selection.patterns, rules=selection.rules, exclude=selection.exclude
+    )
+
+
+def suite_path(folder: Path | str) -> Path:
+    """A `--suite` value as the run keeps it: `:shipped` as is, a folder made absolute (an
+    in-process target may change directory during the run)."""
+    return Path(folder) if str(folder) == SHIPPED else Path(folder).absolute()
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` as (K, N), 1 <= K <= N; ConformError otherwise."""
+    index, _, count = text.partition("/")
+    try:
+        k, n = int(index), int(count)
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise ConformError(f"--shard {text!r}: give K/N with 1 <= K <= N, e.g. 2/4")
+    return k, n
+
+
+def shard_of(case_id: str, count: int) -> int:
+    """The shard (1..count) a case belongs to: from the SHA-256 of its id, so it never depends
+    on which other cases the suite holds, the machine, or Python's hash seed."""
+    digest = hashlib.sha256(case_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % count + 1
+
+
+def in_shard(cases: Sequence[Case], shard: tuple[int, int] | None) -> list[Case]:
+    """The cases of shard K of N (all of them when `shard` is None)."""
+    if shard is None:
+        return list(cases)
+    index, count = shard
+    return [case for case in cases if shard_of(case.case_id, count) == index]

@@ -1,0 +1,34 @@
+"""What the class-by-class hostile tests share: `conform` through its own error handler, and a
+small suite of their own to break."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from harness.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE = "llama-server/content_stop"
+
+
+def conform(*args: str | Path) -> tuple[int, str]:
+    """Exit code and output (stderr too) of `conform ARGS`; fails on an escaped exception."""
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.output
+
+
+def small_suite(folder: Path, *cases: str) -> Path:
+    """A suite in `folder` with the shipped recordings and golden files of `cases` (a few
+    shipped cases by default)."""
+    for case in cases or (CASE, "llama-server/tool_call", "llama-server/server_error"):
+        for kind, suffixes in (("recordings", (".http", ".sse")), ("golden", (".json",))):
+            for suffix in suffixes:
+                source = ROOT / kind / f"{case}{suffix}"
+                if source.exists():
+                    (folder / kind / case).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy(source, folder / kind / f"{case}{suffix}")
+    return folder
