@@ -11,7 +11,6 @@ miniature; `-k NAME` runs only some. In-process, every mode, the default seed.
 from __future__ import annotations
 
 import argparse
-import functools
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from harness.check.modes import DEFAULT_SEED  # noqa: E402
-from harness.drive.process import start_driver  # noqa: E402
+from harness.check.options import RunOptions  # noqa: E402
 from harness.fuzzing import FuzzRequest, fuzz  # noqa: E402
 from tests.miniatures import BATTERY, PITFALLS  # noqa: E402
 
@@ -41,10 +40,7 @@ def main() -> int:
     found = 0
     for name in names:
         request = FuzzRequest(
-            make_driver=functools.partial(
-                start_driver, f"{MINIATURES}:{name}", None, in_process=True
-            ),
-            seed=args.seed,
+            RunOptions(target=f"{MINIATURES}:{name}", in_process=True, seed=args.seed),
             examples=args.examples,
             seconds=seconds,
             shrink_steps=0,  # found is what counts here

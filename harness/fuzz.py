@@ -9,56 +9,26 @@ otherwise one line saying how many streams agreed (exit 0). Bad options are one 
 
 from __future__ import annotations
 
-import functools
 import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import click
 
-from harness.check.modes import DEFAULT_SEED, MODES
-from harness.drive.inprocess import split_spec
-from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
+from harness import cli_options as opt
+from harness.check.options import RunOptions
+from harness.drive.process import DEFAULT_TIMEOUT
 from harness.errors import ConformError
 from harness.fuzzing import Finding, FuzzRecord, FuzzRequest, fuzz, save_finding
 from harness.reports.text import render
 from harness.safetext import printable, shorten
-from reference.choices import OUTCOMES, REFERENCE
+from harness.seconds import Seconds
 
 #: Characters of each recording line shown in the report (the saved recording has them all).
 _LINE_CHARS = 300
 _STREAM_LINES = 60
-
-
-class _Target(click.ParamType):
-    """`module:attribute` or `path/to/file.py:attribute`."""
-
-    name = "TARGET"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        try:
-            split_spec(str(value))
-        except ValueError as exc:
-            self.fail(f"{value!r}: {exc}", param, ctx)
-        return str(value)
-
-
-class _Point(click.ParamType):
-    """`POINT=OUTCOME`: an implementation-defined point and the outcome to require there."""
-
-    name = "choice"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> tuple[str, str]:
-        point, _, outcome = str(value).partition("=")
-        point, outcome = point.strip().upper(), outcome.strip()
-        if outcome not in OUTCOMES.get(point, ()):
-            options = "; ".join(f"{p}={'|'.join(v)}" for p, v in OUTCOMES.items())
-            self.fail(f"{value!r}: give POINT=OUTCOME, one of {options}", param, ctx)
-        return point, outcome
 
 
 class _Progress:
@@ -121,7 +91,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
 
 
 @click.command("fuzz")
-@click.argument("target", type=_Target(), required=False)
+@click.argument("target", type=opt.TargetType(), required=False)
 @click.option(
     "--exec",
     "exec_command",
@@ -134,14 +104,6 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     help="Run TARGET inside conform's own process: faster, but a hang or crash stops the run.",
 )
 @click.option(
-    "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=DEFAULT_TIMEOUT,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time allowed for each stream before it is timed-out (not with --in-process).",
-)
-@click.option(
     "--examples",
     type=click.IntRange(min=1),
     metavar="N",
@@ -152,22 +114,9 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     "seconds",
     type=click.FloatRange(min=0, min_open=True),
     metavar="SECONDS",
-    help="Generate streams for this long instead (shrinking a finding takes a little more).",
+    help="Generate streams for this long instead (shrinking a difference takes a little more).",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=DEFAULT_SEED,
-    show_default=True,
-    help="The same seed gives the same streams (and the same mutating modes).",
-)
-@click.option(
-    "--mode",
-    "modes",
-    type=click.Choice(MODES),
-    multiple=True,
-    help="Input mode; repeatable. Default: every mode, as 'conform run'.",
-)
+@opt.modes
 @click.option(
     "--streams",
     "kind",
@@ -176,19 +125,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     show_default=True,
     help="Generate valid streams, streams broken in one place (R6's shape errors), or both.",
 )
-@click.option(
-    "--strict",
-    is_flag=True,
-    help="Require the reference's own outcome at every implementation-defined point.",
-)
-@click.option(
-    "--choose",
-    "chosen_points",
-    type=_Point(),
-    multiple=True,
-    metavar="POINT=OUTCOME",
-    help="Require this outcome at one implementation-defined point (e.g. I3=ignore); repeatable.",
-)
+@opt.gating
 @click.option(
     "-j",
     "--jobs",
@@ -196,7 +133,15 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     default=1,
     show_default=True,
     metavar="N",
-    help="Search with N workers at once (worker K uses seed + K).",
+    help="Search with N worker processes at once (worker K draws with seed + K).",
+)
+@click.option(
+    "--timeout",
+    type=Seconds(),
+    default=DEFAULT_TIMEOUT,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time allowed for each call into the target before its stream is timed-out.",
 )
 @click.option(
     "--save",
@@ -209,15 +154,16 @@ def fuzz_command(
     target: str | None,
     exec_command: str | None,
     in_process: bool,
-    timeout: float,
     examples: int | None,
     seconds: float | None,
-    seed: int,
     modes: tuple[str, ...],
+    seed: int,
     kind: str,
     strict: bool,
     chosen_points: tuple[tuple[str, str], ...],
+    level: str,
     jobs: int,
+    timeout: float,
     save: Path | None,
     quiet: bool,
 ) -> None:
@@ -230,23 +176,24 @@ def fuzz_command(
     Exits 0 when TARGET agrees with the reference on every stream, 1 on a difference (a
     mismatch, crash or timeout), 2 on a usage or setup error.
     """
-    check_driver_options(target, exec_command, in_process=in_process, timeout=timeout)
-    if jobs > 1 and in_process:
-        raise ConformError("-j runs worker processes; it does not go with --in-process")
     if examples is not None and seconds is not None:
         raise ConformError("give --examples N or --time SECONDS, not both")
-    required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if strict else {}
-    required.update(dict(chosen_points))
-    request = FuzzRequest(
-        make_driver=functools.partial(
-            start_driver, target, exec_command, in_process=in_process, timeout=timeout
-        ),
-        modes=tuple(dict.fromkeys(modes)) or MODES,
+    options = RunOptions(
+        target=target,
+        exec_command=exec_command,
+        in_process=in_process,
+        timeout=timeout,
+        jobs=jobs,
+        modes=modes,
         seed=seed,
+        strict=strict,
+        chosen_points=chosen_points,
+        level=level,
+    )
+    request = FuzzRequest(
+        options=options,
         examples=200 if examples is None and seconds is None else examples,
         seconds=seconds,
-        jobs=jobs,
-        require=required or None,
         broken={"any": None, "valid": False, "broken": True}[kind],
     )
     if save is not None:
@@ -256,7 +203,7 @@ def fuzz_command(
         record = fuzz(request, on_stream=progress)
     finally:
         progress.close()
-    label = target if target is not None else str(exec_command)
+    label = options.label
     for line in _report(record, label=label, save=save):
         click.echo(line)
     click.get_current_context().exit(1 if record.finding is not None else 0)

@@ -30,8 +30,10 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
-from harness.check.modes import DEFAULT_SEED, MODES, PLAIN
-from harness.check.runner import PASSED, CaseResult, run_case
+from harness.check.modes import PLAIN
+from harness.check.options import RunOptions
+from harness.check.results import PASSED, CaseResult
+from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
 from harness.errors import ConformError
 from harness.model.expect import expected, write_case
@@ -50,15 +52,12 @@ SHRINK_SECONDS = 120.0
 
 @dataclass(frozen=True)
 class FuzzRequest:
-    """What to fuzz and for how long: `examples` streams, or for `seconds` (one of them)."""
+    """What to fuzz and for how long: the run's options (target, modes, seed, gating, `-j`) as
+    `conform run` takes them, and `examples` streams or `seconds` of them (one of the two)."""
 
-    make_driver: Callable[[], Driver]
-    modes: tuple[str, ...] = MODES
-    seed: int = DEFAULT_SEED
+    options: RunOptions
     examples: int | None = None
     seconds: float | None = None
-    jobs: int = 1
-    require: dict[str, str] | None = None
     broken: bool | None = None  # None: valid and broken streams alike
     shrink_steps: int = SHRINK_STEPS
 
@@ -69,9 +68,22 @@ class FuzzRequest:
             raise ConformError(f"--examples must be at least 1, not {self.examples}")
         if self.seconds is not None and not self.seconds > 0:
             raise ConformError(f"--time must be more than 0 seconds, not {self.seconds}")
-        unknown = [mode for mode in self.modes if mode not in MODES]
-        if unknown:
-            raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return self.options.chosen_modes
+
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
+    @property
+    def jobs(self) -> int:
+        return self.options.jobs
+
+    def make_driver(self) -> Driver:
+        """A driver for the target, started (ConformError when it cannot start)."""
+        return self.options.start_driver()
 
 
 @dataclass(frozen=True)
@@ -155,7 +167,8 @@ class _Search:
                 self.driver,
                 mode=mode,
                 seed=self.request.seed,
-                require=self.request.require,
+                require=self.request.options.required_choices(),
+                level=self.request.options.level,
             )
             if result.status != PASSED:
                 failed.append(result)

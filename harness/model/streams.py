@@ -115,7 +115,7 @@ _EDGE_TEXT = (
     "data: x",
     "\t",
 )
-_CHARS = st.characters(exclude_categories=("Cs",))
+_CHARS = st.characters(exclude_categories=["Cs"])
 
 
 def _text_kind(draw: Draw, used: set[str]) -> str:
@@ -285,7 +285,8 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
             if _rarely(draw, 3):
                 piece["type"] = "function"
                 used.add("tool_call_type")
-            if function or draw(st.booleans()):
+            bare = bool(draw(st.booleans()))
+            if function or bare:
                 piece["function"] = function
             pieces.append(_Piece("tool", call=piece))
         calls.append(pieces)
@@ -293,11 +294,11 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
         # a call that never gets a name (or an id): the stream fails at finish (R5)
         victim = calls[int(draw(_ints(0, count - 1)))]
         key = draw(_pick(("id", "name")))
-        for piece in victim:
+        for part in victim:
             if key == "id":
-                piece.call.pop("id", None)
+                part.call.pop("id", None)
             else:
-                piece.call.get("function", {}).pop("name", None)
+                part.call.get("function", {}).pop("name", None)
         used.add("tool_call_never_named")
     return calls
 
@@ -739,13 +740,19 @@ _NOT_JSON: tuple[tuple[str, Callable[[str], str]], ...] = (
 )
 
 
+def _read_predicted(chunk: dict[str, Any], delta: dict[str, Any], value: float) -> None:
+    """Reasoning text beside timings whose predicted_n is `value` (R4 reads it)."""
+    chunk["timings"] = {"predicted_n": value}
+    delta["reasoning_content"] = "r"
+
+
 def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
     """Change one read field of `chunk` to a wrong type or value; the name of the change."""
     choices = chunk.get("choices") or [{"index": 0, "delta": {}}]
     chunk["choices"] = choices
     choice = choices[0] if isinstance(choices[0], dict) else {"delta": {}}
     delta = choice.setdefault("delta", {}) if isinstance(choice.get("delta", {}), dict) else {}
-    options = {
+    options: dict[str, Callable[[], None]] = {
         "content_number": lambda: delta.__setitem__("content", 7),
         "content_parts": lambda: delta.__setitem__("content", [{"type": "text", "text": "Hi"}]),
         "reasoning_object": lambda: delta.__setitem__("reasoning_content", {"text": "x"}),
@@ -799,14 +806,8 @@ def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
         "timings_string": lambda: chunk.__setitem__("timings", {"predicted_n": "5"}),
         "timings_true": lambda: chunk.__setitem__("timings", {"prompt_ms": True}),
         "timings_list": lambda: chunk.__setitem__("timings", [1, 2]),
-        "predicted_negative": lambda: (
-            chunk.__setitem__("timings", {"predicted_n": -3}),
-            delta.__setitem__("reasoning_content", "r"),
-        ),
-        "predicted_fraction": lambda: (
-            chunk.__setitem__("timings", {"predicted_n": 2.5}),
-            delta.__setitem__("reasoning_content", "r"),
-        ),
+        "predicted_negative": lambda: _read_predicted(chunk, delta, -3),
+        "predicted_fraction": lambda: _read_predicted(chunk, delta, 2.5),
         "progress_list": lambda: chunk.__setitem__("prompt_progress", [10, 0, 5, 1]),
         "progress_string": lambda: chunk.__setitem__("prompt_progress", {"total": "10"}),
         "progress_fraction": lambda: chunk.__setitem__("prompt_progress", {"total": 1.5}),
