@@ -10,15 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from harness.errors import RecordingError
 from harness.model import fields
 from harness.model import streams as streams_module
 from harness.model.expect import expected, touched_points, write_case
 from harness.model.features import BY_NAME, FEATURES, GROUPS
 from harness.model.jsonwrite import Dup, Raw, dump
 from harness.model.streams import BREAKERS, Stream, streams
+from harness.suite.cases import Case
+from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
 from reference.choices import OUTCOMES
 
@@ -117,3 +121,37 @@ def test_a_plain_stream_touches_no_point(tmp_path: Path) -> None:
     case = write_case(stream, tmp_path / "recordings", tmp_path / "golden", "fuzz/x")
     assert touched_points(case.recording, capped=False) == ()
     assert "alternatives" not in expected(case)
+
+
+_DEEP = "[" * 130 + "]" * 130
+
+
+def test_a_point_that_matters_only_beside_another_is_pinned_too(tmp_path: Path) -> None:
+    # Payload 0 holds an integer beyond 2^53: I2 `protocol` fails there. Only when it is read
+    # (I2 `exact`) does payload 1, nested too deep in an ignored member, meet I3. A target taking
+    # I2=exact and I3=ignore (Go's encoding/json does) must find its outcome among the golden's.
+    stream = Stream(
+        payloads=(
+            '{"id":"c","prompt_progress":{"total":9007199254740993}}',
+            '{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],"x":' + _DEEP + "}",
+        ),
+        features=("big_integer", "deep_ignored_value"),
+    )
+    case = write_case(stream, tmp_path / "recordings", tmp_path / "golden", "fuzz/x")
+    assert touched_points(case.recording, capped=False) == ("I2",)  # each point alone
+    assert touched_points(case.recording, capped=False, candidates=("I2", "I3")) == ("I2", "I3")
+    golden = expected(case)
+    assert golden["pins"] == ["I2", "I3"]
+    taken = [c for alt in golden["alternatives"] for c in alt["choices"]]
+    assert {"I2": "exact", "I3": "ignore"} in taken
+
+
+def test_a_pin_that_never_matters_is_still_refused(tmp_path: Path) -> None:
+    recording = tmp_path / "recordings" / "x.sse"
+    recording.parent.mkdir()
+    recording.write_text(
+        ': pins: I3\ndata: {"id":"c","choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'
+    )
+    case = Case("x", recording, tmp_path / "golden" / "x.json")
+    with pytest.raises(RecordingError, match="pins I3, but every outcome of I3"):
+        build_golden(case)
