@@ -21,7 +21,7 @@ from harness import cli_options as opt
 from harness.check.options import RunOptions
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.errors import ConformError
-from harness.fuzzing import Finding, FuzzRecord, FuzzRequest, fuzz, save_finding
+from harness.fuzzing import SHRINK_STEPS, Finding, FuzzRecord, FuzzRequest, fuzz, save_finding
 from harness.reports.text import render
 from harness.safetext import printable, shorten
 from harness.seconds import Seconds
@@ -116,6 +116,15 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     metavar="SECONDS",
     help="Generate streams for this long instead (shrinking a difference takes a little more).",
 )
+@click.option(
+    "--shrink",
+    "shrink_steps",
+    type=click.IntRange(min=0),
+    default=SHRINK_STEPS,
+    show_default=True,
+    metavar="N",
+    help="Streams tried while shrinking a difference (0: report the first stream as found).",
+)
 @opt.modes
 @click.option(
     "--streams",
@@ -156,6 +165,7 @@ def fuzz_command(
     in_process: bool,
     examples: int | None,
     seconds: float | None,
+    shrink_steps: int,
     modes: tuple[str, ...],
     seed: int,
     kind: str,
@@ -195,6 +205,7 @@ def fuzz_command(
         examples=200 if examples is None and seconds is None else examples,
         seconds=seconds,
         broken={"any": None, "valid": False, "broken": True}[kind],
+        shrink_steps=shrink_steps,
     )
     if save is not None:
         save = Path(os.path.abspath(save))

@@ -35,7 +35,7 @@ def test_a_target_taking_another_allowed_outcome_is_never_flagged(point: str, ou
     # Streams that touch implementation-defined points are common in the model (1.0, 2^53,
     # deep nesting, duplicate keys); each such target must agree with some allowed outcome.
     code, output = conform(
-        "fuzz", f"{FAIR}:{point}_{outcome}", "--in-process", "--examples", "80", "--seed", "7"
+        "fuzz", f"{FAIR}:{point}_{outcome}", "--in-process", "--examples", "50", "--seed", "7"
     )
     assert code == 0, output
 
@@ -52,10 +52,31 @@ SAMPLE = (
 )
 
 
+def test_no_shrinking_reports_the_stream_as_found() -> None:
+    args = ("fuzz", f"{MINIATURES}:MergesTimings", "--in-process", "--seed", "1", "--shrink")
+    code, raw = conform(*args, "0")
+    assert code == 1, raw
+    code, shrunk = conform(*args, "40")
+    assert code == 1, shrunk
+
+    def size(output: str) -> int:
+        return int(output.split("the stream, shrunk to ")[1].split(" ")[0])
+
+    assert size(shrunk) <= size(raw)
+
+
 @pytest.mark.parametrize("name", SAMPLE)
 def test_a_planted_bug_is_found_and_shrunk(name: str) -> None:
     code, output = conform(
-        "fuzz", f"{MINIATURES}:{name}", "--in-process", "--examples", "400", "--seed", "1"
+        "fuzz",
+        f"{MINIATURES}:{name}",
+        "--in-process",
+        "--examples",
+        "300",
+        "--seed",
+        "1",
+        "--shrink",
+        "20",
     )
     assert code == 1, output
     assert output.startswith("FAIL fuzz/stream ["), output
@@ -64,7 +85,17 @@ def test_a_planted_bug_is_found_and_shrunk(name: str) -> None:
 
 
 def test_the_same_seed_gives_the_same_report() -> None:
-    args = ("fuzz", f"{MINIATURES}:LastIdWins", "--in-process", "--examples", "200", "--seed", "3")
+    args = (
+        "fuzz",
+        f"{MINIATURES}:LastIdWins",
+        "--in-process",
+        "--examples",
+        "200",
+        "--seed",
+        "3",
+        "--shrink",
+        "15",
+    )
     first, second = conform(*args), conform(*args)
     assert first[0] == 1, first[1]
     strip = [line for line in first[1].splitlines() if not line.startswith("fuzz:")]
@@ -76,7 +107,17 @@ def test_save_writes_a_case_that_catches_the_bug(tmp_path: Path) -> None:
     suite = tmp_path / "suite"
     target = f"{MINIATURES}:DropsServerMessage"
     code, output = conform(
-        "fuzz", target, "--in-process", "--examples", "300", "--seed", "2", "--save", str(suite)
+        "fuzz",
+        target,
+        "--in-process",
+        "--examples",
+        "300",
+        "--seed",
+        "2",
+        "--save",
+        str(suite),
+        "--shrink",
+        "20",
     )
     assert code == 1, output
     recordings = list((suite / "recordings" / "fuzz").glob("*.sse"))
@@ -120,5 +161,5 @@ def test_a_target_that_cannot_be_imported_is_a_setup_error() -> None:
 def test_help_names_the_budget_options() -> None:
     code, output = conform("fuzz", "--help")
     assert code == 0
-    for option in ("--time", "--examples", "--seed", "--save", "--exec", "-j"):
+    for option in ("--time", "--examples", "--seed", "--save", "--exec", "-j", "--shrink"):
         assert option in output
