@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.check.modes import DEFAULT_SEED  # noqa: E402
 from harness.check.options import RunOptions  # noqa: E402
-from harness.fuzzing import FuzzRequest, fuzz  # noqa: E402
+from harness.fuzzing import FuzzRequest, run_fuzz  # noqa: E402
 from tests.miniatures import BATTERY, PITFALLS  # noqa: E402
 
 MINIATURES = str(ROOT / "tests" / "miniatures.py")
@@ -46,7 +46,7 @@ def main() -> int:
             shrink_steps=0,  # found is what counts here
         )
         started = time.perf_counter()
-        record = fuzz(request)
+        record = run_fuzz(request)
         took = time.perf_counter() - started
         hit = record.finding is not None
         found += hit

@@ -1,6 +1,6 @@
 """`conform fuzz`: generated streams through a target and the reference, a difference shrunk.
 
-The command parses its options, calls `harness.fuzzing.fuzz` once, and renders the record: on a
+The command parses its options, calls `harness.fuzzing.run_fuzz` once, and renders the record: on a
 difference, the failing results as `conform run` shows them (`harness.reports.text`), then the
 shrunk stream itself, and with `--save DIR` the recording and golden file written (exit 1);
 otherwise one line saying how many streams agreed (exit 0). Bad options are one `Error:` line
@@ -21,7 +21,7 @@ from harness import cli_options as opt
 from harness.check.options import RunOptions
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.errors import ConformError
-from harness.fuzzing import SHRINK_STEPS, Finding, FuzzRecord, FuzzRequest, fuzz, save_finding
+from harness.fuzzing import SHRINK_STEPS, Finding, FuzzRecord, FuzzRequest, run_fuzz, save_finding
 from harness.reports.text import render
 from harness.safetext import printable, shorten
 from harness.seconds import Seconds
@@ -211,7 +211,7 @@ def fuzz_command(
         save = Path(os.path.abspath(save))
     progress = _Progress(sys.stderr, enabled=not quiet and sys.stderr.isatty())
     try:
-        record = fuzz(request, on_stream=progress)
+        record = run_fuzz(request, on_stream=progress)
     finally:
         progress.close()
     label = options.label

@@ -1,12 +1,12 @@
 """Fuzzing a target: generated streams through the target and the reference, shrunk on a difference.
 
-`fuzz(request)` draws streams from the model (`harness.model.streams`), writes each as a recording
-in a scratch suite, builds its expected result with the reference under every allowed outcome of
-the implementation-defined points (`harness.model.expect`), and runs it through the target with
-the runner `conform run` uses (`harness.check.runner.run_case`), in each mode asked for. On the
-first difference hypothesis shrinks the stream to a small one that still differs; the result is a
-`FuzzRecord` holding that stream, its expected result and the failing results in every mode,
-which `conform fuzz` renders like a run failure and can save as a case (`save_finding`).
+`run_fuzz(request)` draws streams from the model (`harness.model.streams`), writes each as a
+recording in a scratch suite, builds its expected result with the reference under every allowed
+outcome of the implementation-defined points (`harness.model.expect`), and runs it through the
+target with the runner `conform run` uses (`harness.check.runner.run_case`), in each mode asked
+for. On the first difference hypothesis shrinks the stream to a small one that still differs; the
+result is a `FuzzRecord` holding that stream, its expected result and the failing results in every
+mode, which `conform fuzz` renders like a run failure and can save as a case (`save_finding`).
 
 Reproducible: the same seed gives the same streams (hypothesis is seeded, its example database is
 off, and every mutating mode is seeded). With `jobs` > 1 each worker searches with its own seed
@@ -282,7 +282,7 @@ class _Shared:
             self._on_stream(count)
 
 
-def fuzz(request: FuzzRequest, *, on_stream: Callable[[int], None] | None = None) -> FuzzRecord:
+def run_fuzz(request: FuzzRequest, *, on_stream: Callable[[int], None] | None = None) -> FuzzRecord:
     """Fuzz the target until a difference is found or the budget is spent; `on_stream(n)` is
     called after each stream (for a progress line). ConformError when the target cannot start."""
     started = time.monotonic()
