@@ -88,9 +88,23 @@ def _cached_pick(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     return st.sampled_from(values)
 
 
+def _uniform(draw: Draw, values: Sequence[Any]) -> Any:
+    """One of `values`, about equally often: hypothesis favours the first of a `sampled_from`,
+    which would leave the last breakers of a long list untried in a short run. A 32-bit integer,
+    its bits mixed (hypothesis favours small ones too), spreads the picks, and still shrinks (to
+    the smallest integer that picks the same value)."""
+    return values[_spread(draw) % len(values)]
+
+
+def _spread(draw: Draw) -> int:
+    """An integer whose residues are about equally likely: hypothesis favours small integers,
+    so its bits are mixed (0, the value it shrinks to, stays 0)."""
+    return (int(draw(_ints(0, 2**32 - 1))) * 0x9E3779B1 % 2**32) >> 8
+
+
 def _rarely(draw: Draw, odds: int) -> bool:
     """True once in `odds + 1` draws; shrinks to False, so a shrunk stream loses the feature."""
-    return bool(draw(_ints(0, odds)) == odds)
+    return _spread(draw) % (odds + 1) == odds
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -818,7 +832,7 @@ def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
         "progress_empty": lambda: chunk.__setitem__("prompt_progress", {}),
         "timings_empty": lambda: chunk.__setitem__("timings", {}),
     }
-    name = str(draw(_pick(sorted(options))))
+    name = str(_uniform(draw, sorted(options)))
     options[name]()
     return name
 
@@ -898,7 +912,7 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
     """A llama-server stream; with `broken=True` broken in one place, with None either."""
     chunks, used, capped = draw(_chunks())
     if broken is None:  # one in two broken
-        broken = bool(draw(_ints(0, 1)) == 1)
+        broken = _spread(draw) % 2 == 1
     for chunk in chunks:
         if "error" not in chunk and _rarely(draw, 9):
             _respell(draw, chunk, used)
@@ -913,7 +927,7 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
             how = _wrong_shape(draw, chunks[at])
             used.add(_WRONG_FEATURES[how])
         else:
-            how, breaker = draw(_pick(_NOT_JSON))
+            how, breaker = _uniform(draw, _NOT_JSON)
             texts[at] = breaker(dump(chunks[at]))
             used.add(_NOT_JSON_FEATURES.get(how, "not_json"))
     payloads = []
