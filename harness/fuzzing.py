@@ -21,6 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.errors import HypothesisWarning
 
 from harness.check.modes import PLAIN
 from harness.check.options import RunOptions
@@ -234,7 +236,10 @@ class _Search:
 
         try:
             self.driver = request.make_driver()
-            property_holds()
+            with warnings.catch_warnings():
+                # hypothesis's note on a large example's repr: the report shows it, shortened
+                warnings.simplefilter("ignore", HypothesisWarning)
+                property_holds()
         except (_Found, _OutOfTime):
             pass
         except Exception as exc:  # hypothesis's own (flaky, ...) once shrinking was cut short

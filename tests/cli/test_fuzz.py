@@ -73,8 +73,6 @@ def test_a_planted_bug_is_found_and_shrunk(name: str) -> None:
         "--in-process",
         "--examples",
         "300",
-        "--seed",
-        "1",
         "--shrink",
         "20",
     )
