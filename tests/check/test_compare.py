@@ -145,3 +145,13 @@ def test_the_fast_path_agrees_with_the_plain_walk(suite: Suite) -> None:
             assert same(expected, actual) == _same(expected, actual), (expected, actual)
             checked += 1
     assert checked > 100
+
+
+def test_a_double_written_as_its_shortest_decimal_integer_is_that_double() -> None:
+    # Go's encoding/json writes the double 2^63 as 9223372036854776000 (found by conform fuzz on
+    # the Go example): read as a double, it is the golden double; any other integer is not.
+    assert same(9223372036854775808.0, 9223372036854776000)
+    assert same(9223372036854775808.0, 9223372036854775808)
+    assert not same(9223372036854775808.0, 9223372036854776001)
+    assert not same(9007199254740992.0, 9007199254740993)
+    assert not same(1.5, 2)
