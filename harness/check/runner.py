@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import reference
-from harness.check.compare import Difference, differences, same
+from harness.check.compare import Difference, differences, same_step
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
 from harness.check.results import (
     COMPLETION,
@@ -109,37 +109,50 @@ class _Play:
         """
         case, driver, mutate = self.case, self.driver, self.mutate
         prefix = "" if self.cut is None else f"prefix[{self.cut}]."
+        completion = self.level == COMPLETION
+        push = driver.push
         expected_iter = iter(expected_steps)
         count = 0
         if payloads is None:
             payloads = iter_payloads(case.recording)
-        for index, payload in enumerate(payloads):
-            if index == limit:
-                return False
-            expected = next(expected_iter, None)
-            if expected is None:
-                raise _stale(case, f"the recording has more than {index} payloads")
-            line = payload.line
-            if expected["line"] != line:
-                raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
-            self.step, self.line, self.at = index, line, PUSH
-            count = index + 1
-            pushed = payload.data if mutate is None else mutate(index, payload.data)
-            self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
-            actual = driver.push(pushed, line)
-            said = actual.pop(SAID, None)
-            if self.level == COMPLETION:
-                expected, actual = completion_step(expected), completion_step(actual)
-            if not same(expected, actual):
-                self.found += _mismatches(
-                    differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
-                    step=index,
-                    line=line,
-                    payload=self.pushed,
-                    said=said,
-                )
-            if "error" in expected or "error" in actual:
-                return "error" in actual and "error" not in expected
+        # The loop runs once per payload: where it is (for a crash's report) is kept in locals
+        # and handed to `self` only when the target fails.
+        index, line, pushed = 0, 0, None
+        try:
+            for index, payload in enumerate(payloads):
+                if index == limit:
+                    return False
+                expected = next(expected_iter, None)
+                if expected is None:
+                    raise _stale(case, f"the recording has more than {index} payloads")
+                line = payload.line
+                if expected["line"] != line:
+                    raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
+                count = index + 1
+                data = payload.data
+                if mutate is None:
+                    pushed = None
+                    actual = push(data, line)
+                else:
+                    changed = mutate(index, data)
+                    pushed = None if changed == data else changed  # quoted only when changed
+                    actual = push(changed, line)
+                said = actual.pop(SAID, None)
+                if completion:
+                    expected, actual = completion_step(expected), completion_step(actual)
+                if not same_step(expected, actual):
+                    self.found += _mismatches(
+                        differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                        step=index,
+                        line=line,
+                        payload=pushed,
+                        said=said,
+                    )
+                if "error" in expected or "error" in actual:
+                    return "error" in actual and "error" not in expected
+        except TargetCrash:
+            self.step, self.line, self.pushed, self.at = index, line, pushed, PUSH
+            raise
         if limit is None and next(expected_iter, None) is not None:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
@@ -158,7 +171,7 @@ class _Play:
             return
         actual = self.driver.finish(capped)
         said = actual.pop(SAID, None)
-        if not same(expected, actual):
+        if not same_step(expected, actual):
             self.found += _mismatches(
                 differences(expected, actual, prefix=path),
                 step=None,
