@@ -39,13 +39,24 @@ class NormalizeError(Exception):
     """A target returned something the golden schema cannot hold."""
 
 
+#: Whether a type is a Mapping, by type: the abstract-class check is slow, and a completion
+#: reads a dozen fields of the same few types.
+_IS_MAPPING: dict[type, bool] = {}
+
+
 def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
+    kind = type(obj)
+    mapping = _IS_MAPPING.get(kind)
+    if mapping is None:
+        mapping = _IS_MAPPING[kind] = isinstance(obj, Mapping)
+    if mapping:
         return obj.get(name, _MISSING)
     return getattr(obj, name, _MISSING)
 
 
 def _scalar(value: Any, where: str) -> Any:
+    if type(value) in _PLAIN:
+        return value
     if isinstance(value, enum.Enum):
         value = value.value
     if value is None or isinstance(value, (str, int, float)):
@@ -142,6 +153,9 @@ def read_state(assembler: Any) -> dict[str, Any]:
         value = getattr(assembler, name, _MISSING)
         if value is _MISSING:
             raise NormalizeError(f"the assembler has no '{name}' reader")
+        if type(value) in _PLAIN:  # a property's value (a scalar is never callable)
+            state[name] = value
+            continue
         if callable(value):
             value = value()
         state[name] = value if type(value) in _PLAIN else _scalar(value, f"state.{name}")
