@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import reference
@@ -44,12 +45,16 @@ class NormalizeError(Exception):
 _IS_MAPPING: dict[type, bool] = {}
 
 
-def _get(obj: Any, name: str) -> Any:
+def _is_mapping(obj: Any) -> bool:
     kind = type(obj)
     mapping = _IS_MAPPING.get(kind)
     if mapping is None:
         mapping = _IS_MAPPING[kind] = isinstance(obj, Mapping)
-    if mapping:
+    return mapping
+
+
+def _get(obj: Any, name: str) -> Any:
+    if _is_mapping(obj):
         return obj.get(name, _MISSING)
     return getattr(obj, name, _MISSING)
 
@@ -69,14 +74,6 @@ def _field(obj: Any, name: str, where: str) -> Any:
     if value is _MISSING:
         raise NormalizeError(f"{where} has no field '{name}': {obj!r}")
     return _scalar(value, f"{where}.{name}")
-
-
-def _timing(timings: Any, name: str, where: str) -> Any:
-    """A timings field; a field the target's object lacks is null, as llama-server leaves out the
-    draft fields unless speculative decoding is on (a value that should be there still shows as a
-    mismatch: expected 5, got null)."""
-    value = _get(timings, name)
-    return None if value is _MISSING else _scalar(value, f"{where}.{name}")
 
 
 def _event_type(event: Any) -> str:
@@ -162,6 +159,33 @@ def read_state(assembler: Any) -> dict[str, Any]:
     return state
 
 
+def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:
+    """The fields `names` of `obj`, read in order, as JSON scalars (as `_field` reads one).
+
+    With `optional`, a field the object lacks is null instead of an error: timings, as
+    llama-server leaves out the draft fields unless speculative decoding is on (a value that
+    should be there still shows as a mismatch: expected 5, got null).
+    """
+    get = obj.get if _is_mapping(obj) else partial(getattr, obj)
+    values = []
+    for name in names:
+        value = get(name, _MISSING)
+        if type(value) not in _PLAIN:  # the usual answer needs no further check
+            if value is _MISSING:
+                if not optional:
+                    raise NormalizeError(f"{where} has no field '{name}': {obj!r}")
+                value = None
+            else:
+                value = _scalar(value, f"{where}.{name}")
+        values.append(value)
+    return values
+
+
+_TEXTS = ("id", "content", "reasoning_content")
+_CALL_FIELDS = ("id", "name", "arguments")
+_COUNTS = ("reasoning_tokens", "thinking_capped")
+
+
 def normalize_completion(completion: Any) -> dict[str, Any]:
     """What `finish` returned, as the golden schema's completion object."""
     where = "completion"
@@ -171,24 +195,27 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
     timings = _get(completion, "timings")
     if timings is _MISSING:
         raise NormalizeError(f"{where} has no field 'timings': {completion!r}")
+    # Read in the order of the object's members, so the first problem is the one reported.
+    identity, content, reasoning = _scalars(completion, _TEXTS, where)
+    calls = []
+    for i, call in enumerate(_items(tool_calls, f"{where}.tool_calls")):
+        call_id, name, arguments = _scalars(call, _CALL_FIELDS, f"{where}.tool_calls[{i}]")
+        calls.append({"id": call_id, "name": name, "arguments": arguments})
+    (finish_reason,) = _scalars(completion, ("finish_reason",), where)
+    read = None
+    if timings is not None:
+        values = _scalars(timings, TIMINGS_FIELDS, f"{where}.timings", optional=True)
+        read = dict(zip(TIMINGS_FIELDS, values, strict=True))
+    reasoning_tokens, capped = _scalars(completion, _COUNTS, where)
     return {
-        "id": _field(completion, "id", where),
-        "content": _field(completion, "content", where),
-        "reasoning_content": _field(completion, "reasoning_content", where),
-        "tool_calls": [
-            {
-                "id": _field(call, "id", f"{where}.tool_calls[{i}]"),
-                "name": _field(call, "name", f"{where}.tool_calls[{i}]"),
-                "arguments": _field(call, "arguments", f"{where}.tool_calls[{i}]"),
-            }
-            for i, call in enumerate(_items(tool_calls, f"{where}.tool_calls"))
-        ],
-        "finish_reason": _field(completion, "finish_reason", where),
-        "timings": None
-        if timings is None
-        else {name: _timing(timings, name, f"{where}.timings") for name in TIMINGS_FIELDS},
-        "reasoning_tokens": _field(completion, "reasoning_tokens", where),
-        "thinking_capped": _field(completion, "thinking_capped", where),
+        "id": identity,
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": calls,
+        "finish_reason": finish_reason,
+        "timings": read,
+        "reasoning_tokens": reasoning_tokens,
+        "thinking_capped": capped,
     }
 
 
