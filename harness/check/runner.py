@@ -47,11 +47,11 @@ from harness.check.results import (
 )
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
-from harness.errors import GoldenError
+from harness.errors import GoldenError, RecordingError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
 from harness.suite.golden import made_for, read_golden
-from harness.suite.recording import iter_payloads, read_info
+from harness.suite.recording import READ_WHOLE_BELOW, iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
@@ -212,17 +212,24 @@ def _prefix_finishes(
         raise _stale(case, f"the recording has fewer than {cut} payloads")
 
 
-def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: Choices) -> None:
+def _play_truncated(
+    play: _Play,
+    golden: dict[str, Any],
+    *,
+    seed: int,
+    choices: Choices,
+    payloads: Sequence[Payload] | None = None,
+) -> None:
     """The truncated mode: cut the recording after payload k, for each k that mode picks.
 
     Stops at the first cut that fails, so the report names one prefix to reproduce.
+    `payloads` are the recording's, when read beforehand.
     """
     steps = golden["steps"]
     capped: bool = golden["thinking_capped"]
     count = len(steps)
     points = truncation_points(count, seed=seed, case_id=play.case.case_id)
-    payloads: list[Payload] | None = None
-    if len(points) == count - 1:  # every cut, of a short recording: read it once
+    if payloads is None and len(points) == count - 1:  # every cut, of a short one: read it once
         payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
         play.cut = cut
@@ -273,19 +280,30 @@ def run_case(
     seed: int,
     require: dict[str, str] | None = None,
     level: str = FULL,
+    payloads: Sequence[Payload] | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
     the case at once: it is never an allowed outcome). A failure reports the closest outcome.
+    `payloads` are the recording's, when the caller has read them (else they are read as they go).
     """
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
     for combos, expected in candidates:
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+        result = _attempt(
+            case,
+            expected,
+            driver,
+            mode=mode,
+            seed=seed,
+            combos=combos,
+            level=level,
+            payloads=payloads,
+        )
         result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
@@ -304,6 +322,7 @@ def _attempt(
     seed: int,
     combos: tuple[dict[str, str], ...],
     level: str,
+    payloads: Sequence[Payload] | None,
 ) -> CaseResult:
     started = time.perf_counter()
     play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
@@ -311,10 +330,10 @@ def _attempt(
     try:
         if mode == TRUNCATED:
             choices = REFERENCE.replace(combos[0]) if combos else REFERENCE
-            _play_truncated(play, golden, seed=seed, choices=choices)
+            _play_truncated(play, golden, seed=seed, choices=choices, payloads=payloads)
         else:
             play.start_case()
-            ended_early = play.push_all(golden["steps"], limit=None)
+            ended_early = play.push_all(golden["steps"], limit=None, payloads=payloads)
             if "finish" in golden:
                 capped: bool = golden["thinking_capped"]
                 play.finish(golden["finish"], capped=capped, ended_early=ended_early)
@@ -345,6 +364,19 @@ def _cancelled(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
+def _read_once(case: Case) -> list[Payload] | None:
+    """The recording's payloads, read once for every mode and outcome of the case; None for a
+    recording too large to hold (each pass then reads it as it goes, in constant memory)."""
+    try:
+        if case.recording.stat().st_size <= READ_WHOLE_BELOW:
+            return list(iter_payloads(case.recording))
+    except (OSError, RecordingError):
+        # Read as it goes instead, which says what is wrong where it always did (a pass that
+        # stops at an error step never reads a broken line after it).
+        pass
+    return None
+
+
 def _run_modes(
     case: Case,
     driver: Driver,
@@ -359,12 +391,20 @@ def _run_modes(
     """One case in every mode, stopping when `cancel` is set: a result made while the run was
     being stopped (its program killed under it) is not the target's, and is dropped."""
     golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
+    payloads = _read_once(case)
     for mode in modes:
         if _cancelled(cancel):
             return
         try:
             result = run_case(
-                case, golden, driver, mode=mode, seed=seed, require=require, level=level
+                case,
+                golden,
+                driver,
+                mode=mode,
+                seed=seed,
+                require=require,
+                level=level,
+                payloads=payloads,
             )
         except Exception:
             if _cancelled(cancel):  # a program that cannot restart because the run is stopping
