@@ -143,20 +143,38 @@ def normalize_events(events: Any) -> list[dict[str, Any]]:
     return [normalize_event(event) for event in _items(events, "what push returns")]
 
 
+def _state_value(value: Any, name: str) -> Any:
+    """A state reader's value that is not a plain scalar: a method to call, or a value to read."""
+    if value is _MISSING:
+        raise NormalizeError(f"the assembler has no '{name}' reader")
+    if callable(value):
+        value = value()
+    return value if type(value) in _PLAIN else _scalar(value, f"state.{name}")
+
+
 def read_state(assembler: Any) -> dict[str, Any]:
     """The four state readers, as properties or zero-argument methods."""
-    state: dict[str, Any] = {}
-    for name in STATE_FIELDS:
-        value = getattr(assembler, name, _MISSING)
-        if value is _MISSING:
-            raise NormalizeError(f"the assembler has no '{name}' reader")
-        if type(value) in _PLAIN:  # a property's value (a scalar is never callable)
-            state[name] = value
-            continue
-        if callable(value):
-            value = value()
-        state[name] = value if type(value) in _PLAIN else _scalar(value, f"state.{name}")
-    return state
+    # Written out, one reader after another (each read, and called, in STATE_FIELDS order): this
+    # runs on every push, and a property's plain value (never callable) needs no further check.
+    plain = _PLAIN
+    read_id = getattr(assembler, "id", _MISSING)
+    if type(read_id) not in plain:
+        read_id = _state_value(read_id, "id")
+    tokens = getattr(assembler, "reasoning_tokens", _MISSING)
+    if type(tokens) not in plain:
+        tokens = _state_value(tokens, "reasoning_tokens")
+    in_reasoning = getattr(assembler, "in_reasoning", _MISSING)
+    if type(in_reasoning) not in plain:
+        in_reasoning = _state_value(in_reasoning, "in_reasoning")
+    finished = getattr(assembler, "is_finished", _MISSING)
+    if type(finished) not in plain:
+        finished = _state_value(finished, "is_finished")
+    return {
+        "id": read_id,
+        "reasoning_tokens": tokens,
+        "in_reasoning": in_reasoning,
+        "is_finished": finished,
+    }
 
 
 def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:

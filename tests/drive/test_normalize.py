@@ -102,6 +102,36 @@ def test_state_from_properties_or_methods() -> None:
         read_state(object())
 
 
+def test_state_readers_are_each_read_once_in_order() -> None:
+    from harness.drive.normalize import STATE_FIELDS
+
+    calls: list[str] = []
+
+    class Mixed:
+        @property
+        def id(self) -> str:
+            calls.append("id")
+            return "x"
+
+        def reasoning_tokens(self) -> int:
+            calls.append("reasoning_tokens")
+            return 3
+
+        @property
+        def in_reasoning(self) -> Any:
+            calls.append("in_reasoning")
+            return lambda: calls.append("in_reasoning()") is None
+
+        def is_finished(self) -> bool:
+            calls.append("is_finished")
+            return False
+
+    state = read_state(Mixed())
+    assert list(state) == list(STATE_FIELDS)
+    assert state == {"id": "x", "reasoning_tokens": 3, "in_reasoning": True, "is_finished": False}
+    assert calls == ["id", "reasoning_tokens", "in_reasoning", "in_reasoning()", "is_finished"]
+
+
 def test_completion_with_enum_finish_reason_and_mapping_timings() -> None:
     completion = {
         "id": "c",
