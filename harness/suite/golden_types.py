@@ -9,8 +9,8 @@ such a `oneOf` becomes one Struct of every branch's members, all optional, whose
 checks that the members present are one branch's. `decoder(part)` decodes a whole golden file or
 one of the schema's definitions (a streamed file's `step`).
 
-A document these types accept is one the schema allows (`tests/test_golden_types.py` checks both
-ways on every shipped golden file and on broken ones); what they refuse is then explained by
+A document these types accept is one the schema allows (`tests/suite/test_golden_types.py` checks
+both ways on every shipped golden file and on broken ones); what they refuse is then explained by
 `harness.suite.golden_schema`, whose messages name the JSON path in the schema's own terms.
 """
 

@@ -170,7 +170,7 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
     `data` field (a comment, `event:`) carries no data. The file is split as bytes and each
     piece decoded on its own, so that one emoji does not widen the whole text to four bytes a
     character. Anything else, and any problem reading the file, goes to the line-by-line reader,
-    which names the problem (tests/test_recording_fast.py checks both give the same payloads).
+    which names the problem (tests/suite/test_recording_fast.py checks both give the same payloads).
     """
     try:
         if path.stat().st_size > READ_WHOLE_BELOW:
