@@ -46,7 +46,7 @@ import synth  # noqa: E402
 
 import reference  # noqa: E402
 from harness.check import parallel, runner  # noqa: E402
-from harness.check.compare import same  # noqa: E402
+from harness.check.compare import same_step  # noqa: E402
 from harness.check.modes import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
 from harness.drive.inprocess import InProcessDriver, push_step  # noqa: E402
 from harness.suite import golden as golden_files  # noqa: E402
@@ -189,7 +189,7 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
 
     def compare() -> None:
         for expected, actual in pairs:
-            same(expected, actual)
+            same_step(expected, actual)  # the runner's check
 
     def parse_golden() -> None:
         for case in cases:

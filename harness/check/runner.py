@@ -14,14 +14,8 @@ from dataclasses import replace
 from typing import Any
 
 import reference
-from harness.check.compare import Difference, differences, same
-from harness.check.modes import (
-    SEEDED,
-    TRUNCATED,
-    Mutator,
-    mutator,
-    truncation_points,
-)
+from harness.check.compare import Difference, differences, same_step
+from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
 from harness.check.outcomes import Outcome, outcomes, proto_outcomes
 from harness.check.outcomes import _reach as _reach
 from harness.check.results import (
@@ -118,43 +112,56 @@ class _Play:
         """
         case, driver, mutate = self.case, self.driver, self.mutate
         prefix = "" if self.cut is None else f"prefix[{self.cut}]."
+        completion = self.level == COMPLETION
+        push = driver.push
         expected_iter = iter(expected_steps)
         count = 0
         if payloads is None:
             payloads = iter_payloads(case.recording)
         planned = self._plan(expected_steps, payloads, limit, then_finish)
+        ahead: list[str] = []  # what a plan sent ahead for each payload
         if planned is not None:
-            payloads = planned[0]
-        for index, payload in enumerate(payloads):
-            if index == limit:
-                return False
-            expected = next(expected_iter, None)
-            if expected is None:
-                raise _stale(case, f"the recording has more than {index} payloads")
-            line = payload.line
-            if expected["line"] != line:
-                raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
-            self.step, self.line, self.at = index, line, PUSH
-            count = index + 1
-            if planned is not None and index < len(planned[1]):
-                pushed = planned[1][index]
-            else:
-                pushed = payload.data if mutate is None else mutate(index, payload.data)
-            self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
-            actual = driver.push(pushed, line)
-            said = actual.pop(SAID, None)
-            if self.level == COMPLETION:
-                expected, actual = completion_step(expected), completion_step(actual)
-            if not same(expected, actual):
-                self.found += _mismatches(
-                    differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
-                    step=index,
-                    line=line,
-                    payload=self.pushed,
-                    said=said,
-                )
-            if "error" in expected or "error" in actual:
-                return "error" in actual and "error" not in expected
+            payloads, ahead = planned
+        # The loop runs once per payload: where it is (for a crash's report) is kept in locals
+        # and handed to `self` only when the target fails.
+        index, line, pushed = 0, 0, None
+        try:
+            for index, payload in enumerate(payloads):
+                if index == limit:
+                    return False
+                expected = next(expected_iter, None)
+                if expected is None:
+                    raise _stale(case, f"the recording has more than {index} payloads")
+                line = payload.line
+                if expected["line"] != line:
+                    raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
+                count = index + 1
+                data = payload.data
+                if index < len(ahead):
+                    changed = ahead[index]
+                elif mutate is None:
+                    changed = data
+                else:
+                    changed = mutate(index, data)
+                # Quoted in a report only when changed.
+                pushed = None if changed is data or changed == data else changed
+                actual = push(changed, line)
+                said = actual.pop(SAID, None)
+                if completion:
+                    expected, actual = completion_step(expected), completion_step(actual)
+                if not same_step(expected, actual):
+                    self.found += _mismatches(
+                        differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                        step=index,
+                        line=line,
+                        payload=pushed,
+                        said=said,
+                    )
+                if "error" in expected or "error" in actual:
+                    return "error" in actual and "error" not in expected
+        except TargetCrash:
+            self.step, self.line, self.pushed, self.at = index, line, pushed, PUSH
+            raise
         if limit is None and next(expected_iter, None) is not None:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
@@ -195,7 +202,7 @@ class _Play:
             return
         actual = self.driver.finish(capped)
         said = actual.pop(SAID, None)
-        if not same(expected, actual):
+        if not same_step(expected, actual):
             self.found += _mismatches(
                 differences(expected, actual, prefix=path),
                 step=None,
@@ -236,17 +243,24 @@ def _prefix_finishes(
         raise _stale(case, f"the recording has fewer than {cut} payloads")
 
 
-def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: Choices) -> None:
+def _play_truncated(
+    play: _Play,
+    golden: dict[str, Any],
+    *,
+    seed: int,
+    choices: Choices,
+    payloads: Sequence[Payload] | None = None,
+) -> None:
     """The truncated mode: cut the recording after payload k, for each k that mode picks.
 
     Stops at the first cut that fails, so the report names one prefix to reproduce.
+    `payloads` are the recording's, when read beforehand.
     """
     steps = golden["steps"]
     capped: bool = golden["thinking_capped"]
     count = len(steps)
     points = truncation_points(count, seed=seed, case_id=play.case.case_id)
-    payloads: list[Payload] | None = None
-    if len(points) == count - 1:  # every cut, of a short recording: read it once
+    if payloads is None and len(points) == count - 1:  # every cut, of a short one: read it once
         payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
         play.cut = cut
@@ -266,12 +280,14 @@ def run_case(
     seed: int,
     require: dict[str, str] | None = None,
     level: str = FULL,
+    payloads: Sequence[Payload] | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
     the case at once: it is never an allowed outcome). A failure reports the closest outcome.
+    `payloads` are the recording's, when the caller has read them (else they are read as they go).
     """
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
@@ -287,7 +303,16 @@ def run_case(
 
     for combos, expected in lazily():
         tried += 1
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+        result = _attempt(
+            case,
+            expected,
+            driver,
+            mode=mode,
+            seed=seed,
+            combos=combos,
+            level=level,
+            payloads=payloads,
+        )
         result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
@@ -306,6 +331,7 @@ def _attempt(
     seed: int,
     combos: tuple[dict[str, str], ...],
     level: str,
+    payloads: Sequence[Payload] | None,
 ) -> CaseResult:
     started = time.perf_counter()
     play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
@@ -313,12 +339,14 @@ def _attempt(
     try:
         if mode == TRUNCATED:
             choices = REFERENCE.replace(combos[0]) if combos else REFERENCE
-            _play_truncated(play, golden, seed=seed, choices=choices)
+            _play_truncated(play, golden, seed=seed, choices=choices, payloads=payloads)
         else:
             play.start_case()
             capped: bool = golden["thinking_capped"]
             then = capped if "finish" in golden else None
-            ended_early = play.push_all(golden["steps"], limit=None, then_finish=then)
+            ended_early = play.push_all(
+                golden["steps"], limit=None, payloads=payloads, then_finish=then
+            )
             if "finish" in golden:
                 play.finish(golden["finish"], capped=capped, ended_early=ended_early)
     except TargetCrash as exc:
