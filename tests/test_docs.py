@@ -1,0 +1,153 @@
+"""The documentation stays true to the code: every dotted `harness.`/`reference.` name in the
+docs, the README, docstrings and comments imports; every relative link and anchor resolves; the
+package map is written once; numbers about the suite are the suite's."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from harness.check.modes import MODES
+from harness.suite.cases import Suite
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted([ROOT / "README.md", ROOT / "CHANGELOG.md", *(ROOT / "docs").glob("*.md")])
+SOURCES = sorted([*(ROOT / "harness").rglob("*.py"), *(ROOT / "reference").rglob("*.py")])
+#: A dotted name of ours: `harness.pipeline.run_target`, `reference.choices` (not a file name).
+_DOTTED = re.compile(
+    r"(?<![\w./-])((?:harness|reference)(?:\.[A-Za-z_]\w*)+)(?![\w/-]|\.(?:py|md|json|toml)\b)"
+)
+_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+_FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+#: The CHANGELOG records names as they were when each version shipped.
+_HISTORY = {ROOT / "CHANGELOG.md"}
+
+
+def _resolves(name: str) -> bool:
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(value, attribute):
+                return False
+            value = getattr(value, attribute)
+        return True
+    return False
+
+
+def _names(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        found += [
+            (number, m.group(1))
+            for m in _DOTTED.finditer(line)
+            if not re.search(r"\.(py|md|json|toml|sse|http|xfail|mjs|go|rs)$", m.group(1))
+        ]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in DOCS + SOURCES if p not in _HISTORY],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_dotted_name_imports(path: Path) -> None:
+    broken = [f"{path.name}:{n}: {name}" for n, name in _names(path) if not _resolves(name)]
+    assert not broken, "names that do not import:\n" + "\n".join(broken)
+
+
+def test_the_checker_finds_a_stale_name(tmp_path: Path) -> None:
+    stale = tmp_path / "stale.md"
+    stale.write_text("See `harness.results` and harness.pipeline.run_target, not reference.py.\n")
+    assert [name for _, name in _names(stale)] == ["harness.results", "harness.pipeline.run_target"]
+    assert not _resolves("harness.results") and _resolves("harness.pipeline.run_target")
+
+
+@cache
+def _anchors(path: Path) -> frozenset[str]:
+    """The anchors GitHub makes of a Markdown file's headings."""
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    slugs: list[str] = []
+    for heading in re.findall(r"^#{1,6}\s+(.+?)\s*$", text, re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        count = slugs.count(slug) + sum(s.startswith(slug + "-") for s in slugs)
+        slugs.append(slug if slug not in slugs else f"{slug}-{count}")
+    return frozenset(slugs)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(path: Path) -> None:
+    text = _FENCE.sub("", path.read_text(encoding="utf-8"))
+    broken = []
+    for target in _LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto:
+        file, _, anchor = target.partition("#")
+        where = (path.parent / file).resolve() if file else path
+        if not where.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and where.suffix == ".md" and anchor not in _anchors(where):
+            broken.append(f"{target}: no heading makes #{anchor}")
+    assert not broken, "\n".join(broken)
+
+
+def test_the_package_map_is_written_once() -> None:
+    """docs/layout.md holds the map of harness/; the README and the package docstring link to it
+    and do not draw their own."""
+    import harness
+
+    layout = (ROOT / "docs" / "layout.md").read_text(encoding="utf-8")
+    for stage in ("pipeline/", "reports/", "check/", "suite/", "drive/"):
+        assert f"`{stage}`" in layout, stage
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "docs/layout.md" in readme and "docs/layout.md" in (harness.__doc__ or "")
+    for text in (readme, harness.__doc__ or ""):
+        assert "drive/     " not in text and "| drivers |" not in text
+
+
+def _suite_numbers() -> dict[str, int]:
+    suite = Suite.open(None)
+    cases = suite.cases()
+    real = sum(case.case_id.startswith("llama-server/") for case in cases)
+    return {
+        "cases": len(cases),
+        "real captures": real,
+        "synthetic cases": len(cases) - real,
+        "runs": len(cases) * len(MODES),
+        "modes": len(MODES),
+    }
+
+
+_NUMBER = re.compile(
+    r"\b(\d{1,3}(?:,\d{3})*|\d+)\s+(cases|real captures|synthetic cases|runs|modes)\b"
+)
+_WORDS = {"seven": 7, "six": 6, "eight": 8, "nine": 9}
+#: Pages a script regenerates with the figures of their own run, and the history.
+_GENERATED = {ROOT / "CHANGELOG.md", ROOT / "docs" / "matrix.md"}
+
+
+def test_numbers_about_the_suite_are_the_suites() -> None:
+    """A number of cases (100 or more), runs (1,000 or more) or modes in the docs is the
+    shipped suite's own; smaller counts are examples and are left alone."""
+    actual = _suite_numbers()
+    wrong = []
+    for path in DOCS:
+        if path in _GENERATED:
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            for value, noun in _NUMBER.findall(line):
+                n = int(value.replace(",", ""))
+                small = n < {"runs": 1000, "modes": 5}.get(noun, 100)
+                if not small and n != actual[noun]:
+                    wrong.append(f"{path.name}:{number}: {value} {noun} (the suite has {actual[noun]})")
+            for word, n in _WORDS.items():
+                if f"{word} modes" in line.lower() and n != actual["modes"]:
+                    wrong.append(f"{path.name}:{number}: {word} modes ({actual['modes']})")
+    assert not wrong, "\n".join(wrong)
