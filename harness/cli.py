@@ -1,9 +1,7 @@
 """The `conform` command: each subcommand parses, calls one library function, renders, returns.
 
-Exit codes: 0 everything passed, 1 a conformance failure or crash (or golden drift for `golden
-check`), 2 a usage or setup error, printed as one `Error:` line with a hint (here, and only here),
-3 an error inside conform itself (a bug in conform, not in the target): its traceback and what to
-report; `conform run` still writes the reports of the cases run before it.
+The exit codes are the README's one table (README.md#exit-codes); `_ConformGroup` maps errors to
+them, and a usage or setup error is printed as one `Error:` line with a hint here, and only here.
 """
 
 from __future__ import annotations
