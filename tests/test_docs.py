@@ -1,6 +1,7 @@
 """The documentation stays true to the code: every dotted `harness.`/`reference.` name in the
-docs, the README, docstrings and comments imports; every relative link and anchor resolves; the
-package map is written once; numbers about the suite are the suite's."""
+docs, the README, docstrings and comments imports; every repository path they name exists; every
+relative link and anchor resolves; the package map is written once; numbers about the suite are
+the suite's."""
 
 from __future__ import annotations
 
@@ -68,6 +69,64 @@ def test_the_checker_finds_a_stale_name(tmp_path: Path) -> None:
     stale.write_text("See `harness.results` and harness.pipeline.run_target, not reference.py.\n")
     assert [name for _, name in _names(stale)] == ["harness.results", "harness.pipeline.run_target"]
     assert not _resolves("harness.results") and _resolves("harness.pipeline.run_target")
+
+
+#: A path in the repository: `harness/check/modes.py`, `tests/hostile/`, `benchmarks/scale.py`.
+_PATH = re.compile(
+    r"(?<![\w./<>$-])((?:harness|reference|tests|benchmarks|examples|docs|recordings|golden|\.ci)"
+    r"/[\w./-]*)"
+)
+#: Paths a page or a message names that are not in a checkout, on purpose.
+_NOT_IN_THE_TREE = {
+    "harness/_suite/": "the shipped suite's place in a built wheel",
+    "recordings/mine/": "an example of a user's own folder in their suite",
+}
+
+
+def _paths(path: Path) -> list[tuple[int, str]]:
+    """The repository paths a file names, leaving out patterns (`recordings/<case id>.http`,
+    `synthetic/r8_*`) and placeholders (`recordings/NAME.http`)."""
+    found = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        for m in _PATH.finditer(line):
+            name = m.group(1).rstrip(".")
+            if line[m.end() : m.end() + 1] in ("*", "<", "{", "[", "?"):
+                continue
+            if re.search(r"/[A-Z][A-Z_]*(?:[./]|$)", name):
+                continue
+            found.append((number, name))
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [p for p in DOCS + SOURCES if p not in _HISTORY],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_every_repository_path_exists(path: Path) -> None:
+    """A file or folder a page, docstring or comment names (`tests/test_layout.py`,
+    `harness/check/known_fields.py`) is there: a moved module or test cannot leave its old name
+    behind in the docs."""
+    missing = [
+        f"{path.name}:{n}: {name}"
+        for n, name in _paths(path)
+        if name not in _NOT_IN_THE_TREE and not (ROOT / name).exists()
+    ]
+    assert not missing, "paths that are not in the repository:\n" + "\n".join(missing)
+
+
+def test_the_path_checker_finds_a_moved_file(tmp_path: Path) -> None:
+    stale = tmp_path / "stale.md"
+    stale.write_text(
+        "See harness/known_fields.py and `harness/check/modes.py`, not recordings/NAME.http,\n"
+        "recordings/<case id>.http or golden/synthetic/r8_*.json.\n"
+    )
+    assert [name for _, name in _paths(stale)] == [
+        "harness/known_fields.py",
+        "harness/check/modes.py",
+    ]
+    assert not (ROOT / "harness/known_fields.py").exists()
+    assert (ROOT / "harness/check/modes.py").exists()
 
 
 @cache
@@ -146,7 +205,9 @@ def test_numbers_about_the_suite_are_the_suites() -> None:
                 n = int(value.replace(",", ""))
                 small = n < {"runs": 1000, "modes": 5}.get(noun, 100)
                 if not small and n != actual[noun]:
-                    wrong.append(f"{path.name}:{number}: {value} {noun} (the suite has {actual[noun]})")
+                    wrong.append(
+                        f"{path.name}:{number}: {value} {noun} (the suite has {actual[noun]})"
+                    )
             for word, n in _WORDS.items():
                 if f"{word} modes" in line.lower() and n != actual["modes"]:
                     wrong.append(f"{path.name}:{number}: {word} modes ({actual['modes']})")
