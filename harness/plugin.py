@@ -57,7 +57,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--conform-timeout",
-        type=float,
         default=None,
         metavar="SECONDS",
         help="Time allowed for each case in the worker process (default: as conform run).",
@@ -74,6 +73,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="Run the Python target inside pytest's process instead of a worker process.",
     )
+
+
+def _seconds(value: str | None) -> float | None:
+    """`--conform-timeout` checked as `conform run --timeout` is: one usage error if it is not
+    a finite number of seconds above 0, at most a day."""
+    import click
+
+    from harness.seconds import Seconds
+
+    if value is None:
+        return None
+    try:
+        return Seconds().convert(value, None, None)
+    except click.BadParameter as exc:
+        raise pytest.UsageError(f"--conform-timeout: {exc.message}") from None
 
 
 class ConformFailure(Exception):
@@ -98,7 +112,7 @@ class _Run:
             "target": config.getoption("conform_target"),
             "exec_command": config.getoption("conform_exec"),
             "in_process": config.getoption("conform_in_process"),
-            "timeout": config.getoption("conform_timeout"),
+            "timeout": _seconds(config.getoption("conform_timeout")),
             "suite_dirs": tuple(Path(d) for d in [config.getoption("conform_suite")] if d),
             "modes": tuple(config.getoption("conform_mode")),
             "seed": config.getoption("conform_seed"),

@@ -24,9 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 import reference
-from harness.pipeline import run as pipeline_run
 from harness.check.runner import CaseResult
-from harness.cli import INTERNAL_ERROR, main
+from harness.cli import main
+from harness.pipeline import run as pipeline_run
+from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.miniatures import _Base

@@ -25,6 +25,7 @@ STAGES = {
     "harness.adapter": 0,
     "harness.matrix": 0,
     "harness.cli_options": 0,
+    "harness.cli_group": 0,
     "harness.pipeline": 1,
     "harness.reports": 2,
     "harness.check": 3,

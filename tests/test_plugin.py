@@ -208,3 +208,13 @@ def test_ids_stay_conforms_own_when_the_suite_sets_the_rootdir(
     assert result.ret == 0
     result.stdout.fnmatch_lines(["conform/llama-server::tool_call[[]plain[]] PASSED*"])
     assert "../" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e300", "0", "abc"])
+def test_a_bad_timeout_is_one_usage_error(pytester: pytest.Pytester, value: str) -> None:
+    result = pytester.runpytest_subprocess(
+        "--conform-target", "reference:Assembler", "--conform-timeout", value
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "--conform-timeout" in err and "Traceback" not in err and len(err.splitlines()) <= 3
