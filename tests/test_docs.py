@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import importlib
 import re
+import signal
 from functools import cache
 from pathlib import Path
 
+import click
 import pytest
 
 from harness.check.modes import MODES
@@ -212,3 +214,67 @@ def test_numbers_about_the_suite_are_the_suites() -> None:
                 if f"{word} modes" in line.lower() and n != actual["modes"]:
                     wrong.append(f"{path.name}:{number}: {word} modes ({actual['modes']})")
     assert not wrong, "\n".join(wrong)
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_readme_starts_with_the_two_set_up_commands() -> None:
+    blocks = re.findall(r"^```\w*\n(.*?)^```", _readme(), re.DOTALL | re.MULTILINE)
+    assert [b.strip() for b in blocks[:2]] == [
+        "pip install . && conform run reference:Assembler",
+        "pip install -e '.[test]' && pytest",
+    ]
+
+
+def _commands() -> dict[str, click.Command]:
+    """Every `conform` command by its full name: `run`, `golden update`, ..."""
+    from harness.cli import main
+
+    found: dict[str, click.Command] = {}
+    for name, command in main.commands.items():
+        if isinstance(command, click.Group):
+            found.update({f"{name} {sub}": c for sub, c in command.commands.items()})
+        else:
+            found[name] = command
+    return found
+
+
+def _command_rows() -> dict[str, str]:
+    """The README's commands table: each command's name and the rest of its row."""
+    section = _readme().split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for row in re.findall(r"^\| `conform ([a-z]+(?: [a-z]+)?)[^|]*\|(.*)\|$", section, re.M):
+        rows[row[0]] = row[1]
+    return rows
+
+
+def test_the_commands_table_is_the_commands() -> None:
+    """Every command is in the README's table, and every option the table names is one of that
+    command's."""
+    commands, rows = _commands(), _command_rows()
+    assert sorted(rows) == sorted(commands)
+    unknown = []
+    for name, row in rows.items():
+        options = {o for p in commands[name].params for o in [*p.opts, *p.secondary_opts]}
+        unknown += [
+            f"conform {name} {o}" for o in re.findall(r"`(--?[a-z][\w-]*)", row) if o not in options
+        ]
+    assert not unknown, "options the commands table names that do not exist: " + ", ".join(unknown)
+
+
+def test_the_exit_code_table_is_the_codes() -> None:
+    """The README's one exit-code table has a row for each code conform exits with, and the
+    signal codes it names are 128 + those signals' numbers here."""
+    section = _readme().split("\n## Exit codes\n", 1)[1].split("\n## ", 1)[0]
+    codes = re.findall(r"^\| ([\w+]+) \|", section, re.M)
+    assert codes[1:] == ["0", "1", "2", "3", "128+N", str(128 + signal.SIGPIPE)]
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        assert f"{128 + getattr(signal, name)} " in section and name in section, name
+    others = [p for p in DOCS if p.name not in ("README.md", "CHANGELOG.md")]
+    for path in others:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"^\| *(?:code|exit)", text, re.M | re.I), (
+            f"{path.name} draws an exit-code table: link to README.md#exit-codes"
+        )
