@@ -2,8 +2,8 @@
 
 Runs `python -m pytest -q -p no:cacheprovider` over one trivial test in a scratch folder, N times
 each with the plugin (as installed) and with `-p no:conform`, alternating, and prints the medians.
-tests/test_plugin_idle.py checks the reason the two are alike: the idle plugin imports no harness
-module beyond its entry point.
+tests/cli/test_plugin_idle.py checks the reason the two are alike: the idle plugin imports no
+harness module beyond its entry point.
 
 Run: `python benchmarks/bench_plugin_start.py [N]` (default 15).
 """

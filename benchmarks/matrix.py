@@ -14,8 +14,8 @@ examples/go/README.md and examples/rust/README.md say), runs
         --timeout 60 --html ... --json ... --markdown ...
 
 over the whole shipped suite in every mode, then opens the page in headless Chromium
-(tests/chromium.py) to time its load and save docs/matrix.png, and writes the Markdown table and
-the figures into docs/matrix.md between its `matrix:begin` and `matrix:end` markers. The
+(tests/reports/chromium.py) to time its load and save docs/matrix.png, and writes the Markdown table
+and the figures into docs/matrix.md between its `matrix:begin` and `matrix:end` markers. The
 examples in Python, JavaScript, Go and Rust get no --xfail: they conform (their own .xfail files
 are for --strict); the clients' are their baselines. `--out DIR` keeps the page, JSON and
 Markdown (default: a temporary folder); `--baseline FILE` marks what changed since a matrix JSON.
@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.chromium import Chromium  # noqa: E402
+from tests.reports.chromium import Chromium  # noqa: E402
 
 DOC = ROOT / "docs" / "matrix.md"
 SHOT = ROOT / "docs" / "matrix.png"

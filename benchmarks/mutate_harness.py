@@ -56,39 +56,39 @@ EQUIVALENTS = ROOT / "benchmarks" / "harness_mutation_equivalents.toml"
 #: The modules mutated, and the test files that must kill their mutants (fast ones, killers first).
 KILLERS: dict[str, tuple[str, ...]] = {
     "harness/check/compare.py": (
-        "tests/test_compare.py",
-        "tests/test_xfail.py",
-        "tests/test_reports.py",
+        "tests/check/test_compare.py",
+        "tests/check/test_xfail.py",
+        "tests/reports/test_reports.py",
     ),
     "harness/check/runner.py": (
-        "tests/test_runner.py",
+        "tests/check/test_runner.py",
         "tests/test_api.py",
-        "tests/test_compare.py",
-        "tests/test_pins.py",
-        "tests/test_parallel.py",
-        "tests/test_xfail.py",
-        "tests/test_golden_stream.py",
-        "tests/test_modes.py",
+        "tests/check/test_compare.py",
+        "tests/suite/test_pins.py",
+        "tests/check/test_parallel.py",
+        "tests/check/test_xfail.py",
+        "tests/suite/test_golden_stream.py",
+        "tests/check/test_modes.py",
     ),
     "harness/drive/normalize.py": (
-        "tests/test_normalize.py",
+        "tests/drive/test_normalize.py",
         "tests/test_api.py",
-        "tests/test_adapter.py",
+        "tests/drive/test_adapter.py",
     ),
     "harness/suite/golden.py": (
-        "tests/test_golden.py",
-        "tests/test_golden_errors.py",
-        "tests/test_malformed_suites.py",
-        "tests/test_golden_stream.py",
-        "tests/test_cli.py",
+        "tests/suite/test_golden.py",
+        "tests/suite/test_golden_errors.py",
+        "tests/suite/test_malformed_suites.py",
+        "tests/suite/test_golden_stream.py",
+        "tests/cli/test_cli.py",
     ),
     "harness/check/xfail.py": (
-        "tests/test_xfail.py",
-        "tests/test_baselines_and_suites.py",
+        "tests/check/test_xfail.py",
+        "tests/cli/test_baselines_and_suites.py",
     ),
     "harness/check/modes.py": (
-        "tests/test_modes.py",
-        "tests/test_known_fields.py",
+        "tests/check/test_modes.py",
+        "tests/check/test_known_fields.py",
     ),
 }
 #: Slow tests left out of every subset (each has faster tests of the same code in the subsets).
@@ -250,11 +250,9 @@ def _run_tests(files: tuple[str, ...]) -> int:
     import pytest
 
     args = [str(ROOT / f) for f in files]
-    return int(
-        pytest.main(
-            [*args, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", f"--rootdir={ROOT}"]
-        )
-    )
+    # -n 0: in this forked process, not in xdist workers (pyproject's addopts has -n auto).
+    options = ["-x", "-q", "-n", "0", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    return int(pytest.main([*args, *options, f"--rootdir={ROOT}"]))
 
 
 def _kill(job: tuple[str, int, tuple[str, ...] | None]) -> tuple[str, int, str | None, float]:

@@ -60,8 +60,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from harness import MODES, Suite, run_case  # noqa: E402
-from harness.suite.golden import read_golden  # noqa: E402
 from harness.drive.inprocess import InProcessDriver  # noqa: E402
+from harness.suite.golden import read_golden  # noqa: E402
 from reference.choices import OUTCOMES, REFERENCE  # noqa: E402
 
 SEED = 20261129  # the CLI's default seed, so a kill reproduces with `conform run`

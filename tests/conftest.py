@@ -1,5 +1,6 @@
-"""Shared fixtures: the project's own suite and a scratch copy of it; the check that no process
-started by the test run outlives it."""
+"""Shared test support: `invoke`/`conform`, the one way tests run the `conform` command in-process;
+the project's own suite, a scratch copy of it and the three-case `mini` suite; the check that no
+process started by the test run outlives it."""
 
 from __future__ import annotations
 
@@ -9,16 +10,31 @@ import os
 import shutil
 import sys
 import time
+import traceback
+from collections.abc import Mapping
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner, Result
 
+from harness.cli import main
 from harness.suite.cases import Suite
 from tests.ci_rules import pytest_runtest_makereport  # noqa: F401 (a hook: nothing skips in CI)
+from tests.programs.mini_suite import write_mini_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
 collect_ignore_glob = ["fuzz/*"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """`--snapshot-update` runs in one process: syrupy deletes the golden files no test of its
+    process used, so each xdist worker would delete the others' (pyproject's addopts has `-n`)."""
+    if config.getoption("--snapshot-update", default=False) and hasattr(config.option, "dist"):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -34,6 +50,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+# -- the command line ------------------------------------------------------------------------------
+
+
+def invoke(
+    *args: str | Path,
+    command: click.Command = main,
+    env: Mapping[str, str | None] | None = None,
+    input: str | None = None,
+) -> Result:
+    """`conform ARGS` (or another click `command`) run in-process through click's CliRunner.
+
+    An exception that escaped the command fails the test here, with its traceback: it is a bug in
+    conform, never an exit status (CliRunner would report it as exit 1, which looks like a
+    conformance failure). SystemExit is how a command exits, so it is not one.
+    """
+    result = CliRunner().invoke(command, [str(a) for a in args], env=env, input=input)
+    escaped = result.exception
+    if escaped is not None and not isinstance(escaped, SystemExit):
+        trace = "".join(traceback.format_exception(escaped))
+        pytest.fail(
+            f"an exception escaped `{' '.join(str(a) for a in args)}`:\n{trace}\n"
+            f"output:\n{result.output}",
+            pytrace=False,
+        )
+    return result
+
+
+def conform(*args: str | Path, env: Mapping[str, str | None] | None = None) -> tuple[int, str]:
+    """`conform ARGS` in-process, as its exit status and output (`invoke` for everything else)."""
+    result = invoke(*args, env=env)
+    return result.exit_code, result.output
+
+
+# -- suites ---------------------------------------------------------------------------------------
+
+
 @pytest.fixture(scope="session")
 def suite() -> Suite:
     """The suite shipped in this repository."""
@@ -46,6 +98,12 @@ def suite_copy(tmp_path: Path) -> Suite:
     for name in ("recordings", "golden"):
         shutil.copytree(ROOT / name, tmp_path / name)
     return Suite.open(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory: pytest.TempPathFactory) -> Suite:
+    """The three-case suite of `tests/programs/mini_suite.py` (one module's tests share it)."""
+    return write_mini_suite(tmp_path_factory.mktemp("mini"))
 
 
 # -- orphaned golden files ------------------------------------------------------------------------

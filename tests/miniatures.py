@@ -1,8 +1,9 @@
 """Deliberately broken assemblers: each gets exactly one rule wrong.
 
-Like bowtie's miniatures, they prove the suite catches what it claims to: `tests/test_miniatures.py`
-runs `conform run` on each and checks that it fails, at the field the broken rule governs. Each is
-the reference with one behaviour changed, so a failure can only come from that change.
+Like bowtie's miniatures, they prove the suite catches what it claims to:
+`tests/integration/test_miniatures.py` runs `conform run` on each and checks that it fails, at the
+field the broken rule governs. Each is the reference with one behaviour changed, so a failure can
+only come from that change.
 """
 
 from __future__ import annotations
@@ -432,9 +433,9 @@ class _Reads(_Base):
     """Reads each payload with `read`, adjusts what it read with `adjust`, and gives the reference
     plain JSON of the result: the reference then stands for everything after the reading.
 
-    Unchanged, it passes the suite in plain mode (tests/test_miniatures.py checks it), so each
-    subclass fails only through its pitfall. A payload that `read` or `adjust` refuses goes to the
-    reference as it was (and is refused there too).
+    Unchanged, it passes the suite in plain mode (tests/integration/test_miniatures.py checks it),
+    so each subclass fails only through its pitfall. A payload that `read` or `adjust` refuses goes
+    to the reference as it was (and is refused there too).
     """
 
     def read(self, data: str) -> Any:
@@ -823,7 +824,8 @@ BATTERY: dict[str, tuple[str, str]] = {
 _ACCEPTED = r'steps\[\d+\]\.error \(line \d+\): expected \{"kind": "protocol"\}, got \(absent\)'
 
 #: Each language pitfall's miniature, the case that must catch it, and a pattern its mismatch must
-#: contain. `conform run --mode plain` fails the miniature on that case (tests/test_miniatures.py).
+#: contain. `conform run --mode plain` fails the miniature on that case
+#: (tests/integration/test_miniatures.py).
 PITFALLS: dict[str, tuple[str, str]] = {
     "JacksonTrailingComma": ("synthetic/r6_pitfall_trailing_comma", _ACCEPTED),
     "JacksonComments": ("synthetic/r6_pitfall_comment", _ACCEPTED),

@@ -15,7 +15,9 @@ import msgspec
 
 from harness.safetext import ABSENT
 
-_encode = msgspec.json.encode
+# msgpack, not JSON: it keeps int, float and bool apart as JSON text does, and skips the number
+# formatting and string escaping (a fifth faster on a step).
+_encode = msgspec.msgpack.encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,8 +32,9 @@ class Difference:
 def same(expected: Any, actual: Any) -> bool:
     """Golden equality: numbers by value, booleans only equal to booleans, exact structure."""
     # The fast path, for the usual equal step: `==` in C, where `True == 1` and `1 == 1.0`, so
-    # the JSON texts must match too (`true` is not `1`; `1` and `1.0` differ, and go the slow
-    # way). msgspec refuses subclasses of str and int, which `_same` judges.
+    # the encodings must match too (`true` is not `1`; `1` and `1.0` differ, and go the slow
+    # way; so does an integer beyond 64 bits). msgspec refuses subclasses of str and int, which
+    # `_same` judges.
     try:
         if expected == actual:
             try:

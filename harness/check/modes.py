@@ -74,7 +74,7 @@ _READ_AT = {
     "error": {"message"},
 }
 #: The names `unknown-fields` adds: invented, so that no OpenAI-compatible server sends them
-#: (tests/test_modes.py checks them against `harness.check.known_fields.KNOWN_NAMES`).
+#: (tests/check/test_modes.py checks them against `harness.check.known_fields.KNOWN_NAMES`).
 UNKNOWN_NAMES: tuple[str, ...] = (
     "x_future",
     "x_conform_unknown",

@@ -179,7 +179,8 @@ def _prefix_finishes(
     """For each cut in `points` (ascending), what the reference's `finish` returns there.
 
     One reference pass serves every cut: the reference's `finish` only reads its state, so it is
-    called mid-stream and the pass goes on (tests/test_modes.py checks this against fresh runs).
+    called mid-stream and the pass goes on (tests/check/test_modes.py checks this against fresh
+    runs).
     """
     assembler = reference.Assembler(choices)
     wanted = iter(points)

@@ -3,7 +3,7 @@
 `build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
 target, so a golden file is exactly what a perfect target produces. `serialize` is the only
 formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
-extension (`harness.suite.snapshot`) alike; writes are atomic.
+extension (`tests/suite/snapshot.py`) alike; writes are atomic.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ from harness.files import stale_temp_files, write_atomically
 from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
 from harness.suite.golden_schema import check_golden
+from harness.suite.golden_types import decode_typed
 from harness.suite.recording import case_id_of, iter_payloads, read_info
 from reference import choices as choices_of
 from reference.choices import Choices
 
-#: The golden file schema (docs/golden-files.md). 2: `pins`; `choices` and `alternatives` in the cases
-#: that pin an implementation-defined point.
+#: The golden file schema (docs/golden-files.md). 2: `pins`; `choices` and `alternatives` in the
+#: cases that pin an implementation-defined point.
 SCHEMA = 2
 
 
@@ -107,14 +108,6 @@ def serialize(golden: dict[str, Any]) -> str:
     return json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
 
 
-def _check_shape(path: Path, golden: Any, *, hint: str) -> None:
-    golden_stream.check_header(path, golden, schema=SCHEMA, hint=hint)
-    check_golden(path, golden, hint=hint)
-    _check_outcome(path, golden, "", hint=hint)
-    for index, alternative in enumerate(golden.get("alternatives", ())):
-        _check_outcome(path, alternative, f"alternatives[{index}].", hint=hint)
-
-
 def _check_outcome(path: Path, outcome: dict[str, Any], where: str, *, hint: str) -> None:
     """The rules of a step list the schema cannot say: an error step ends it, and the finish."""
     steps = outcome["steps"]
@@ -147,22 +140,34 @@ def read_golden(case: Case) -> dict[str, Any]:
     try:
         if path.stat().st_size > golden_stream.STREAM_ABOVE:
             return golden_stream.read_streamed(path, schema=SCHEMA)
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise GoldenError(
             path,
             f"no golden file for '{case.case_id}'",
             hint=f"run 'conform golden update -k {case.case_id}'",
         ) from None
-    except UnicodeDecodeError as exc:
-        line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise GoldenError(
-            path,
-            f"not valid UTF-8 (line {line})",
-            hint=_regenerate(case),
-        ) from None
     except OSError as exc:  # a folder, no permission: one line, never a traceback
         raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
+    golden: dict[str, Any] | None = decode_typed(data)
+    if golden is None:  # refused as it was decoded: say why in the schema's terms
+        golden = _explain(case, data)
+    _check_steps(path, golden, hint=_regenerate(case))
+    return golden
+
+
+def _explain(case: Case, data: bytes) -> dict[str, Any]:
+    """The document msgspec's typed decode refused, checked the slow way for the message.
+
+    Anything it refuses that the schema allows after all (a number beyond a double, a lone
+    surrogate escape: `json.loads` reads them) is returned, as the schema is the last word.
+    """
+    path = case.golden
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise GoldenError(path, f"not valid UTF-8 (line {line})", hint=_regenerate(case)) from None
     try:
         golden = golden_stream.decode(text)
     except json.JSONDecodeError as exc:
@@ -173,8 +178,15 @@ def read_golden(case: Case) -> dict[str, Any]:
         ) from None
     except RecursionError:
         raise GoldenError(path, "nests too deep to be a golden file") from None
-    _check_shape(path, golden, hint=_regenerate(case))
+    golden_stream.check_header(path, golden, schema=SCHEMA, hint=_regenerate(case))
+    check_golden(path, golden, hint=_regenerate(case))
     return golden  # type: ignore[no-any-return]
+
+
+def _check_steps(path: Path, golden: dict[str, Any], *, hint: str) -> None:
+    _check_outcome(path, golden, "", hint=hint)
+    for index, alternative in enumerate(golden.get("alternatives", ())):
+        _check_outcome(path, alternative, f"alternatives[{index}].", hint=hint)
 
 
 def made_for(case: Case, thinking_capped: bool, golden: dict[str, Any]) -> dict[str, Any]:

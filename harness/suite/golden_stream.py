@@ -29,6 +29,7 @@ from harness.errors import GoldenError
 from harness.files import write_atomically
 from harness.suite.cases import Case
 from harness.suite.golden_schema import check_golden
+from harness.suite.golden_types import decode_typed
 from harness.suite.recording import iter_payloads, read_info
 
 #: Golden files larger than this (bytes) are streamed rather than parsed whole.
@@ -155,8 +156,10 @@ class GoldenSteps:
                     raise GoldenError(
                         path, f"steps[{index}] (line {line + 1}) follows an error step"
                     )
-                step = _loads(path, text, line)
-                check_step(path, index, step, line + 1, hint=_REGENERATE)
+                step = decode_typed(text, "step")
+                if step is None:  # refused by the types: the slow way says why
+                    step = _loads(path, text, line)
+                    check_step(path, index, step, line + 1, hint=_REGENERATE)
                 last_error = "error" in step
                 yield step
                 line += text.count(b"\n")

@@ -30,7 +30,7 @@ It prints progress every 100,000 inputs, then the inputs tried, the time and the
 prints the input and its traceback; atheris also saves it as `crash-*` in the working folder, and
 `python tests/fuzz/fuzz_reference.py --replay crash-...` runs one saved input again. Exit status: 0
 when every input held, 1 otherwise. pytest never collects this file (tests/conftest.py ignores
-`fuzz/`); `tests/test_properties.py` is the short run of the same properties.
+`fuzz/`); `tests/assembler/test_properties.py` is the short run of the same properties.
 """
 
 from __future__ import annotations

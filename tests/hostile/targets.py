@@ -19,42 +19,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-import reference
+from tests.miniatures import _Base as Delegating
 
 
-class _Base:
+class _Base(Delegating):
     """The reference; subclasses add one hostile act."""
 
     def __init__(self) -> None:
-        self.inner = reference.Assembler()
+        super().__init__()
         self.pushes = 0
 
     def push(self, data: str) -> list[Any]:
         self.pushes += 1
         self.act(self.pushes)
-        return self.inner.push(data)
+        return super().push(data)
 
     def act(self, pushes: int) -> None:
         """The hostile act, before push number `pushes` (from 1) is handled."""
-
-    @property
-    def id(self) -> str | None:
-        return self.inner.id
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self.inner.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self.inner.in_reasoning
-
-    @property
-    def is_finished(self) -> bool:
-        return self.inner.is_finished
-
-    def finish(self, thinking_capped: bool) -> Any:
-        return self.inner.finish(thinking_capped)
 
 
 def _mark(what: str) -> None:

@@ -13,16 +13,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from harness.capture.live import ENDPOINT, normalize_url
 from harness.check import jsontext
 from harness.check import modes as inject
 from harness.check.xfail import parse_lines
-from harness.cli import main
 from harness.suite.cases import Suite, case_matches
 from harness.suite.golden import update
-from tests.conftest import ROOT, SUBREAPER, live_children, orphan_problem, wait_for_children
+from tests.conftest import (
+    ROOT,
+    SUBREAPER,
+    conform,
+    invoke,
+    live_children,
+    orphan_problem,
+    wait_for_children,
+)
 from tests.programs.mini_suite import BAD, write_mini_suite
 
 HERE = Path(__file__).parent
@@ -31,17 +37,6 @@ TARGETS = HERE / "targets.py"
 
 def target(name: str) -> str:
     return f"{TARGETS}:{name}"
-
-
-def conform(*args: str | Path, env: dict[str, str] | None = None) -> tuple[int, str]:
-    result = CliRunner().invoke(main, [str(a) for a in args], env=env)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, result.output
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    return write_mini_suite(tmp_path_factory.mktemp("mini"))
 
 
 def run_mini(mini: Suite, *args: str | Path) -> tuple[int, str]:
@@ -273,9 +268,14 @@ def test_12_reports_land_where_the_run_started(
 def test_13_an_unwritable_job_summary_does_not_fail_a_passing_run(tmp_path: Path) -> None:
     summary = tmp_path / "missing" / "summary.md"
     env = {"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)}
-    result = CliRunner().invoke(
-        main,
-        ["run", "reference:Assembler", "--in-process", "--mode", "plain", "-k", "synthetic/r1_*"],
+    result = invoke(
+        "run",
+        "reference:Assembler",
+        "--in-process",
+        "--mode",
+        "plain",
+        "-k",
+        "synthetic/r1_*",
         env=env,
     )
     assert result.exit_code == 0, result.output

@@ -19,16 +19,11 @@ import pytest
 
 from harness.suite.cases import Suite
 from tests.conftest import SUBREAPER, live_children, wait_for_children
-from tests.programs.mini_suite import BAD, CASES, write_mini_suite
+from tests.programs.mini_suite import BAD, CASES
 
 TARGETS = Path(__file__).parent / "targets.py"
 
 pytestmark = pytest.mark.skipif(not SUBREAPER, reason="counts processes through Linux's /proc")
-
-
-@pytest.fixture(scope="module")
-def mini(tmp_path_factory: pytest.TempPathFactory) -> Suite:
-    return write_mini_suite(tmp_path_factory.mktemp("mini"))
 
 
 def _wait_for(path: Path, pattern: str, proc: subprocess.Popen[str], within: float = 60) -> None:

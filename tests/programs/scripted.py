@@ -1,6 +1,6 @@
 """The reference served over the protocol, except for one reply: the JSON file CONFORM_SCRIPT
 names (`op` and `raw`) the request whose reply is replaced by the line `raw`, `{seq}` standing for
-the request's seq. tests/test_protocol_errors.py gives it every malformed reply."""
+the request's seq. tests/drive/test_protocol_errors.py gives it every malformed reply."""
 
 from __future__ import annotations
 

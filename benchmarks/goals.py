@@ -1,0 +1,396 @@
+"""Every performance goal of issue 22, measured side by side in one run and printed as ratios.
+
+Each goal reuses the benchmark that owns its figure, so a number here is the number there:
+
+- `reference`: `bench_assembler.py`'s stream (4,000 payloads) and the shipped llama-server
+  captures' payloads: the reference against `json.loads` and a msgspec typed decode of the chunk
+  shape. Goal: at most 2x the msgspec typed decode, on each stream.
+- `harness`: `bench_harness.py`'s generated suite (1,000 recordings of 60 payloads) and a heavier
+  realistic one (recordings of `bench_assembler.py`'s stream, 200 payloads each), plain mode,
+  in-process: the harness's own cost per payload (the whole run minus the reference alone on the
+  same pushes) over the reference's. Goal: at most 1x. Also: each golden file decoded once in a
+  run of every mode, and deepdiff never imported while every case passes.
+- `suite`: `conform run reference:Assembler -q` over the shipped suite in every mode, through
+  worker processes and `--in-process`, wall time of the whole command (as `bench_jobs.py`).
+  Goal: at most 1.5 s through workers, and at most 1.5x in-process.
+- `pipes`: one large payload through a worker against in-process (`bench_pipes.py`), at 1 MiB and
+  50 MiB. Goal: at most 2x at each size.
+- `long`: a generated recording of 150,000 payloads (`synth.py`) through a worker at the default
+  `--timeout`. Goal: it passes.
+- `matrix`: `conform matrix` over the seven shipped targets (the reference, the Python, JS, Go
+  and Rust examples, the openai and litellm adapters; a target whose toolchain or client is not
+  installed is left out, and said so), every mode, as `benchmarks/matrix.py` runs it. Goal: at
+  most 10 s wall.
+
+The project's own pytest is not measured here. Every figure is the median of interleaved repeats
+(the garbage collector off while an in-process contender runs), so both sides of a ratio see the
+same machine load. In-process figures are CPU time of this process by default (on a shared
+machine other programs' load then shifts them less; `--wall` for the wall clock); figures of whole
+commands (`suite`, `long`, `matrix`) and of workers (`pipes`) are wall time. `--quick` makes each
+figure from fewer repeats and smaller workloads (the same goals; noisier); `--only` picks goals;
+`--check` exits 1 when a goal is missed.
+
+Run: `python benchmarks/goals.py` (about five minutes on a quiet 2-core machine; `--quick`, one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_assembler  # noqa: E402
+import bench_harness  # noqa: E402
+import bench_pipes  # noqa: E402
+import synth  # noqa: E402
+
+from harness.check.modes import PLAIN  # noqa: E402
+from harness.suite.cases import Suite  # noqa: E402
+from harness.suite.golden import SCHEMA  # noqa: E402
+from harness.suite.golden_stream import write_streamed  # noqa: E402
+from harness.suite.recording import iter_payloads  # noqa: E402
+
+GOALS = ("reference", "harness", "suite", "pipes", "long", "matrix")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured figure against its goal."""
+
+    goal: str
+    what: str
+    value: float
+    limit: float
+    unit: str  # "x" (a ratio) or "s"
+    detail: str = ""
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.limit
+
+    def line(self) -> str:
+        shown = f"{self.value:.2f}{self.unit}"
+        verdict = "met" if self.met else "MISSED"
+        return f"  {self.what:<58} {shown:>9}  goal <= {self.limit:g}{self.unit}  {verdict}" + (
+            f"\n      {self.detail}" if self.detail else ""
+        )
+
+
+@dataclass(frozen=True)
+class Options:
+    quick: bool
+
+    def pick(self, full: int, quick: int) -> int:
+        return quick if self.quick else full
+
+
+def _conform() -> list[str]:
+    found = shutil.which("conform")
+    return [found] if found else [sys.executable, "-m", "harness"]
+
+
+def _wall(command: list[str], *, env: dict[str, str] | None = None) -> tuple[float, int, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    return time.perf_counter() - started, done.returncode, done.stdout + done.stderr
+
+
+def _interleaved(contenders: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
+    """The median of each contender's own timing, run in rotating order repeat by repeat."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
+    names = list(contenders)
+    for repeat in range(repeats):
+        shift = repeat % len(names)
+        for name in names[shift:] + names[:shift]:
+            times[name].append(contenders[name]())
+    return {name: statistics.median(found) for name, found in times.items()}
+
+
+# --- the reference against its floors -----------------------------------------------------------
+
+
+def _capture_payloads() -> list[str]:
+    """Every payload of the shipped llama-server captures, one after another."""
+    found = []
+    for path in sorted((ROOT / "recordings" / "llama-server").glob("*.http")):
+        found += [p.data for p in iter_payloads(path)]
+    return found
+
+
+def measure_reference(options: Options) -> Iterator[Figure]:
+    repeats = options.pick(15, 5)
+    streams = {
+        "bench_assembler stream": bench_assembler.build_stream(options.pick(4000, 2000)),
+        "llama-server captures": _capture_payloads(),
+    }
+    for label, stream in streams.items():
+        runs = {
+            "json.loads": bench_assembler.run_json_loads,
+            "msgspec typed": bench_assembler.run_msgspec_typed,
+            "reference": _reference_over(stream),
+        }
+        medians = _interleaved(
+            {
+                name: lambda r=run, s=stream: bench_harness.timed(lambda: r(s))
+                for name, run in runs.items()
+            },
+            repeats,
+        )
+        per = {name: seconds / len(stream) * 1e6 for name, seconds in medians.items()}
+        detail = (
+            f"{len(stream)} payloads; µs/payload: json.loads {per['json.loads']:.2f}, msgspec "
+            f"typed {per['msgspec typed']:.2f}, reference {per['reference']:.2f} "
+            f"({medians['reference'] / medians['json.loads']:.2f}x json.loads)"
+        )
+        ratio = medians["reference"] / medians["msgspec typed"]
+        yield Figure("reference", f"reference / msgspec typed decode, {label}", ratio, 2.0, "x",
+                     detail)  # fmt: skip
+
+
+def _reference_over(stream: list[str]) -> Callable[[list[str]], Any]:
+    """The reference over a stream that may hold error payloads (a capture of an error)."""
+    import reference
+
+    def run(payloads: list[str]) -> None:
+        assembler = reference.Assembler()
+        for data in payloads:
+            try:
+                assembler.push(data)
+            except reference.InferError:
+                assembler = reference.Assembler()
+
+    return run
+
+
+# --- the harness's own cost -------------------------------------------------------------------
+
+
+def _realistic_suite(folder: Path, options: Options) -> Suite:
+    """Recordings of `bench_assembler.py`'s stream (whole completions of 200 payloads)."""
+    text = "".join(f"data: {data}\n\n" for data in bench_assembler.build_stream(200))
+    recordings = folder / "recordings"
+    recordings.mkdir(parents=True)
+    for number in range(options.pick(20, 5)):
+        (recordings / f"real_{number:02d}.sse").write_text(text + "data: [DONE]\n\n", "utf-8")
+    suite = Suite.open(folder)
+    for case in suite.cases():
+        write_streamed(case, schema=SCHEMA)
+    return suite
+
+
+def measure_harness(options: Options) -> Iterator[Figure]:
+    repeats = options.pick(5, 3)
+    with tempfile.TemporaryDirectory(prefix="conform-goals-") as scratch:
+        count = options.pick(1000, 200)
+        generated = synth.write_suite(
+            Path(scratch) / "generated", {f"gen/{n:04d}": 60 for n in range(count)}
+        )
+        suites = {
+            f"generated streams ({count} x 60 payloads)": generated.cases(),
+            "realistic payloads (bench_assembler stream)": _realistic_suite(
+                Path(scratch) / "realistic", options
+            ).cases(),
+        }
+        shipped = Suite.open(ROOT).cases()
+        decodes, deepdiff = bench_harness.claims(shipped)
+        yield Figure("harness", "golden decodes per case, shipped suite, every mode",
+                     decodes / len(shipped), 1.0, "x", f"{decodes} for {len(shipped)}")  # fmt: skip
+        yield Figure("harness", "deepdiff imported while every case passes (1 = yes)",
+                     float(deepdiff), 0.0, "")  # fmt: skip
+        for label, cases in suites.items():
+            passes = bench_harness.workload(cases, PLAIN)
+            pushes = sum(len(p) for p, _ in passes)
+            got = bench_harness.medians(
+                {
+                    "run": lambda c=cases: bench_harness.run_all(c, PLAIN),
+                    "assembler": lambda p=passes: bench_harness.assemble(p),
+                },
+                repeats,
+            )
+            overhead = got["run"] - got["assembler"]
+            detail = (
+                f"{pushes} pushes; µs/payload: whole run {got['run'] / pushes * 1e6:.2f}, the "
+                f"reference alone {got['assembler'] / pushes * 1e6:.2f}, harness "
+                f"{overhead / pushes * 1e6:.2f}"
+            )
+            yield Figure("harness", f"harness cost / reference cost, plain, {label}",
+                         overhead / got["assembler"], 1.0, "x", detail)  # fmt: skip
+
+
+# --- whole runs through workers ----------------------------------------------------------------
+
+
+def measure_suite(options: Options) -> Iterator[Figure]:
+    base = [*_conform(), "run", "reference:Assembler", "-q"]
+    outcomes: dict[str, int] = {}
+
+    def timed(extra: list[str], name: str) -> Callable[[], float]:
+        def run() -> float:
+            seconds, code, _ = _wall([*base, *extra])
+            outcomes[name] = code
+            return seconds
+
+        return run
+
+    medians = _interleaved(
+        {"workers": timed([], "workers"), "in-process": timed(["--in-process"], "in-process")},
+        options.pick(5, 2),
+    )
+    bad = {name: code for name, code in outcomes.items() if code != 0}
+    detail = f"median wall: workers {medians['workers']:.2f} s, in-process "
+    detail += f"{medians['in-process']:.2f} s" + (f"; exit codes {bad}" if bad else "")
+    yield Figure("suite", "whole suite, all modes, through workers: wall", medians["workers"],
+                 1.5, "s", detail)  # fmt: skip
+    yield Figure("suite", "whole suite, all modes: workers / in-process",
+                 medians["workers"] / medians["in-process"], 1.5, "x")  # fmt: skip
+
+
+def measure_pipes(options: Options) -> Iterator[Figure]:
+    from harness.drive.inprocess import InProcessDriver, load_target
+    from harness.drive.process import python_target_driver
+
+    repeats = options.pick(5, 2)
+    in_process = InProcessDriver(load_target("reference:Assembler"))
+    worker = python_target_driver("reference:Assembler", timeout=600)
+    worker.start()
+    try:
+        for mib in (1, 50):
+            payloads = bench_pipes._payloads(mib * 2**20)
+            bench_pipes._once(worker, payloads)  # warm up both sides
+            bench_pipes._once(in_process, payloads)
+            medians = _interleaved(
+                {
+                    "in-process": lambda p=payloads: bench_pipes._once(in_process, p),
+                    "worker": lambda p=payloads: bench_pipes._once(worker, p),
+                },
+                repeats,
+            )
+            detail = f"median: in-process {medians['in-process']:.3f} s, worker "
+            detail += f"{medians['worker']:.3f} s"
+            yield Figure("pipes", f"one {mib} MiB payload: worker / in-process",
+                         medians["worker"] / medians["in-process"], 2.0, "x", detail)  # fmt: skip
+    finally:
+        worker.close()
+
+
+def measure_long(options: Options) -> Iterator[Figure]:
+    del options  # the goal is about this length: no quick version of it
+    with tempfile.TemporaryDirectory(prefix="conform-goals-long-") as scratch:
+        suite = synth.write_suite(Path(scratch), {"long": 150_000})
+        command = [*_conform(), "run", "reference:Assembler", "--suite", str(suite.root)]
+        seconds, code, output = _wall([*command, "--mode", PLAIN, "-q"])
+    last = output.strip().splitlines()[-1] if output.strip() else ""
+    yield Figure("long", "150,000-payload recording, default --timeout: exit code",
+                 float(code), 0.0, "", f"{seconds:.1f} s wall; {last}")  # fmt: skip
+
+
+# --- the matrix --------------------------------------------------------------------------------
+
+
+def _matrix_targets(folder: Path) -> tuple[list[str], list[str]]:
+    """The matrix's targets that can run here, and a note for each one left out."""
+    args = ["reference:Assembler", "python=examples/python/simple_assembler.py:Assembler"]
+    missing = []
+    for name in ("openai", "litellm"):
+        if importlib.util.find_spec(name) is None:  # not imported here: litellm is slow to
+            missing.append(f"{name} (pip install -e '.[clients]')")  # import, and the matrix
+            continue  # imports it in its own worker anyway
+        args += [f"{name}=examples/clients/{name}_adapter.py:Assembler"]
+        args += ["--xfail", f"{name}=examples/clients/{name}.xfail"]
+    if shutil.which("node"):
+        args += ["--exec", "js=node examples/js/assembler.mjs"]
+    else:
+        missing.append("js (node)")
+    try:
+        import matrix as matrix_doc
+
+        go, rust = matrix_doc.build(folder)
+        args += ["--exec", f"go={go}", "--exec", f"rust={rust}"]
+    except (OSError, subprocess.CalledProcessError) as exc:
+        missing.append(f"go and rust (could not build: {exc})")
+    return args, missing
+
+
+def measure_matrix(options: Options) -> Iterator[Figure]:
+    with tempfile.TemporaryDirectory(prefix="conform-goals-matrix-") as scratch:
+        targets, missing = _matrix_targets(Path(scratch))
+        command = [*_conform(), "matrix", *targets, "--timeout", "60"]
+        command += ["--json", str(Path(scratch) / "matrix.json")]
+        env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        times, codes = [], []
+        for _ in range(options.pick(3, 1)):
+            seconds, code, _ = _wall(command, env=env)
+            times.append(seconds)
+            codes.append(code)
+    count = 7 - len(missing)
+    detail = f"{count} targets; runs: {' '.join(f'{t:.1f}' for t in times)} s; exit {codes}"
+    if missing:
+        detail += f"; left out: {', '.join(missing)}"
+    yield Figure("matrix", f"conform matrix over the shipped targets ({count} of 7): wall",
+                 statistics.median(times), 10.0, "s", detail)  # fmt: skip
+
+
+MEASURES: dict[str, Callable[[Options], Iterator[Figure]]] = {
+    "reference": measure_reference,
+    "harness": measure_harness,
+    "suite": measure_suite,
+    "pipes": measure_pipes,
+    "long": measure_long,
+    "matrix": measure_matrix,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, smaller workloads")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument(
+        "--wall",
+        action="store_true",
+        help="time in-process figures by the wall clock (default: CPU time of this process, "
+        "which other programs on a shared machine disturb less)",
+    )
+    parser.add_argument(
+        "--only", default=",".join(GOALS), help=f"goals to measure, comma-separated ({GOALS})"
+    )
+    args = parser.parse_args(argv)
+    chosen = [name for name in args.only.split(",") if name]
+    unknown = sorted(set(chosen) - set(GOALS))
+    if unknown:
+        parser.error(f"unknown goal(s) {', '.join(unknown)}; choose from {', '.join(GOALS)}")
+    options = Options(quick=args.quick)
+    if not args.wall:
+        bench_harness.CLOCK = time.process_time
+    print(
+        f"issue 22 goals{' (--quick)' if args.quick else ''}: python {sys.version.split()[0]}, "
+        f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start"
+    )
+    figures: list[Figure] = []
+    for name in chosen:
+        started = time.perf_counter()
+        print(f"\n{name}:", flush=True)
+        for figure in MEASURES[name](options):
+            figures.append(figure)
+            print(figure.line(), flush=True)
+        print(f"  ({time.perf_counter() - started:.0f} s)", flush=True)
+    missed = [figure for figure in figures if not figure.met]
+    print(f"\n{len(figures) - len(missed)} of {len(figures)} figures meet their goal")
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

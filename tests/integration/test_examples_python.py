@@ -1,0 +1,55 @@
+"""The Python example (`examples/python/`) is gated as the README says: it passes by default, and
+under --strict its expected-failures file lists exactly what it fails (an implementation-defined
+point where it takes the other allowed outcome), so that run passes too."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.check.runner import FAILED, PASSED, XFAILED
+from tests.conftest import invoke
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python"
+TARGET = f"{EXAMPLE / 'simple_assembler.py'}:Assembler"
+XFAIL = EXAMPLE / "conform.xfail"
+
+
+def run_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, object]]:
+    report = tmp_path / "report.json"
+    result = invoke("run", TARGET, "--json", str(report), *args)
+    return result.exit_code, json.loads(report.read_text(encoding="utf-8"))
+
+
+def test_the_example_passes_its_gate_with_its_expected_failures(tmp_path: Path) -> None:
+    code, report = run_json(tmp_path, "--strict", "--xfail", str(XFAIL), "-j", "2")
+    assert code == 0, report["totals"]
+    totals = report["totals"]
+    assert isinstance(totals, dict)
+    assert totals["xfailed"] > 0 and totals["xpassed"] == 0
+    assert totals["passed"] + totals["xfailed"] == totals["runs"]
+
+
+def test_without_them_it_fails_exactly_the_listed_cases(tmp_path: Path) -> None:
+    code, report = run_json(tmp_path, "--in-process", "--strict")
+    assert code == 1
+    results = report["results"]
+    assert isinstance(results, list)
+    failing = {(r["case"], r["mode"]) for r in results if r["status"] != PASSED}
+    assert all(r["status"] in (PASSED, FAILED) for r in results)
+    # Under --strict it fails only cases that pin an implementation-defined point.
+    assert all(any(p.startswith("I") for p in r["pins"]) for r in results if r["status"] != PASSED)
+    code, judged = run_json(tmp_path, "--in-process", "--strict", "--xfail", str(XFAIL))
+    assert code == 0
+    results = judged["results"]
+    assert isinstance(results, list)
+    assert {(r["case"], r["mode"]) for r in results if r["status"] == XFAILED} == failing
+
+
+def test_by_default_it_passes_taking_the_other_outcome(tmp_path: Path) -> None:
+    code, report = run_json(tmp_path, "--in-process", "--rule", "I3")
+    assert code == 0, report["totals"]
+    results = report["results"]
+    assert isinstance(results, list)
+    took = {r["case"]: r["choice"] for r in results if r["mode"] == "plain"}
+    assert took["synthetic/r6_nesting_129"] == [{"I3": "ignore"}]

@@ -1,0 +1,131 @@
+"""The Go assembler (examples/go/) is gated like any other program: built with the Go toolchain,
+it passes every case in every mode except the implementation-defined outcomes its expected-failures
+file lists, and each encoding/json pitfall it fixes, switched back on, fails the case pinning it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.check.modes import MODES
+from harness.check.runner import PASSED
+from harness.suite.cases import Suite
+from tests.conftest import conform
+from tests.integration.builds import cached_build, source_key, tool_version
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "go"
+XFAIL = EXAMPLE / "conform.xfail"
+GO = shutil.which("go")
+
+if GO is None and os.environ.get("CI") == "true":
+    # CI must build and gate the example: a missing toolchain there is an error, not a skip.
+    pytest.fail("go is not on PATH, and CI=true", pytrace=False)
+pytestmark = pytest.mark.skipif(GO is None, reason="go (the Go toolchain) is not on PATH")
+
+#: Each pitfall the example fixes (CONFORM_GO_PITFALL=NAME switches the natural code back on), the
+#: case that catches it and the line of the report that shows how.
+PITFALLS = {
+    "omitempty": ("llama-server/content_stop", "CRASH"),
+    "nil_slice": (
+        "synthetic/r3_no_timings",
+        "finish.completion.tool_calls (finish): expected [], got null",
+    ),
+    "surrogate_fffd": (
+        "synthetic/r6_surrogate_high_unpaired",
+        'expected {"kind": "protocol"}, got (absent)',
+    ),
+    "null_payload": ("synthetic/r6_payload_null", 'expected {"kind": "protocol"}, got (absent)'),
+    "null_element": ("synthetic/r6_choice_null", 'expected {"kind": "protocol"}, got (absent)'),
+    "case_insensitive_keys": (
+        "synthetic/r7_go_case_insensitive_keys",
+        'state.id (line 6): expected "chatcmpl-go-case-1", got "chatcmpl-go-case-WRONG"',
+    ),
+    "duplicate_keys_merge": (
+        "synthetic/i4_go_duplicate_keys_merged",
+        'finish.completion.reasoning_content (finish): expected null, got "first copy"',
+    ),
+    "float_to_int": (
+        "synthetic/r4_go_predicted_n_float_to_int",
+        'reasoning_tokens": -9223372036854775808',
+    ),
+}
+
+
+@pytest.fixture(scope="session")
+def binary() -> str:
+    """The example, built once for its sources and Go version (tests/integration/builds.py)."""
+
+    def make(out: Path) -> None:
+        # Built in the module's folder (it has its own go.mod); GOCACHE stays the user's default.
+        subprocess.run([str(GO), "build", "-o", str(out), "."], cwd=EXAMPLE, check=True)
+
+    key = source_key(EXAMPLE, tool_version(str(GO), "version"))
+    return str(cached_build("conform-go", key, make))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_example_passes_every_case_by_default(binary: str, mode: str, tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    code, output = conform("run", "--exec", binary, "--mode", mode, "--json", str(report))
+    assert code == 0, output
+    results = json.loads(report.read_text(encoding="utf-8"))["results"]
+    assert {r["status"] for r in results} == {PASSED}, output
+
+
+def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
+    # --strict requires the reference's own outcome at I1..I4; encoding/json takes others (the
+    # list in examples/go/conform.xfail, the example's --strict baseline, checked in every mode).
+    code, output = conform("run", "--exec", binary, "--mode", "plain", "--strict")
+    assert code == 1
+    failing = {line.split()[1] for line in output.splitlines() if line.startswith("FAIL ")}
+    pins = {case.case_id: case.pins for case in Suite(ROOT).cases()}
+    assert failing and all(any(pin.startswith("I") for pin in pins[c]) for c in failing), output
+    assert "implementation-defined I1: only I1=integer is allowed" in output
+    code, output = conform("run", "--exec", binary, "--strict", "--xfail", str(XFAIL))
+    assert code == 0, output
+
+
+def test_the_example_follows_the_protocol_schemas(binary: str) -> None:
+    code, output = conform("run", "--exec", binary, "--mode", "plain", "--validate-protocol")
+    assert code == 0, output
+
+
+def test_a_lone_surrogate_in_the_request_line_is_a_protocol_error(binary: str) -> None:
+    # No recording can hold a lone surrogate (its file is UTF-8), so the request is written here:
+    # "data" itself carries the escape, which encoding/json would decode to U+FFFD.
+    requests = [
+        {"seq": 1, "op": "hello", "protocol": 1},
+        {"seq": 2, "op": "new"},
+        {"seq": 3, "op": "push", "data": '{"id":"chatcmpl-a","x":"\ud800"}'},
+        {"seq": 4, "op": "push", "data": '{"id":"chatcmpl-a","x":"\ud83d\ude00"}'},
+        {"seq": 5, "op": "bye"},
+    ]
+    lines = "".join(json.dumps(r) + "\n" for r in requests)
+    done = subprocess.run(
+        [binary], input=lines, capture_output=True, text=True, timeout=30, check=True
+    )
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["seq"] for r in replies] == [1, 2, 3, 4, 5]
+    assert replies[2]["error"]["kind"] == "protocol"
+    assert replies[3]["state"]["id"] == "chatcmpl-a"
+
+
+@pytest.mark.parametrize("pitfall", sorted(PITFALLS))
+def test_each_pitfall_left_in_fails_its_case(
+    binary: str, pitfall: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    case, shown = PITFALLS[pitfall]
+    code, output = conform("run", "--exec", binary, "--mode", "plain", "-k", case)
+    assert code == 0, output
+
+    monkeypatch.setenv("CONFORM_GO_PITFALL", pitfall)
+    code, output = conform("run", "--exec", binary, "--mode", "plain", "-k", case)
+    assert code == 1, output
+    assert f" {case} [plain]" in output
+    assert shown in output

@@ -1,0 +1,54 @@
+"""The JavaScript assembler (examples/js/) is gated like any other program: it passes every case
+in every mode, its replies follow the protocol's schemas, and a copy with one rule broken fails."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.check.modes import MODES
+from tests.conftest import conform
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "js" / "assembler.mjs"
+NODE = shutil.which("node")
+
+pytestmark = pytest.mark.skipif(NODE is None, reason="node (Node.js 20) is not on PATH")
+
+
+def node(script: Path) -> str:
+    return shlex.join([str(NODE), str(script)])
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_example_passes_every_case(mode: str) -> None:
+    code, output = conform("run", "--exec", node(EXAMPLE), "--mode", mode)
+    assert code == 0, output
+    assert re.fullmatch(
+        r"by rule \(cases conforming\): [^\n]*\ntotals: \d+ passed \(.*\)\n", output
+    )
+    assert "FAIL" not in output
+
+
+def test_the_example_follows_the_protocol_schemas() -> None:
+    code, output = conform("run", "--exec", node(EXAMPLE), "--mode", "plain", "--validate-protocol")
+    assert code == 0, output
+
+
+def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None:
+    # R9: the id is the first one seen. The copy keeps the latest instead.
+    first_id_wins = "if (this.#id === null && chunk.id) this.#id = chunk.id;"
+    source = EXAMPLE.read_text(encoding="utf-8")
+    assert source.count(first_id_wins) == 1
+    broken = tmp_path / "assembler.mjs"
+    broken.write_text(source.replace(first_id_wins, "if (chunk.id) this.#id = chunk.id;"))
+
+    code, output = conform("run", "--exec", node(broken), "--mode", "plain")
+    assert code == 1, output
+    assert "FAIL synthetic/r9_id_changes_midstream [plain]" in output
+    assert re.search(r'steps\[\d+\]\.state\.id \(line \d+\): expected "[^"]+", got "[^"]+"', output)
+    assert re.search(r'finish\.completion\.id \(finish\): expected "[^"]+", got "[^"]+"', output)

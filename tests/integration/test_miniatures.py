@@ -1,0 +1,60 @@
+"""`conform run` fails each miniature at the field its broken rule governs; the reference passes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import conform
+from tests.miniatures import BATTERY, PITFALLS
+
+MINIATURES = str(Path(__file__).resolve().parents[1] / "miniatures.py")
+
+
+def test_the_reference_passes_every_case_in_every_mode() -> None:
+    code, output = conform("run", "reference:Assembler")
+    assert code == 0, output
+    assert re.search(r"totals: \d+ passed \(", output), output
+
+
+@pytest.mark.parametrize("name", sorted(BATTERY))
+def test_each_miniature_fails_where_its_rule_is(name: str) -> None:
+    # In-process: a worker would only add its start (tests/drive/ checks workers report the same).
+    mode, pattern = BATTERY[name]
+    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", mode, "--in-process")
+    assert code == 1, output
+    assert re.search(pattern, output), f"{name}: no mismatch matching {pattern!r} in:\n{output}"
+
+
+def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields() -> None:
+    target = f"{MINIATURES}:RejectsUnknownFields"
+    code, output = conform("run", target, "--mode", "plain", "--in-process")
+    assert code == 0, output
+    code, output = conform("run", target, "--mode", "unknown-fields", "--in-process")
+    assert code == 1
+    assert "[unknown-fields]" in output and "[plain]" not in output
+
+
+def _block(output: str, case_id: str) -> str:
+    """The report's lines for one failing case (its FAIL line and the mismatches under it)."""
+    found = re.search(rf"^FAIL {re.escape(case_id)} \[plain\].*\n((?:[ \t].*\n)*)", output, re.M)
+    return found.group(0) if found else ""
+
+
+def test_the_pitfall_miniatures_reader_alone_passes() -> None:
+    # Reading with json and handing the reference plain JSON changes nothing by itself, so each
+    # pitfall miniature below fails through its pitfall only.
+    code, output = conform("run", f"{MINIATURES}:_Reads", "--mode", "plain", "--in-process")
+    assert code == 0, output
+
+
+@pytest.mark.parametrize("name", sorted(PITFALLS))
+def test_each_language_pitfall_fails_on_its_case(name: str) -> None:
+    case_id, pattern = PITFALLS[name]
+    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process")
+    assert code == 1, output
+    block = _block(output, case_id)
+    assert block, f"{name}: {case_id} did not fail:\n{output}"
+    assert re.search(pattern, block), f"{name}: no mismatch matching {pattern!r} in:\n{block}"

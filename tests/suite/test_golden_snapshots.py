@@ -1,0 +1,35 @@
+"""Every golden file is what the reference makes of its recording, kept through syrupy.
+
+`pytest --snapshot-update` regenerates them; a plain run fails on any drift, and a golden file whose
+recording is gone is reported as unused (when pytest runs without path arguments).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from syrupy.assertion import SnapshotAssertion
+
+from harness.suite.cases import Suite
+from harness.suite.golden import build_golden
+from tests.suite.snapshot import GoldenExtension
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = Suite.open(ROOT).cases()
+
+
+@pytest.fixture
+def golden_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(GoldenExtension.for_suite(ROOT))
+
+
+def test_the_suite_has_the_promised_cases() -> None:
+    ids = {case.case_id for case in CASES}
+    assert len([i for i in ids if i.startswith("llama-server/")]) == 9
+    assert len([i for i in ids if i.startswith("synthetic/")]) >= 100
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.case_id for case in CASES])
+def test_golden(case, golden_snapshot: SnapshotAssertion) -> None:
+    assert golden_snapshot(name=case.case_id) == build_golden(case)

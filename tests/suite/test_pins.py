@@ -1,0 +1,68 @@
+"""Every shipped case says what it pins, and its implementation-defined tags are exactly right.
+
+A case whose outcome changes with an I-point it does not pin would gate implementations on the
+reference's private choice: the suite's fairness rests on this test. The other direction (a
+pinned point must change the outcome) is enforced when golden files are built.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.errors import RecordingError
+from harness.suite.cases import Case, Suite
+from harness.suite.golden import build_golden
+from reference.choices import OUTCOMES, REFERENCE
+
+ROOT = Path(__file__).resolve().parents[2]
+SUITE_CASES = Suite(ROOT).cases()
+
+
+def _outcome(case: Case, point: str, value: str) -> str:
+    import reference
+    from harness.drive.inprocess import finish_step, push_step
+    from harness.suite.recording import iter_payloads, read_info
+
+    assembler = reference.Assembler(REFERENCE.replace({point: value}))
+    steps = []
+    for payload in iter_payloads(case.recording):
+        steps.append(push_step(assembler, payload.data, payload.line))
+        if "error" in steps[-1]:
+            return json.dumps(steps)
+    return json.dumps([steps, finish_step(assembler, read_info(case.recording).thinking_capped)])
+
+
+@pytest.mark.parametrize("case", SUITE_CASES, ids=lambda c: c.case_id)
+def test_a_case_pins_exactly_the_points_its_outcome_depends_on(case: Case) -> None:
+    assert case.pins, f"{case.recording} has no 'pins:' line"
+    for point, values in OUTCOMES.items():
+        own = _outcome(case, point, getattr(REFERENCE, point))
+        depends = any(_outcome(case, point, v) != own for v in values)
+        assert depends == (point in case.pins), (
+            f"{case.case_id}: its outcome {'depends' if depends else 'does not depend'} on "
+            f"{point}, but its pins are {' '.join(case.pins)}"
+        )
+
+
+def test_a_pinned_point_that_changes_nothing_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "recordings").mkdir()
+    (tmp_path / "recordings" / "x.sse").write_text(
+        ': pins: R1 I4\ndata: {"id":"a","choices":[{"delta":{"content":"hi"},'
+        '"finish_reason":"stop"}]}\n\n'
+    )
+    case = Suite(tmp_path).cases()[0]
+    with pytest.raises(RecordingError, match="pins I4, but every outcome of I4 gives the same"):
+        build_golden(case)
+
+
+def test_alternatives_hold_every_other_outcome(suite: Suite) -> None:
+    case = next(
+        c for c in suite.cases() if c.case_id == "synthetic/r6_progress_beyond_safe_integer"
+    )
+    golden = build_golden(case)
+    assert golden["choices"] == [{"I2": "protocol"}, {"I2": "double"}]
+    assert [a["choices"] for a in golden["alternatives"]] == [[{"I2": "exact"}]]
+    assert "error" in golden["steps"][-1] and "error" not in golden["alternatives"][0]["steps"][-1]

@@ -1,0 +1,101 @@
+"""The recording reader's fast path gives exactly the payloads of the line-by-line decoder.
+
+`iter_payloads` reads a plain recording (LF line ends, one-line events) with a few C calls; any
+other layout goes line by line. Both are checked against each other on every shipped recording
+and on every combination of small pieces that could trip a shortcut: comments, other fields,
+bare `data`, extra blank lines, multi-line events, a missing last blank line, `[DONE]`, byte order
+marks, CR and CRLF, and `.http` heads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from harness.errors import RecordingError
+from harness.suite import recording
+from harness.suite.recording import iter_payloads
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAD = "# c\nPOST /v1/chat/completions HTTP/1.1\nHost: x\n\n{}\n\nHTTP/1.1 200 OK\nA: b\n\n"
+PIECES = [
+    ": directive\n",
+    "data: a\n\n",
+    "data:b\n\n",
+    "data\n\n",
+    "data: \n\n",
+    ": ping\n\n",
+    "event: x\n\n",
+    "\n\n",
+    "\n",
+    "data: c\ndata: d\n\n",
+    "data: [DONE]\n\n",
+    "data: é😀\n\n",
+    "data: e",
+    "data: f\n",
+    "\ufeffdata: g\n\n",
+    "data: h\r\n\r\n",
+    "data: i\r\r",
+]
+
+
+def both(path: Path) -> tuple[object, object]:
+    def read(reader: object) -> object:
+        try:
+            return [(p.line, p.data) for p in reader(path)]  # type: ignore[operator]
+        except RecordingError as exc:
+            return f"error: {exc}"
+
+    return read(iter_payloads), read(recording._decoded_payloads)
+
+
+def texts() -> list[str]:
+    """Every one or two pieces, and a fixed sample of threes."""
+    found = ["".join(p) for count in (1, 2) for p in itertools.product(PIECES, repeat=count)]
+    threes = list(itertools.product(PIECES, repeat=3))
+    return found + ["".join(p) for p in random.Random(22).sample(threes, 300)]
+
+
+@pytest.mark.parametrize("suffix", [".sse", ".http"])
+def test_every_small_layout_reads_the_same_both_ways(tmp_path: Path, suffix: str) -> None:
+    path = tmp_path / f"x{suffix}"
+    fast = 0
+    for text in texts():
+        path.write_bytes(((HEAD if suffix == ".http" else "") + text).encode())
+        got, expected = both(path)
+        assert got == expected, repr(text)
+        fast += recording._simple_payloads(path) is not None
+    assert fast > 100  # the fast path was taken, not only the fallback
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["", "# only a comment\n", "POST / HTTP/1.1\n\n{}\n\nHTTP/1.1 200 OK\n", HEAD + "x"],
+    ids=["empty", "comment", "no-blank-after-headers", "body-without-end"],
+)
+def test_http_heads_that_end_early_read_the_same(tmp_path: Path, head: str) -> None:
+    path = tmp_path / "x.http"
+    path.write_bytes(head.encode())
+    got, expected = both(path)
+    assert got == expected
+
+
+def test_every_shipped_recording_reads_the_same_both_ways() -> None:
+    paths = sorted((ROOT / "recordings").rglob("*.*"))
+    assert len(paths) > 100
+    for path in paths:
+        got, expected = both(path)
+        assert got == expected, path
+
+
+def test_a_large_recording_is_read_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "x.sse"
+    path.write_bytes(b"data: a\n\n" * 10)
+    monkeypatch.setattr(recording, "READ_WHOLE_BELOW", 50)
+    assert recording._simple_payloads(path) is None
+    assert [p.line for p in iter_payloads(path)] == list(range(1, 21, 2))
