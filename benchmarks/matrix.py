@@ -6,11 +6,15 @@ Builds the Go and Rust examples (go, cargo offline with Debian's serde crates, a
 examples/go/README.md and examples/rust/README.md say), runs
 
     conform matrix reference:Assembler python=examples/python/simple_assembler.py:Assembler
-        openai=examples/clients/openai_adapter.py:Assembler
+        openai-python=examples/clients/openai_adapter.py:Assembler
         litellm=examples/clients/litellm_adapter.py:Assembler
+        langchain=examples/clients/langchain_adapter.py:Assembler
+        pydantic-ai=examples/clients/pydantic_ai_adapter.py:Assembler
         --exec 'js=node examples/js/assembler.mjs' --exec go=DIR/conform-go
         --exec rust=DIR/conform-rust-example
-        --xfail openai=examples/clients/openai.xfail --xfail litellm=examples/clients/litellm.xfail
+        --exec 'openai-node=node examples/clients/node/openai-node.mjs'
+        --exec 'vercel-ai=node examples/clients/node/vercel-ai.mjs'
+        --xfail LABEL=examples/clients/LABEL.xfail for each client (openai-python: openai.xfail)
         --timeout 60 --html ... --json ... --markdown ...
 
 over the whole shipped suite in every mode, then opens the page in headless Chromium
@@ -68,13 +72,21 @@ def run_matrix(out: Path, go: Path, rust: Path, baseline: Path | None) -> list[s
         "conform", "matrix",
         "reference:Assembler",
         "python=examples/python/simple_assembler.py:Assembler",
-        "openai=examples/clients/openai_adapter.py:Assembler",
+        "openai-python=examples/clients/openai_adapter.py:Assembler",
         "litellm=examples/clients/litellm_adapter.py:Assembler",
+        "langchain=examples/clients/langchain_adapter.py:Assembler",
+        "pydantic-ai=examples/clients/pydantic_ai_adapter.py:Assembler",
         "--exec", "js=node examples/js/assembler.mjs",
         "--exec", f"go={go}",
         "--exec", f"rust={rust}",
-        "--xfail", "openai=examples/clients/openai.xfail",
+        "--exec", "openai-node=node examples/clients/node/openai-node.mjs",
+        "--exec", "vercel-ai=node examples/clients/node/vercel-ai.mjs",
+        "--xfail", "openai-python=examples/clients/openai.xfail",
         "--xfail", "litellm=examples/clients/litellm.xfail",
+        "--xfail", "langchain=examples/clients/langchain.xfail",
+        "--xfail", "pydantic-ai=examples/clients/pydantic-ai.xfail",
+        "--xfail", "openai-node=examples/clients/openai-node.xfail",
+        "--xfail", "vercel-ai=examples/clients/vercel-ai.xfail",
         "--timeout", "60",
         "--html", str(out / "matrix.html"),
         "--json", str(out / "matrix.json"),

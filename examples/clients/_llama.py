@@ -104,13 +104,27 @@ def _number(value: Any, where: str) -> int | float | None:
     return value
 
 
+def as_integer(value: int | float, where: str) -> int:
+    """An integral number as an int, or `protocol` (contract I1, I2).
+
+    A float beyond ±(2^53-1) is refused even when integral: the parser has already rounded it
+    (`9007199254740993.0` reads as ...992.0, `1e300` is no count at all), so no exact integer is
+    left to read, and I2 allows only the exact value or `protocol`.
+    """
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise protocol(f"{where} must be an integer")
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise protocol(f"{where} is out of range")
+        return int(value)
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise protocol(f"{where} is out of range")
+    return value
+
+
 def _integer(value: Any, where: str) -> int | None:
     number = _number(value, where)
-    if isinstance(number, float):
-        if not number.is_integer():
-            raise protocol(f"{where} must be an integer")
-        return int(number)
-    return number
+    return None if number is None else as_integer(number, where)
 
 
 def read_timings(value: Any) -> dict[str, Any] | None:
@@ -138,6 +152,13 @@ def read_reasoning(value: Any) -> str | None:
     raise protocol("reasoning_content must be a string")
 
 
+def read_id(current: str | None, value: Any) -> str | None:
+    """R9 for a client that keeps no completion id: the first non-empty `id` seen."""
+    if value is not None and not isinstance(value, str):
+        raise protocol("id must be a string")
+    return current if current or not value else value
+
+
 @dataclass
 class ReasoningState:
     """Timings, `reasoning_tokens` and `in_reasoning` (contract R3, R4), kept by the adapter."""
@@ -158,8 +179,9 @@ class ReasoningState:
             self.in_reasoning = True
             tokens = None if self.timings is None else self.timings["predicted_n"]
             if tokens is not None:
-                if (isinstance(tokens, float) and not tokens.is_integer()) or tokens < 0:
+                count = as_integer(tokens, "timings.predicted_n")
+                if count < 0:
                     raise protocol("timings.predicted_n must be a non-negative integer")
-                self.reasoning_tokens = int(tokens)
+                self.reasoning_tokens = count
         elif isinstance(event, Content | ToolCallDelta):
             self.in_reasoning = False

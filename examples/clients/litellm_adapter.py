@@ -20,9 +20,11 @@ to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed o
   openai-python's chunk before litellm sees it (litellm drops both fields); dropping empty text;
   and the error mapping below.
 
-litellm iterates its source itself and may read several chunks before it yields one, so the
-wrapper runs in a thread that blocks on the next payload; a push returns once litellm waits for
-the next one. Chunks litellm yields only when the stream ends appear at `finish` (no events).
+The stream comes from openai-python's own HTTP stack: its `http_client` (the transport hook) is an
+httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads, one
+server-sent event each. litellm iterates its source itself and may read several chunks before it
+yields one, so the wrapper runs in the feed's thread; a push returns once litellm waits for the
+next event. Chunks litellm yields only when the stream ends appear at `finish` (no events).
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
@@ -40,11 +42,14 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
+
 # litellm fetches a model price list from the network when imported, unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
+from _http_feed import HttpFeed
 from _llama import (
     Completion,
     Content,
@@ -58,7 +63,6 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
-from _openai_stream import chunk_stream
 from litellm.litellm_core_utils.litellm_logging import Logging
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
@@ -72,37 +76,9 @@ def _extra(model: Any, name: str) -> Any:
     return (getattr(model, "model_extra", None) or {}).get(name)
 
 
-class _Feed:
-    """A payload source that blocks until the next push, and tells when it is waiting."""
-
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.data: str | None = None
-        self.waiting = False
-        self.closed = False
-
-    def __iter__(self) -> Iterator[str]:
-        while True:
-            with self.cond:
-                self.waiting = True
-                self.cond.notify_all()
-                while self.data is None and not self.closed:
-                    self.cond.wait()
-                self.waiting = False
-                if self.data is None:
-                    return
-                data, self.data = self.data, None
-            yield data
-
-    def close(self) -> None:
-        with self.cond:
-            self.closed = True
-            self.cond.notify_all()
-
-
 #: The feed of the stream being assembled. conform runs one case at a time per worker and calls
 #: no `finish` after an error, so a new stream closes the last one's feed and its thread ends.
-_OPEN: list[_Feed] = []
+_OPEN: list[HttpFeed] = []
 
 
 def _logging() -> Logging:
@@ -127,24 +103,17 @@ class Assembler:
     def __init__(self) -> None:
         while _OPEN:
             _OPEN.pop().close()
-        self._feed = _Feed()
+        self._feed = HttpFeed()
         _OPEN.append(self._feed)
+        self._lock = threading.Lock()
         self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops
         self._out: list[Any] = []  # the chunks litellm yielded and no push has taken yet
         self._chunks: list[Any] = []  # every chunk litellm yielded, for stream_chunk_builder
         self._error: BaseException | None = None
-        self._done = False
         self._llama = ReasoningState()
         self._finish_reason: str | None = None
         self._id: str | None = None
-        self._wrapper = CustomStreamWrapper(
-            completion_stream=self._tap(chunk_stream(iter(self._feed))),
-            model="llama-server",
-            custom_llm_provider="openai",
-            logging_obj=_logging(),
-        )
-        self._thread = threading.Thread(target=self._consume, daemon=True)
-        self._thread.start()
+        self._feed.start(self._consume)
 
     def _tap(self, stream: Any) -> Iterator[Any]:
         for chunk in stream:
@@ -152,24 +121,31 @@ class Assembler:
             yield chunk
 
     def _consume(self) -> None:
+        """litellm's side, in the feed's thread: openai-python's stream, wrapped as litellm does."""
         try:
-            for chunk in self._wrapper:
-                with self._feed.cond:
+            client = openai.OpenAI(
+                api_key="unused",
+                base_url="http://127.0.0.1:9/v1",
+                max_retries=0,
+                http_client=httpx.Client(transport=self._feed.transport),
+            )
+            stream = client.chat.completions.create(
+                model="llama-server", messages=[{"role": "user", "content": "conform"}], stream=True
+            )
+            wrapper = CustomStreamWrapper(
+                completion_stream=self._tap(stream),
+                model="llama-server",
+                custom_llm_provider="openai",
+                logging_obj=_logging(),
+            )
+            for chunk in wrapper:
+                with self._lock:
                     self._out.append(chunk)
         except BaseException as exc:  # handed to the caller of push or finish
             self._error = exc
-        with self._feed.cond:
-            self._done = True
-            self._feed.cond.notify_all()
-
-    def _settle(self) -> None:
-        """Wait until litellm asks for the next payload, or has stopped."""
-        with self._feed.cond:
-            while not self._done and not (self._feed.waiting and self._feed.data is None):
-                self._feed.cond.wait()
 
     def _take(self) -> list[Any]:
-        with self._feed.cond:
+        with self._lock:
             out, self._out = self._out, []
         self._chunks.extend(out)
         return out
@@ -195,14 +171,11 @@ class Assembler:
     # -- push ------------------------------------------------------------------------------------
 
     def push(self, data: str) -> list[Any]:
-        if self._done:
+        if self._feed.ended:
             self._raise_error()
             return []  # litellm stopped reading (openai-python's stream ended at [DONE])
         seen = len(self._seen)
-        with self._feed.cond:
-            self._feed.data = data
-            self._feed.cond.notify_all()
-        self._settle()
+        self._feed.write(data)  # returns when litellm waits for the next event, or has stopped
         self._raise_error()
         events: list[Any] = []
         # Adapter: timings and progress from openai-python's chunk, which litellm drops.
@@ -280,8 +253,7 @@ class Assembler:
     # -- finish ----------------------------------------------------------------------------------
 
     def finish(self, thinking_capped: bool) -> Completion:
-        self._feed.close()
-        self._thread.join()
+        self._feed.end()
         self._raise_error()
         for chunk in self._take():  # what litellm held back until the end: no events
             self._events(chunk)

@@ -4,8 +4,12 @@
 
 What is being tested is the client (openai-python >= 1.40; read against 3.x):
 
-- FROM THE CLIENT: parsing each payload (`openai.Stream`: `json.loads`, the `error` check that
-  raises `openai.APIError`, building a `ChatCompletionChunk` without validation), folding chunks
+- FROM THE CLIENT: everything from the HTTP response on. Each case is one
+  `client.chat.completions.create(stream=True)` call whose `http_client` (the client's transport
+  hook) is an httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads,
+  one server-sent event each: the client's own SSE decoder and `openai.Stream` (`json.loads`, the
+  `error` check that raises `openai.APIError`, building a `ChatCompletionChunk` without
+  validation), then folding chunks
   (`ChatCompletionStreamState.handle_chunk`: text, tool calls, finish reason, id), the content and
   tool-call events it returns, and the final completion (`get_final_completion`), including
   `reasoning_content`, which the client accumulates as an unknown delta field.
@@ -27,7 +31,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import openai
+from _http_feed import HttpFeed
 from _llama import (
     Completion,
     Content,
@@ -41,7 +47,6 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
-from _openai_stream import OneAtATime, chunk_stream
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 
@@ -50,16 +55,39 @@ def _extra(model: Any, name: str) -> Any:
     return (getattr(model, "model_extra", None) or {}).get(name)
 
 
+class _Reader:
+    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+
+    def __init__(self, feed: HttpFeed) -> None:
+        self.client = openai.OpenAI(
+            api_key="unused",
+            base_url="http://127.0.0.1:9/v1",
+            max_retries=0,
+            http_client=httpx.Client(transport=feed.transport),
+        )
+        self.chunks: list[Any] = []  # the client's parsed chunks since the last push
+
+    def read(self) -> None:
+        stream = self.client.chat.completions.create(
+            model="llama", messages=[{"role": "user", "content": "conform"}], stream=True
+        )
+        for chunk in stream:
+            self.chunks.append(chunk)
+
+
 class Assembler:
-    """One stream, folded by openai-python."""
+    """One stream, read by openai-python's own HTTP stack and folded by its stream state."""
 
     def __init__(self) -> None:
-        self._payloads = OneAtATime()
-        self._stream = chunk_stream(iter(self._payloads))
+        self._feed = HttpFeed()
+        self._reader = _Reader(self._feed)
         self._state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
         self._started = False
-        self._ended = False  # the client's stream stopped (a payload starting with [DONE])
         self._llama = ReasoningState()
+        self._feed.start(self._reader.read)
+
+    def __del__(self) -> None:
+        self._feed.close()  # dropped mid-stream: let the client's thread end
 
     # -- state readers: id and is_finished from the client's snapshot ----------------------------
 
@@ -87,21 +115,21 @@ class Assembler:
     # -- push ------------------------------------------------------------------------------------
 
     def push(self, data: str) -> list[Any]:
-        if self._ended:
-            return []  # the client stops reading at a payload that starts with [DONE]
-        self._payloads.put(data)
+        self._reader.chunks = []
+        self._feed.write(data)  # after a payload starting with [DONE] the client reads no more
+        if self._feed.error is not None:
+            self._feed.end()  # the case ends here: let the client's thread go
+            raise _map(self._feed.error) from self._feed.error
         try:
-            chunk = next(self._stream)
-        except StopIteration:
-            self._ended = True
-            return []
-        except openai.APIResponseValidationError as exc:
-            raise protocol(str(exc)) from exc
-        except openai.APIError as exc:
-            raise StreamError("server", exc.message) from exc
-        except (ValueError, RecursionError) as exc:  # json.loads, through the client
-            raise protocol(f"{type(exc).__name__}: {exc}") from exc
+            events: list[Any] = []
+            for chunk in self._reader.chunks:
+                events += self._fold(chunk)
+            return events
+        except BaseException:
+            self._feed.end()
+            raise
 
+    def _fold(self, chunk: Any) -> list[Any]:
         # Adapter: the llama-server fields, read from the client's chunk and validated first.
         self._llama.take_timings(read_timings(_extra(chunk, "timings")))
         progress = read_progress(_extra(chunk, "prompt_progress"))
@@ -138,6 +166,9 @@ class Assembler:
     # -- finish ----------------------------------------------------------------------------------
 
     def finish(self, thinking_capped: bool) -> Completion:
+        self._feed.end()
+        if self._feed.error is not None:
+            raise _map(self._feed.error) from self._feed.error
         if not self.is_finished:
             raise StreamError("stream_closed_early", "no finish reason arrived")
         try:
@@ -168,3 +199,13 @@ class Assembler:
 
 
 _DELTA_EVENTS = frozenset({"content.delta", "tool_calls.function.arguments.delta"})
+
+
+def _map(exc: BaseException) -> BaseException:
+    if isinstance(exc, openai.APIResponseValidationError):
+        return protocol(str(exc))
+    if isinstance(exc, openai.APIError):
+        return StreamError("server", exc.message)
+    if isinstance(exc, ValueError | RecursionError):  # json.loads, through the client
+        return protocol(f"{type(exc).__name__}: {exc}")
+    return exc

@@ -4,15 +4,14 @@
 // so that the golden files, made by the Python reference, are checked against a second reading of
 // the same rules. No npm dependencies. As a library it exports `Assembler` and `InferError`; run as
 // a program (`node examples/js/assembler.mjs`) it speaks conform's line protocol
-// (docs/protocol.md) on stdin and stdout, so the harness can drive it as an out-of-process target.
+// (docs/protocol.md) on stdin and stdout through the adapter kit (examples/kits/js/conform-kit.mjs),
+// so the harness can drive it as an out-of-process target.
 //
 // The payload parser is our own rather than JSON.parse: the spec needs things JSON.parse does not
 // give (a nesting limit that also covers ignored fields, unpaired surrogates rejected anywhere,
 // `1e400` in a read field rejected instead of read as Infinity, integer literals told apart from fractions).
 
-import { realpathSync } from "node:fs";
-import process from "node:process";
-import { pathToFileURL } from "node:url";
+import { isMain, serve } from "../kits/js/conform-kit.mjs";
 
 const MAX_DEPTH = 128;
 const MAX_SAFE = Number.MAX_SAFE_INTEGER; // 2^53 - 1
@@ -517,147 +516,8 @@ export class Assembler {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The line protocol (docs/protocol.md)
+// The line protocol (docs/protocol.md): the kit runs it, this file only says what to call.
 
-const HELLO = { name: "conform-js-example", version: "0.1.0", language: "javascript", protocol: 1 };
+const HELLO = { name: "conform-js-example", version: "0.1.0", language: "javascript" };
 
-class BadRequest extends Error {}
-
-// Replies are written in ASCII: no raw U+2028 or U+2029 that a line splitter might break on.
-function encodeReply(reply) {
-  const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-  return `${JSON.stringify(reply).replace(/[\u007f-\uffff]/g, escape)}\n`;
-}
-
-function errorReply(seq, kind, message) {
-  return { seq, error: { kind, message: String(message) } };
-}
-
-class Session {
-  assembler = null;
-
-  // Returns the reply to one request line and whether the program should exit.
-  answer(line) {
-    let request;
-    try {
-      request = JSON.parse(line);
-    } catch (e) {
-      return [errorReply(null, "bad_request", `the request is not valid JSON: ${e.message}`), false];
-    }
-    const seq = isObject(request) && Number.isSafeInteger(request.seq) ? request.seq : null;
-    try {
-      if (seq === null) throw new BadRequest('every request needs an integer "seq"');
-      return this.#dispatch(seq, request);
-    } catch (e) {
-      if (e instanceof BadRequest) return [errorReply(seq, "bad_request", e.message), false];
-      process.stderr.write(`program crashed: ${e?.stack ?? e}\n`);
-      return [errorReply(seq, "crash", `${e?.name ?? "Error"}: ${e?.message ?? e}`), false];
-    }
-  }
-
-  #dispatch(seq, request) {
-    switch (request.op) {
-      case "hello":
-        if (request.protocol !== 1) {
-          throw new BadRequest(`protocol ${JSON.stringify(request.protocol)} is not spoken here; 1 is`);
-        }
-        return [{ seq, ...HELLO }, false];
-      case "new":
-        this.assembler = new Assembler();
-        return [{ seq, ok: true }, false];
-      case "push":
-        if (typeof request.data !== "string") throw new BadRequest('"push" needs a string "data"');
-        return [this.#run(seq, (a) => ({ seq, events: a.push(request.data), state: stateOf(a) })), false];
-      case "finish":
-        if (typeof request.thinking_capped !== "boolean") {
-          throw new BadRequest('"finish" needs a boolean "thinking_capped"');
-        }
-        return [this.#run(seq, (a) => ({ seq, completion: a.finish(request.thinking_capped) })), false];
-      case "bye":
-        return [{ seq, ok: true }, true];
-      default:
-        throw new BadRequest(`unknown op ${JSON.stringify(request.op) ?? "(none)"}`);
-    }
-  }
-
-  #run(seq, call) {
-    if (this.assembler === null) throw new BadRequest('no case is open: send "new" first');
-    try {
-      return call(this.assembler);
-    } catch (e) {
-      if (e instanceof InferError) {
-        const kind = ["protocol", "stream_closed_early", "server"].includes(e.kind) ? e.kind : "crash";
-        return errorReply(seq, kind, e.message);
-      }
-      // Anything else is a bug in the assembler: the harness records the case as a crash.
-      process.stderr.write(`assembler crashed: ${e?.stack ?? e}\n`);
-      return errorReply(seq, "crash", `${e?.name ?? "Error"}: ${e?.message ?? e}`);
-    }
-  }
-}
-
-function stateOf(a) {
-  return {
-    id: a.id,
-    reasoning_tokens: a.reasoningTokens,
-    in_reasoning: a.inReasoning,
-    is_finished: a.isFinished,
-  };
-}
-
-function serve() {
-  // The harness closing our stdout (it gave up on us) is no reason for a stack trace.
-  process.stdout.on("error", () => process.exit(0));
-  const session = new Session();
-  const decoder = new TextDecoder("utf-8", { fatal: true });
-  let pending = Buffer.alloc(0);
-  let done = false;
-
-  const handle = (bytes) => {
-    let text;
-    try {
-      text = decoder.decode(bytes);
-    } catch {
-      return [errorReply(null, "bad_request", "the request is not valid UTF-8"), false];
-    }
-    return session.answer(text);
-  };
-
-  const reply = ([message, exit]) => {
-    process.stdout.write(encodeReply(message));
-    if (exit) {
-      done = true;
-      process.stdin.pause();
-      process.stdout.end(() => process.exit(0));
-    }
-  };
-
-  process.stdin.on("data", (chunk) => {
-    if (done) return;
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let start = 0;
-    for (let nl = pending.indexOf(0x0a, start); nl !== -1 && !done; nl = pending.indexOf(0x0a, start)) {
-      reply(handle(pending.subarray(start, nl)));
-      start = nl + 1;
-    }
-    pending = done ? Buffer.alloc(0) : pending.subarray(start);
-  });
-  process.stdin.on("end", () => {
-    if (done) return;
-    if (pending.length > 0) reply(handle(pending));
-    if (!done) process.stdout.end(() => process.exit(0));
-  });
-}
-
-// Node resolves the main module through symbolic links, so compare real paths.
-function isMain() {
-  const script = process.argv[1];
-  if (!script) return false;
-  try {
-    return pathToFileURL(realpathSync(script)).href === import.meta.url;
-  } catch {
-    return false;
-  }
-}
-
-if (isMain()) serve();
+if (isMain(import.meta.url)) serve({ hello: HELLO, create: () => new Assembler() });

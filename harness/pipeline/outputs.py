@@ -16,8 +16,10 @@ from pathlib import Path
 from harness import files
 from harness.check.xfail import write_baseline
 from harness.errors import ConformError
+from harness.files import write_report
 from harness.pipeline.run import RunRecord
 from harness.pipeline.selection import Plan
+from harness.reports.badge import badge_json
 from harness.reports.github import github_annotations, on_github_actions, write_github_summary
 from harness.reports.junit import write_junit
 from harness.reports.report import write_json
@@ -120,23 +122,6 @@ def write_outputs(
 
 
 def _write_badge(path: Path, record: RunRecord) -> None:
-    from harness.files import write_report
-    from harness.safetext import dumps
-
     info = record.info
-    results = record.results
-    conforming = len({r.case_id for r in results}) - len(
-        {r.case_id for r in results if not r.status.conforms}
-    )
-    total = len({r.case_id for r in results})
-    if info.partial:
-        message, colour = f"partial ({info.why_partial()})", "lightgrey"
-    elif record.report.failed:
-        message, colour = f"{conforming}/{total} cases", "red"
-    elif conforming < total:
-        message, colour = f"{conforming}/{total} cases (baseline)", "yellow"
-    else:
-        message, colour = f"{total}/{total} cases", "brightgreen"
-    label = "conform" if info.level == "full" else f"conform ({info.level})"
-    doc = {"schemaVersion": 1, "label": label, "message": message, "color": colour}
-    write_report(path, dumps(doc, indent=2) + "\n")
+    text = badge_json(record.results, label="conform", level=info.level, partial=info.why_partial())
+    write_report(path, text)

@@ -1,9 +1,10 @@
 """The client adapters (`examples/clients/`) still fail exactly as their baselines say.
 
-Each adapter wraps a real client (openai-python, litellm); its expected-failures file lists what
-that client gets wrong or does not check. The gate passes only when every listed failure still
-fails and nothing else does, so neither an adapter nor a baseline can rot unnoticed. Without the
-client installed (`pip install -e '.[clients]'`) the test is skipped, except in CI (CI=true),
+Each adapter wraps a real client (openai-python, litellm, LangChain, Pydantic AI, openai-node, the
+Vercel AI SDK); its expected-failures file lists what that client gets wrong or does not check.
+The gate passes only when every listed failure still fails and nothing else does, so neither an
+adapter nor a baseline can rot unnoticed. Without the client installed (`pip install -e
+'.[clients]'`, `npm ci` in examples/clients/node) the test is skipped, except in CI (CI=true),
 where a missing client is a failure.
 """
 
@@ -12,6 +13,9 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,32 +23,98 @@ import pytest
 from tests.conftest import invoke
 
 CLIENTS = Path(__file__).resolve().parents[2] / "examples" / "clients"
-# (the module the adapter needs, the adapter file, extra `conform run` options)
-ADAPTERS = {
-    "openai": ("openai", "openai_adapter.py", []),
-    "litellm": ("litellm", "litellm_adapter.py", ["--timeout", "60"]),
-}
+NODE_CLIENTS = CLIENTS / "node"
 
 
-def _require(module: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"{module} is not installed; CI installs '.[clients]'")
-        pytest.skip(f"{module} is not installed (pip install -e '.[clients]')")
+@dataclass(frozen=True)
+class Client:
+    """One shipped adapter: what it needs, how conform runs it, and its baseline."""
+
+    label: str
+    baseline: str
+    python_module: str | None = None  # the module the adapter imports (a Python client)
+    adapter: str | None = None  # examples/clients/<adapter>:Assembler
+    script: str | None = None  # examples/clients/node/<script>, run with node (a Node client)
+    package: str | None = None  # the npm package it needs in examples/clients/node/node_modules
+
+    def target(self) -> list[str]:
+        if self.adapter is not None:
+            return [f"{CLIENTS / self.adapter}:Assembler"]
+        node = shutil.which("node") or "node"
+        return ["--exec", shlex.join([node, str(NODE_CLIENTS / str(self.script))])]
 
 
-@pytest.mark.parametrize("client", sorted(ADAPTERS))
+CLIENT_LIST = [
+    Client("openai-python", "openai.xfail", python_module="openai", adapter="openai_adapter.py"),
+    Client("litellm", "litellm.xfail", python_module="litellm", adapter="litellm_adapter.py"),
+    Client(
+        "langchain",
+        "langchain.xfail",
+        python_module="langchain_openai",
+        adapter="langchain_adapter.py",
+    ),
+    Client(
+        "pydantic-ai",
+        "pydantic-ai.xfail",
+        python_module="pydantic_ai",
+        adapter="pydantic_ai_adapter.py",
+    ),
+    Client("openai-node", "openai-node.xfail", script="openai-node.mjs", package="openai"),
+    Client("vercel-ai", "vercel-ai.xfail", script="vercel-ai.mjs", package="ai"),
+]
+CLIENTS_BY_LABEL = {client.label: client for client in CLIENT_LIST}
+
+
+def _missing(what: str, how: str) -> None:
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"{what} is not installed; CI installs it ({how})")
+    pytest.skip(f"{what} is not installed ({how})")
+
+
+def _require(client: Client) -> None:
+    if client.python_module is not None:
+        if importlib.util.find_spec(client.python_module) is None:
+            _missing(client.python_module, "pip install -e '.[clients]'")
+        return
+    if shutil.which("node") is None:
+        _missing("node", "apt-get install nodejs")
+    if not (NODE_CLIENTS / "node_modules" / str(client.package) / "package.json").is_file():
+        _missing(f"npm package {client.package}", "npm ci in examples/clients/node")
+
+
+@pytest.mark.parametrize("label", sorted(CLIENTS_BY_LABEL))
 def test_the_adapter_fails_exactly_its_baseline(
-    client: str, monkeypatch: pytest.MonkeyPatch
+    label: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module, adapter, options = ADAPTERS[client]
-    _require(module)
+    client = CLIENTS_BY_LABEL[label]
+    _require(client)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network when importing
-    baseline = CLIENTS / f"{client}.xfail"
+    baseline = CLIENTS / client.baseline
     result = invoke(
-        "run", f"{CLIENTS / adapter}:Assembler", "--xfail", str(baseline), "-q", "-j", "2", *options
+        "run", *client.target(), "--xfail", str(baseline), "-q", "-j", "2", "--timeout", "60",
     )
     assert result.exit_code == 0, result.output
     totals = re.search(r"(\d+) passed, (\d+) xfailed \(", result.output)
     assert totals is not None, result.output
     assert int(totals.group(1)) > 0 and int(totals.group(2)) > 0, result.output
+
+
+def test_every_shipped_adapter_is_gated() -> None:
+    """A new adapter in examples/clients/ without a gate here would rot unnoticed."""
+    python = {p.name for p in CLIENTS.glob("*_adapter.py")}
+    node = {p.name for p in NODE_CLIENTS.glob("*.mjs")}
+    assert python == {c.adapter for c in CLIENT_LIST if c.adapter}
+    assert node == {c.script for c in CLIENT_LIST if c.script}
+    for client in CLIENT_LIST:
+        assert (CLIENTS / client.baseline).is_file(), client.baseline
+
+
+def test_the_node_clients_are_pinned_exactly() -> None:
+    """package.json names exact versions, and the lock file holds the same ones."""
+    import json
+
+    manifest = json.loads((NODE_CLIENTS / "package.json").read_text(encoding="utf-8"))
+    lock = json.loads((NODE_CLIENTS / "package-lock.json").read_text(encoding="utf-8"))
+    for name, version in manifest["dependencies"].items():
+        assert re.fullmatch(r"\d+\.\d+\.\d+", version), (name, version)
+        assert lock["packages"][f"node_modules/{name}"]["version"] == version, name

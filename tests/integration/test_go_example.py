@@ -129,3 +129,13 @@ def test_each_pitfall_left_in_fails_its_case(
     assert code == 1, output
     assert f" {case} [plain]" in output
     assert shown in output
+
+
+def test_the_adapter_kit_passes_its_own_tests() -> None:
+    # examples/kits/go: the line-protocol loop and the llama-server glue the example is built on.
+    kit = ROOT / "examples" / "kits" / "go"
+    done = subprocess.run(
+        [str(GO), "test", "./..."], cwd=kit, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("ok "), done.stdout

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shlex
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from tests.conftest import conform
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "js" / "assembler.mjs"
+KIT = ROOT / "examples" / "kits" / "js" / "conform-kit.mjs"
 NODE = shutil.which("node")
 
 pytestmark = pytest.mark.skipif(NODE is None, reason="node (Node.js 20) is not on PATH")
@@ -44,7 +46,12 @@ def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None
     first_id_wins = "if (this.#id === null && chunk.id) this.#id = chunk.id;"
     source = EXAMPLE.read_text(encoding="utf-8")
     assert source.count(first_id_wins) == 1
-    broken = tmp_path / "assembler.mjs"
+    # The copy keeps its place beside the adapter kit it imports (../kits/js/conform-kit.mjs).
+    kit = tmp_path / "kits" / "js"
+    kit.mkdir(parents=True)
+    shutil.copy(KIT, kit / KIT.name)
+    (tmp_path / "js").mkdir()
+    broken = tmp_path / "js" / "assembler.mjs"
     broken.write_text(source.replace(first_id_wins, "if (chunk.id) this.#id = chunk.id;"))
 
     code, output = conform("run", "--exec", node(broken), "--mode", "plain")
@@ -52,3 +59,13 @@ def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None
     assert "FAIL synthetic/r9_id_changes_midstream [plain]" in output
     assert re.search(r'steps\[\d+\]\.state\.id \(line \d+\): expected "[^"]+", got "[^"]+"', output)
     assert re.search(r'finish\.completion\.id \(finish\): expected "[^"]+", got "[^"]+"', output)
+
+
+def test_the_adapter_kit_passes_its_own_tests() -> None:
+    # examples/kits/js: the loop (async targets), the fetch fed one event at a time, the glue.
+    kit_tests = KIT.with_name("conform-kit.test.mjs")
+    done = subprocess.run(
+        [str(NODE), "--test", str(kit_tests)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^# pass [1-9]", done.stdout, re.M) and "# fail 0" in done.stdout

@@ -180,3 +180,22 @@ def test_an_unknown_pitfall_name_stops_the_program(binary: str) -> None:
     )
     assert code == 2, output
     assert "unknown CONFORM_RUST_PITFALL" in output
+
+
+def test_the_adapter_kit_passes_its_own_tests(built: Path) -> None:
+    # examples/kits/rust: the line-protocol loop and the llama-server glue the example is built
+    # on (`built` first: it skips or fails as the toolchain says, and warms the shared crates).
+    cargo = find_cargo()
+    assert cargo is not None
+    kit = ROOT / "examples" / "kits" / "rust"
+    env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR / "kit")}
+    done = subprocess.run(
+        [cargo, "test", "--offline", "--quiet"],
+        cwd=kit,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "test result: ok. 2 passed" in done.stdout, done.stdout

@@ -1,0 +1,144 @@
+"""Feeding a Python client's own HTTP layer: an httpx transport that serves the pushed payloads.
+
+conform hands a target one payload at a time and wants that payload's events back before the
+next. A client that reads an HTTP response itself (openai-python, and litellm, LangChain and
+Pydantic AI on top of it) pulls bytes when it wants them, from its own loop. `HttpFeed` sits at
+the client's transport hook (an `httpx.MockTransport`, or httpx2's, which every httpx-based client
+accepts through its `http_client`) and
+turns the two around:
+
+- the client runs in a thread of its own (`start`), reading one response whose body is the pushed
+  payloads, each written as one server-sent event;
+- `write(data)` queues that event and returns once the client has dealt with it and asks for
+  more bytes (or has ended: returned or raised), so whatever the client did for that event has
+  happened. The body counts the client's reads, so "asks for more" is never mistaken for a read
+  that came before the event.
+
+conform may drop a target in mid-stream (it stops a case at its first difference), so an adapter
+closes its feed when it is garbage (`__del__`), and the client's thread must not hold the adapter:
+it holds only the feed and what the adapter collects.
+
+Both httpx flavours are served: a sync client iterates the body, an async one iterates it
+asynchronously (on its event loop in the client's thread; waiting for the next event blocks that
+loop, which runs nothing else).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import httpx
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def sse_event(data: str) -> bytes:
+    """One payload as the bytes of one server-sent event, each of its lines a `data:` line.
+
+    A CR inside a payload (the `whitespace` mode puts CR between JSON tokens) cannot travel
+    inside an SSE line, since CR ends one; it goes as a line break, which the client's decoder
+    joins back as LF: the same JSON, as any HTTP stream would carry it.
+    """
+    lines = _LINE_BREAK.split(data)
+    return ("".join(f"data: {line}\n" for line in lines) + "\n").encode("utf-8", "surrogatepass")
+
+
+def _body_class(http: ModuleType) -> type:
+    """The streamed body for `http` (httpx, or its successor httpx2: same API, other classes)."""
+
+    class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
+        def __init__(self, feed: HttpFeed) -> None:
+            self._feed = feed
+
+        def __iter__(self) -> Iterator[bytes]:
+            while (item := self._feed._next()) is not None:
+                yield item
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            while (item := self._feed._next()) is not None:
+                yield item
+                await asyncio.sleep(0)  # let the client's tasks run between events
+
+    return Body
+
+
+class HttpFeed:
+    """An httpx transport whose one streamed response is the payloads handed to `write`."""
+
+    def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
+        self._status = status
+        self._http = http
+        self._body = _body_class(http)
+        self._queue: queue.Queue[bytes | None] = queue.Queue()
+        self._lock = threading.Condition()
+        self._reads = 0  # how often the client asked for the next event
+        self._writes = 0
+        self._ended = False
+        self._thread: threading.Thread | None = None
+        #: What the client's thread raised, if it did.
+        self.error: BaseException | None = None
+        #: What it returned.
+        self.result: Any = None
+        self.requests: list[Any] = []
+        #: The transport to hand the client's http client (`httpx.Client(transport=...)`).
+        self.transport = http.MockTransport(self._respond)
+
+    def _respond(self, request: Any) -> Any:
+        self.requests.append(request)
+        return self._http.Response(
+            self._status,
+            headers={"content-type": "text/event-stream"},
+            stream=self._body(self),
+            request=request,
+        )
+
+    def _next(self) -> bytes | None:
+        with self._lock:
+            self._reads += 1
+            self._lock.notify_all()
+        return self._queue.get()
+
+    def start(self, run: Callable[[], Any]) -> None:
+        """Runs the client (`run` reads the whole stream) in a thread of its own."""
+
+        def main() -> None:
+            try:
+                self.result = run()
+            except BaseException as exc:  # handed over to the caller of write or end
+                self.error = exc
+            finally:
+                with self._lock:
+                    self._ended = True
+                    self._lock.notify_all()
+
+        self._thread = threading.Thread(target=main, name="client", daemon=True)
+        self._thread.start()
+
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
+    def write(self, data: str) -> None:
+        """Sends one payload; returns when the client waits for more bytes or has ended."""
+        with self._lock:
+            self._writes += 1
+            wanted = self._writes + 1  # the read after the one that takes this event
+        self._queue.put(sse_event(data))
+        with self._lock:
+            self._lock.wait_for(lambda: self._reads >= wanted or self._ended)
+
+    def close(self) -> None:
+        """Ends the body without waiting: the client's thread ends on its own."""
+        self._queue.put(None)
+
+    def end(self) -> None:
+        """Ends the body (the server closed the stream) and waits for the client to finish."""
+        self.close()
+        if self._thread is not None:
+            self._thread.join()

@@ -1,0 +1,198 @@
+"""LangChain as a conform target: `ChatOpenAI.stream`, its chunks added up as LangChain's docs show.
+
+    conform run examples/clients/langchain_adapter.py:Assembler --timeout 60 \
+        --xfail examples/clients/langchain.xfail
+
+What is being tested is the client (`langchain-openai`, the version pyproject's `clients` extra
+pins), wrapped as its docs show: `ChatOpenAI(base_url=..., http_client=...)` pointed at
+llama-server, `llm.stream(prompt)`, and `gathered = gathered + chunk` for the final message.
+
+- FROM THE CLIENT: everything from the HTTP response on. The `http_client` (the client's transport
+  hook) is an httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads,
+  one server-sent event each, so the client's own stack reads them: openai-python's SSE decoder,
+  `json.loads` and `error` check, LangChain's conversion of each chunk into an `AIMessageChunk`
+  (its `content` and `tool_call_chunks` are the events), and LangChain's own accumulation
+  (`AIMessageChunk.__add__`): the completion's content, tool calls and finish reason
+  (`response_metadata["finish_reason"]`).
+- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state; two fields
+  LangChain has no place for, read from the payload the client accepted as `timings` is:
+  `reasoning_content` (`ChatOpenAI` documents that it does not extract it: "API scope" in its
+  module docstring; the completion's `reasoning_content` is the adapter's concatenation) and the
+  completion id (a streamed message's `id` is LangChain's own run id, `lc_run--...`, and the
+  server's id is kept nowhere); no event for empty text; `stream_closed_early` when `finish`
+  comes before any finish reason (LangChain does not check); the error mapping below.
+
+Errors: `openai.APIError` raised through LangChain is the server's error (`server`, with the
+client's message); `APIResponseValidationError`, and the `ValueError`/`RecursionError` that
+`json.loads` raises inside the client, are `protocol`. Anything else the client raises is left
+alone, so conform reports it as a crash with the client's traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import openai
+from _http_feed import HttpFeed
+from _llama import (
+    Completion,
+    Content,
+    Reasoning,
+    ReasoningState,
+    StreamError,
+    ToolCall,
+    ToolCallDelta,
+    protocol,
+    read_id,
+    read_progress,
+    read_reasoning,
+    read_timings,
+)
+from langchain_openai import ChatOpenAI
+
+
+def _map(exc: BaseException) -> BaseException:
+    if isinstance(exc, openai.APIResponseValidationError):
+        return protocol(str(exc))
+    if isinstance(exc, openai.APIError):
+        return StreamError("server", exc.message)
+    if isinstance(exc, ValueError | RecursionError):  # json.loads, through the client
+        return protocol(f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+class _Reader:
+    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+
+    def __init__(self, feed: HttpFeed) -> None:
+        self.llm = ChatOpenAI(
+            model="llama",
+            api_key="unused",  # type: ignore[arg-type]
+            base_url="http://127.0.0.1:9/v1",
+            max_retries=0,
+            http_client=httpx.Client(transport=feed.transport),
+        )
+        self.chunks: list[Any] = []  # LangChain's chunks since the last push
+        self.gathered: Any = None
+
+    def read(self) -> None:
+        for chunk in self.llm.stream("conform"):
+            self.chunks.append(chunk)
+            # Client: LangChain's own accumulation, as its docs show.
+            self.gathered = chunk if self.gathered is None else self.gathered + chunk
+
+
+class Assembler:
+    """One stream, read and added up by LangChain's ChatOpenAI."""
+
+    def __init__(self) -> None:
+        self._feed = HttpFeed()
+        self._reader = _Reader(self._feed)
+        self._llama = ReasoningState()
+        self._reasoning: str | None = None
+        self._id: str | None = None
+        self._feed.start(self._reader.read)
+
+    def __del__(self) -> None:
+        self._feed.close()  # dropped mid-stream: let the client's thread end
+
+    @property
+    def _gathered(self) -> Any:
+        return self._reader.gathered
+
+    # -- state readers ---------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def is_finished(self) -> bool:
+        metadata = getattr(self._gathered, "response_metadata", None) or {}
+        return bool(metadata.get("finish_reason"))
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._llama.reasoning_tokens
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self._llama.in_reasoning
+
+    # -- push ------------------------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException) -> BaseException:
+        self._feed.end()  # the case ends here: let the client's thread go
+        return _map(exc)
+
+    def push(self, data: str) -> list[Any]:
+        self._reader.chunks = []
+        self._feed.write(data)
+        if self._feed.error is not None:
+            raise self._fail(self._feed.error) from self._feed.error
+        try:
+            return self._events(data)
+        except BaseException as exc:
+            self._feed.end()
+            raise exc
+
+    def _events(self, data: str) -> list[Any]:
+        # Adapter: the llama-server fields of the payload the client accepted, validated first.
+        payload = json.loads(data)
+        payload = payload if isinstance(payload, dict) else {}
+        self._id = read_id(self._id, payload.get("id"))
+        self._llama.take_timings(read_timings(payload.get("timings")))
+        progress = read_progress(payload.get("prompt_progress"))
+        # LangChain reads only the first choice (`choices[0]`), so the adapter does too.
+        choices = payload.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices else None
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        reasoning = (
+            read_reasoning(delta.get("reasoning_content")) if isinstance(delta, dict) else None
+        )
+
+        events: list[Any] = [] if progress is None else [progress]
+        if reasoning:
+            events.append(Reasoning(reasoning))
+            self._reasoning = (self._reasoning or "") + reasoning
+        for chunk in self._reader.chunks:  # Client: LangChain's chunk for this payload
+            if isinstance(chunk.content, str) and chunk.content:
+                events.append(Content(chunk.content))
+            for piece in chunk.tool_call_chunks:
+                events.append(
+                    ToolCallDelta(
+                        index=piece.get("index"),  # type: ignore[arg-type]
+                        id=piece.get("id"),
+                        name=piece.get("name"),
+                        arguments=piece.get("args") or "",
+                    )
+                )
+        for event in events:
+            self._llama.saw(event)
+        return events
+
+    # -- finish ----------------------------------------------------------------------------------
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        self._feed.end()
+        if self._feed.error is not None:
+            raise _map(self._feed.error) from self._feed.error
+        if not self.is_finished:
+            raise StreamError("stream_closed_early", "no finish reason arrived")
+        message = self._gathered
+        content = message.content if isinstance(message.content, str) else None
+        return Completion(
+            id=self._id,
+            content=content or None,  # LangChain has no null text: "" is none
+            reasoning_content=self._reasoning,
+            tool_calls=[
+                ToolCall(id=call.get("id"), name=call.get("name"), arguments=call.get("args"))
+                for call in message.tool_call_chunks
+            ],
+            finish_reason=message.response_metadata.get("finish_reason"),
+            timings=self._llama.timings,
+            reasoning_tokens=self._llama.reasoning_tokens,
+            thinking_capped=bool(thinking_capped),
+        )

@@ -1,0 +1,245 @@
+"""Pydantic AI as a conform target: a streamed model request through `OpenAIChatModel`.
+
+    conform run examples/clients/pydantic_ai_adapter.py:Assembler \
+        --xfail examples/clients/pydantic-ai.xfail
+
+What is being tested is the client (`pydantic-ai-slim[openai]`, the version pyproject's `clients`
+extra pins), wrapped as its docs show for an OpenAI-compatible server: `OpenAIChatModel` with an
+`OpenAIProvider(base_url=..., http_client=...)`, streamed with `pydantic_ai.direct
+.model_request_stream` (the model layer an `Agent` streams through, without the agent's tool loop,
+which would answer a tool call with a second request). The profile sets
+`openai_chat_streaming_requires_finish_reason`: without it Pydantic AI invents a finish reason
+for a stream that was cut off, and a caller of llama-server that wants to know sets it
+(docs/clients.md says what the default does).
+
+- FROM THE CLIENT: everything from the HTTP response on. The `http_client` (the client's transport
+  hook) is an `httpx2.AsyncClient` over `_http_feed.HttpFeed`, whose one response is the pushed
+  payloads, one server-sent event each: openai-python's async SSE decoder, `json.loads` and
+  `error` check, Pydantic AI's chunk handling and its parts manager, whose events are the events
+  here (`PartStartEvent` and `PartDeltaEvent` of `ThinkingPart`, `TextPart`, `ToolCallPart`), and
+  its final `ModelResponse`: the completion's texts (its parts of each kind, joined), tool calls,
+  finish reason (`provider_details["finish_reason"]`, the server's word; `finish_reason` is
+  Pydantic AI's own vocabulary) and id (`provider_response_id`).
+- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
+  the payload the client accepted (Pydantic AI keeps neither); a tool-call event's `index`, which
+  counts tool-call parts (Pydantic AI's part index counts every part); no event for empty text;
+  the error mapping below.
+
+Errors: `openai.APIError` raised inside the client (alone or as the cause of Pydantic AI's
+`ModelAPIError`) is the server's error (`server`, with openai-python's message); Pydantic AI's
+"Streamed response ended without a `finish_reason`" is `stream_closed_early`; the
+`ValueError`/`RecursionError` of `json.loads` inside the client, alone or wrapped ("Failed to
+decode response as JSON"), is `protocol`. Anything else is
+left alone, so conform reports it as a crash with the client's traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from typing import Any
+
+import httpx2
+import openai
+from _http_feed import HttpFeed
+from _llama import (
+    Completion,
+    Content,
+    Progress,
+    Reasoning,
+    ReasoningState,
+    StreamError,
+    ToolCall,
+    ToolCallDelta,
+    protocol,
+    read_progress,
+    read_reasoning,
+    read_timings,
+)
+from pydantic_ai.direct import model_request_stream
+from pydantic_ai.exceptions import ModelAPIError
+from pydantic_ai.messages import (
+    ModelRequest,
+    PartDeltaEvent,
+    PartStartEvent,
+    TextPart,
+    TextPartDelta,
+    ThinkingPart,
+    ThinkingPartDelta,
+    ToolCallPart,
+    ToolCallPartDelta,
+)
+from pydantic_ai.models.openai import OpenAIChatModel
+from pydantic_ai.profiles.openai import OpenAIModelProfile
+from pydantic_ai.providers.openai import OpenAIProvider
+
+_NO_FINISH = "ended without a `finish_reason`"
+
+
+def _map(exc: BaseException) -> BaseException:
+    if isinstance(exc, ModelAPIError) and _NO_FINISH in str(exc):
+        return StreamError("stream_closed_early", str(exc))
+    cause: BaseException | None = exc
+    while cause is not None:  # Pydantic AI wraps what it caught ("Failed to decode response")
+        if isinstance(cause, openai.APIResponseValidationError):
+            return protocol(str(cause))
+        if isinstance(cause, openai.APIError):
+            return StreamError("server", cause.message)
+        if isinstance(cause, ValueError | RecursionError):  # json.loads, inside the client
+            return protocol(f"{type(exc).__name__}: {exc}")
+        cause = cause.__cause__
+    return exc
+
+
+def _args(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+class _Reader:
+    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+
+    def __init__(self, feed: HttpFeed) -> None:
+        self.feed = feed
+        self.events: list[Any] = []  # Pydantic AI's events since the last push
+        self.stream: Any = None
+
+    async def read(self) -> Any:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # deprecations of the client's own API are not ours
+            model = OpenAIChatModel(
+                "llama",
+                provider=OpenAIProvider(
+                    base_url="http://127.0.0.1:9/v1",
+                    api_key="unused",
+                    http_client=httpx2.AsyncClient(transport=self.feed.transport),
+                ),
+                profile=OpenAIModelProfile(openai_chat_streaming_requires_finish_reason=True),
+            )
+        request = [ModelRequest.user_text_prompt("conform")]
+        async with model_request_stream(model, request) as stream:
+            self.stream = stream
+            async for event in stream:
+                self.events.append(event)
+            return stream.get()
+
+
+class Assembler:
+    """One streamed model request, read and accumulated by Pydantic AI."""
+
+    def __init__(self) -> None:
+        self._feed = HttpFeed(http=httpx2)
+        self._reader = _Reader(self._feed)
+        self._llama = ReasoningState()
+        self._tool_parts: dict[int, int] = {}  # Pydantic AI's part index -> tool-call index
+        reader = self._reader
+        self._feed.start(lambda: asyncio.run(reader.read()))
+
+    def __del__(self) -> None:
+        self._feed.close()  # dropped mid-stream: let the client's thread end
+
+    @property
+    def _stream(self) -> Any:
+        return self._reader.stream
+
+    # -- state readers: from the client's streamed response --------------------------------------
+
+    @property
+    def id(self) -> str | None:
+        return getattr(self._stream, "provider_response_id", None)
+
+    @property
+    def is_finished(self) -> bool:
+        details = getattr(self._stream, "provider_details", None) or {}
+        return bool(details.get("finish_reason"))
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._llama.reasoning_tokens
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self._llama.in_reasoning
+
+    # -- push ------------------------------------------------------------------------------------
+
+    def push(self, data: str) -> list[Any]:
+        self._reader.events = []
+        self._feed.write(data)
+        if self._feed.error is not None:
+            self._feed.end()  # the case ends here: let the client's thread go
+            raise _map(self._feed.error) from self._feed.error
+        try:
+            return self._translate(data)
+        except BaseException:
+            self._feed.end()
+            raise
+
+    def _translate(self, data: str) -> list[Any]:
+        # Adapter: the llama-server fields of the payload the client accepted, validated first.
+        payload = json.loads(data)
+        payload = payload if isinstance(payload, dict) else {}
+        self._llama.take_timings(read_timings(payload.get("timings")))
+        progress: Progress | None = read_progress(payload.get("prompt_progress"))
+        for choice in payload.get("choices") or []:
+            if isinstance(choice, dict) and isinstance(choice.get("delta"), dict):
+                read_reasoning(choice["delta"].get("reasoning_content"))
+
+        events: list[Any] = [] if progress is None else [progress]
+        for event in self._reader.events:  # Client: Pydantic AI's part events for this payload
+            if isinstance(event, PartStartEvent):
+                part = event.part
+                if isinstance(part, ThinkingPart) and part.content:
+                    events.append(Reasoning(part.content))
+                elif isinstance(part, TextPart) and part.content:
+                    events.append(Content(part.content))
+                elif isinstance(part, ToolCallPart):
+                    index = self._tool_parts.setdefault(event.index, len(self._tool_parts))
+                    events.append(
+                        ToolCallDelta(index, part.tool_call_id, part.tool_name, _args(part.args))
+                    )
+            elif isinstance(event, PartDeltaEvent):
+                delta = event.delta
+                if isinstance(delta, ThinkingPartDelta) and delta.content_delta:
+                    events.append(Reasoning(delta.content_delta))
+                elif isinstance(delta, TextPartDelta) and delta.content_delta:
+                    events.append(Content(delta.content_delta))
+                elif isinstance(delta, ToolCallPartDelta):
+                    index = self._tool_parts.setdefault(event.index, len(self._tool_parts))
+                    events.append(
+                        ToolCallDelta(
+                            index,
+                            delta.tool_call_id,
+                            delta.tool_name_delta,
+                            _args(delta.args_delta),
+                        )
+                    )
+        for event in events:
+            self._llama.saw(event)
+        return events
+
+    # -- finish ----------------------------------------------------------------------------------
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        self._feed.end()
+        if self._feed.error is not None:
+            raise _map(self._feed.error) from self._feed.error
+        response = self._feed.result
+        texts = [p.content for p in response.parts if isinstance(p, TextPart)]
+        thoughts = [p.content for p in response.parts if isinstance(p, ThinkingPart)]
+        return Completion(
+            id=response.provider_response_id,
+            content="".join(texts) if texts else None,
+            reasoning_content="".join(thoughts) if thoughts else None,
+            tool_calls=[
+                ToolCall(p.tool_call_id, p.tool_name, _args(p.args))
+                for p in response.parts
+                if isinstance(p, ToolCallPart)
+            ],
+            finish_reason=(response.provider_details or {}).get("finish_reason"),
+            timings=self._llama.timings,
+            reasoning_tokens=self._llama.reasoning_tokens,
+            thinking_capped=bool(thinking_capped),
+        )

@@ -1,0 +1,3 @@
+module conform.example/conformkit
+
+go 1.19

@@ -1,0 +1,426 @@
+// conform-kit: what every JavaScript target of conform needs besides its assembler (Node.js 20).
+//
+// - `serve({ hello, create })` runs conform's line protocol, version 1 (docs/protocol.md) on
+//   stdin and stdout: one request at a time, in order, and it **awaits** whatever `push` and
+//   `finish` return, so the assembler may be synchronous or async.
+// - `PayloadFeed` is a `fetch` for clients that read an HTTP body themselves (openai-node, the
+//   Vercel AI SDK): each pushed payload becomes one server-sent event on the response body, and
+//   `write` resolves when the client has read it and waits for more bytes.
+// - The validated llama-server glue (`readTimings`, `readProgress`, `readReasoning`, `readId`,
+//   `ReasoningState`): the fields no OpenAI client keeps, checked as docs/spec.md says, so that a
+//   failure in them is never blamed on the client (docs/clients.md).
+//
+// A target is an object made by `create()` per case, with `push(data)` -> events (or a promise of
+// them), `finish(thinkingCapped)` -> completion (or a promise), and the four readers, either as
+// properties (`id`, `reasoningTokens`, `inReasoning`, `isFinished`) or as one `state()` method
+// returning the protocol's `state` object. An error whose `kind` is `protocol`,
+// `stream_closed_early` or `server` is the assembler's error; anything else is reported as a crash.
+// No npm dependencies.
+
+import { realpathSync } from "node:fs";
+import process from "node:process";
+import { pathToFileURL } from "node:url";
+
+export const PROTOCOL = 1;
+export const KINDS = Object.freeze(["protocol", "stream_closed_early", "server"]);
+export const TIMINGS_FIELDS = Object.freeze([
+  "cache_n",
+  "prompt_n",
+  "prompt_ms",
+  "prompt_per_token_ms",
+  "prompt_per_second",
+  "predicted_n",
+  "predicted_ms",
+  "predicted_per_token_ms",
+  "predicted_per_second",
+  "draft_n",
+  "draft_n_accepted",
+]);
+export const PROGRESS_FIELDS = Object.freeze(["total", "cache", "processed", "time_ms"]);
+
+/** The error an assembler (or the glue) raises; `kind` is protocol, stream_closed_early or server. */
+export class StreamError extends Error {
+  constructor(kind, message) {
+    super(message);
+    this.name = "StreamError";
+    this.kind = kind;
+  }
+}
+
+export function protocolError(message) {
+  return new StreamError("protocol", message);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The validated llama-server glue
+
+function describe(v) {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "an array";
+  return typeof v === "object" ? "an object" : JSON.stringify(v) ?? typeof v;
+}
+
+function isPlainObject(v) {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A number field: finite, or null when absent. JSON.parse gives Infinity for `1e400`. */
+export function readNumber(value, where) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "number") throw protocolError(`${where} must be a number, not ${describe(value)}`);
+  if (!Number.isFinite(value)) throw protocolError(`${where} is out of range`);
+  return value;
+}
+
+/**
+ * An integer field: an integral number within ±(2^53−1) (contract I1, I2). JSON.parse has already
+ * rounded anything beyond (9007199254740993 reads as ...992), so no exact value is left to read.
+ */
+export function readInteger(value, where) {
+  const number = readNumber(value, where);
+  if (number === null) return null;
+  if (!Number.isInteger(number)) throw protocolError(`${where} must be an integer, not ${number}`);
+  if (!Number.isSafeInteger(number)) throw protocolError(`${where} is out of range`);
+  return number;
+}
+
+/** A chunk's `timings` with all eleven fields (null where the server left one out), or null. */
+export function readTimings(value) {
+  if (value === undefined || value === null) return null;
+  if (!isPlainObject(value)) throw protocolError(`timings must be an object, not ${describe(value)}`);
+  return Object.fromEntries(TIMINGS_FIELDS.map((k) => [k, readNumber(value[k], `timings.${k}`)]));
+}
+
+/** A chunk's `prompt_progress` as the progress event, or null when it has none. */
+export function readProgress(value) {
+  if (value === undefined || value === null) return null;
+  if (!isPlainObject(value)) {
+    throw protocolError(`prompt_progress must be an object, not ${describe(value)}`);
+  }
+  const event = { type: "progress" };
+  for (const k of PROGRESS_FIELDS) event[k] = readInteger(value[k], `prompt_progress.${k}`);
+  return event;
+}
+
+/** A delta's `reasoning_content`: a string, or null. */
+export function readReasoning(value) {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== "string") {
+    throw protocolError(`reasoning_content must be a string, not ${describe(value)}`);
+  }
+  return value;
+}
+
+/** R9 for a client that keeps no completion id as it streams: the first non-empty `id` seen. */
+export function readId(current, value) {
+  if (value !== undefined && value !== null && typeof value !== "string") {
+    throw protocolError(`id must be a string, not ${describe(value)}`);
+  }
+  return current || !value ? current : value;
+}
+
+/** Timings, `reasoning_tokens` and `in_reasoning` (contract R3, R4), derived from events in order. */
+export class ReasoningState {
+  timings = null;
+  reasoningTokens = 0;
+  inReasoning = false;
+
+  /** R4: a chunk's timings are taken before any of its text. */
+  takeTimings(timings) {
+    if (timings !== null) this.timings = timings;
+  }
+
+  /** Updates the state for one event (an object with `type`), in event order. */
+  saw(event) {
+    if (event.type === "reasoning") {
+      this.inReasoning = true;
+      const n = this.timings === null ? null : this.timings.predicted_n;
+      if (n !== null) {
+        const count = readInteger(n, "timings.predicted_n");
+        if (count < 0) throw protocolError("timings.predicted_n must be a non-negative integer");
+        this.reasoningTokens = count;
+      }
+    } else if (event.type === "content" || event.type === "tool_call_delta") {
+      this.inReasoning = false;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Feeding a client's own HTTP layer
+
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * One payload as the text of one server-sent event: each of its lines a `data:` line. A CR inside
+ * a payload (the `whitespace` mode puts CR between JSON tokens) cannot travel inside an SSE line,
+ * since CR ends one; it goes as a line break, which the client's decoder joins back as LF: the
+ * same JSON, as any HTTP stream would carry it.
+ */
+export function sseEvent(data) {
+  return `${data
+    .split(/\r\n|\r|\n/)
+    .map((line) => `data: ${line}`)
+    .join("\n")}\n\n`;
+}
+
+/**
+ * A `fetch` whose response body is the payloads handed to `write`, one server-sent event each.
+ *
+ * The body is a ReadableStream with no buffer: the client pulls bytes when it wants them, and a
+ * pull with nothing queued means the client has dealt with everything it was given and waits for
+ * more. `write(data)` enqueues one event and resolves at the client's next such pull, after the
+ * microtasks the pull set off have run (so callbacks the client fires for that event have fired),
+ * or when `settled` (a promise the adapter passes: the client's own end, done or failed) does.
+ */
+export class PayloadFeed {
+  #controller = null;
+  #wantMore = null; // resolves the promise `write` returns at the client's next pull
+  #wanted = false; // the client pulled and nothing is queued for it
+  #released = null; // resolves the promise a pull returns
+  #encoder = new TextEncoder();
+  requests = []; // what the client sent: [url, init]
+
+  constructor({ status = 200, headers = { "content-type": "text/event-stream" } } = {}) {
+    this.body = new ReadableStream(
+      {
+        start: (controller) => {
+          this.#controller = controller;
+        },
+        pull: () => {
+          this.#wanted = true;
+          this.#wantMore?.();
+          return new Promise((resolve) => {
+            this.#released = resolve;
+          });
+        },
+      },
+      { highWaterMark: 0 },
+    );
+    this.response = new Response(this.body, { status, headers });
+    this.fetch = async (url, init) => {
+      this.requests.push([String(url), init]);
+      return this.response;
+    };
+  }
+
+  /** Sends one payload; resolves when the client waits for more bytes, or `settled` settles. */
+  async write(data, settled = new Promise(() => {})) {
+    const read = new Promise((resolve) => {
+      this.#wantMore = resolve;
+    });
+    this.#wanted = false;
+    this.#controller.enqueue(this.#encoder.encode(sseEvent(data)));
+    const release = this.#released;
+    this.#released = null;
+    release?.();
+    await Promise.race([read, settled.then(noop, noop)]);
+    await tick();
+  }
+
+  /** Ends the body (the server closed the stream). */
+  end() {
+    try {
+      this.#controller.close();
+    } catch {
+      // already closed or cancelled by the client
+    }
+    const release = this.#released;
+    this.#released = null;
+    release?.();
+  }
+}
+
+function noop() {}
+
+// ---------------------------------------------------------------------------------------------
+// The line protocol
+
+class BadRequest extends Error {}
+
+// Replies are written in ASCII: no raw U+2028 or U+2029 that a line splitter might break on.
+export function encodeReply(reply) {
+  const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+  return `${JSON.stringify(reply).replace(/[\u007f-\uffff]/g, escape)}\n`;
+}
+
+function errorReply(seq, kind, message) {
+  return { seq, error: { kind, message: String(message) } };
+}
+
+function stateOf(target) {
+  if (typeof target.state === "function") return target.state();
+  return {
+    id: target.id ?? null,
+    reasoning_tokens: target.reasoningTokens,
+    in_reasoning: target.inReasoning,
+    is_finished: target.isFinished,
+  };
+}
+
+function crashMessage(e) {
+  return `${e?.name ?? "Error"}: ${e?.message ?? e}`;
+}
+
+/** Answers requests one at a time; `answer` returns [reply, exit]. */
+export class Session {
+  target = null;
+
+  constructor({ hello, create }) {
+    this.hello = { ...hello, protocol: PROTOCOL };
+    this.create = create;
+  }
+
+  async answer(line) {
+    let request;
+    try {
+      request = JSON.parse(line);
+    } catch (e) {
+      return [errorReply(null, "bad_request", `the request is not valid JSON: ${e.message}`), false];
+    }
+    const seq = isPlainObject(request) && Number.isSafeInteger(request.seq) ? request.seq : null;
+    try {
+      if (seq === null) throw new BadRequest('every request needs an integer "seq"');
+      return await this.#dispatch(seq, request);
+    } catch (e) {
+      if (e instanceof BadRequest) return [errorReply(seq, "bad_request", e.message), false];
+      process.stderr.write(`program crashed: ${e?.stack ?? e}\n`);
+      return [errorReply(seq, "crash", crashMessage(e)), false];
+    }
+  }
+
+  async #dispatch(seq, request) {
+    switch (request.op) {
+      case "hello":
+        if (request.protocol !== PROTOCOL) {
+          throw new BadRequest(`protocol ${JSON.stringify(request.protocol)} is not spoken here; 1 is`);
+        }
+        return [{ seq, ...this.hello }, false];
+      case "new":
+        await this.#close();
+        this.target = await this.create();
+        return [{ seq, ok: true }, false];
+      case "push": {
+        if (typeof request.data !== "string") throw new BadRequest('"push" needs a string "data"');
+        const reply = await this.#run(seq, async (t) => {
+          const events = await t.push(request.data);
+          return { seq, events, state: stateOf(t) };
+        });
+        return [reply, false];
+      }
+      case "finish": {
+        if (typeof request.thinking_capped !== "boolean") {
+          throw new BadRequest('"finish" needs a boolean "thinking_capped"');
+        }
+        const capped = request.thinking_capped;
+        const reply = await this.#run(seq, async (t) => ({ seq, completion: await t.finish(capped) }));
+        return [reply, false];
+      }
+      case "bye":
+        await this.#close();
+        return [{ seq, ok: true }, true];
+      default:
+        throw new BadRequest(`unknown op ${JSON.stringify(request.op) ?? "(none)"}`);
+    }
+  }
+
+  // A target may hold a client mid-stream: `close()` (when it has one) lets it stop.
+  async #close() {
+    const target = this.target;
+    this.target = null;
+    if (target && typeof target.close === "function") {
+      try {
+        await target.close();
+      } catch {
+        // the case is over; nothing to report
+      }
+    }
+  }
+
+  async #run(seq, call) {
+    if (this.target === null) throw new BadRequest('no case is open: send "new" first');
+    try {
+      return await call(this.target);
+    } catch (e) {
+      if (e && KINDS.includes(e.kind)) return errorReply(seq, e.kind, e.message ?? "");
+      process.stderr.write(`assembler crashed: ${e?.stack ?? e}\n`);
+      return errorReply(seq, "crash", crashMessage(e));
+    }
+  }
+}
+
+/**
+ * Runs the line protocol on stdin/stdout until `bye` or end of input.
+ * `hello` is {name, version, language}; `create()` makes (or resolves to) one case's target.
+ */
+export function serve({ hello, create }) {
+  // The harness closing our stdout (it gave up on us) is no reason for a stack trace.
+  process.stdout.on("error", () => process.exit(0));
+  // Standard output carries replies only: a client's own logging goes to standard error.
+  for (const name of ["log", "info", "debug"]) console[name] = console.error;
+  const session = new Session({ hello, create });
+  const decoder = new TextDecoder("utf-8", { fatal: true });
+  const lines = [];
+  let pending = Buffer.alloc(0);
+  let ended = false;
+  let busy = false;
+  let done = false;
+
+  const handle = async (bytes) => {
+    let text;
+    try {
+      text = decoder.decode(bytes);
+    } catch {
+      return [errorReply(null, "bad_request", "the request is not valid UTF-8"), false];
+    }
+    return session.answer(text);
+  };
+
+  const finish = () => {
+    done = true;
+    process.stdin.pause();
+    process.stdout.end(() => process.exit(0));
+  };
+
+  // One request at a time, in order, each awaited before the next is read.
+  const drain = async () => {
+    if (busy) return;
+    busy = true;
+    while (lines.length > 0 && !done) {
+      const [reply, exit] = await handle(lines.shift());
+      process.stdout.write(encodeReply(reply));
+      if (exit) finish();
+    }
+    busy = false;
+    if (ended && !done) finish();
+  };
+
+  process.stdin.on("data", (chunk) => {
+    if (done) return;
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+    let start = 0;
+    for (let nl = pending.indexOf(0x0a); nl !== -1; nl = pending.indexOf(0x0a, start)) {
+      lines.push(pending.subarray(start, nl));
+      start = nl + 1;
+    }
+    pending = pending.subarray(start);
+    void drain();
+  });
+  process.stdin.on("end", () => {
+    if (pending.length > 0) lines.push(pending);
+    pending = Buffer.alloc(0);
+    ended = true;
+    void drain();
+  });
+}
+
+/** True when `importMetaUrl` is the program Node was started with (through symbolic links too). */
+export function isMain(importMetaUrl) {
+  const script = process.argv[1];
+  if (!script) return false;
+  try {
+    return pathToFileURL(realpathSync(script)).href === importMetaUrl;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,152 @@
+"""The Python clients' transport (`examples/clients/_http_feed.py`) hands over one event at a time.
+
+`write` must return only once the client has dealt with the event it sent (else a push would
+report the previous payload's events), also when the client does work between reads, and as soon
+as the client has ended; the same for a sync and an async httpx client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "clients"))
+from _http_feed import HttpFeed, sse_event
+
+
+def _events(lines: Any) -> Any:
+    """The data of each server-sent event, from an iterator of text lines."""
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            yield "\n".join(data)
+            data = []
+        elif line.startswith("data: "):
+            data.append(line[len("data: ") :])
+
+
+def test_sse_event_writes_each_line_as_data_and_a_cr_as_a_line_break() -> None:
+    assert sse_event('{"a":1}') == b'data: {"a":1}\n\n'
+    assert sse_event("a\r\nb\rc\nd") == b"data: a\ndata: b\ndata: c\ndata: d\n\n"
+
+
+def test_write_returns_after_a_sync_client_dealt_with_the_event() -> None:
+    feed = HttpFeed()
+    seen: list[str] = []
+
+    def read() -> str:
+        with (
+            httpx.Client(transport=feed.transport) as client,
+            client.stream("POST", "http://127.0.0.1:9/v1/chat/completions") as response,
+        ):
+            for data in _events(response.iter_lines()):
+                time.sleep(0.02)  # work between reads: write must wait for it
+                if data == "stop":
+                    return "stopped"
+                seen.append(data)
+        return "ended"
+
+    feed.start(read)
+    feed.write("one")
+    assert seen == ["one"]
+    feed.write("two\nlines")
+    assert seen == ["one", "two\nlines"]
+    feed.write("stop")  # the client returns: write does not wait for a read that never comes
+    assert feed.ended
+    feed.write("ignored")
+    feed.end()
+    assert feed.result == "stopped" and feed.error is None
+    assert [r.url.path for r in feed.requests] == ["/v1/chat/completions"]
+
+
+def test_write_returns_after_an_async_client_dealt_with_the_event() -> None:
+    feed = HttpFeed()
+    seen: list[str] = []
+
+    async def read() -> None:
+        async with (
+            httpx.AsyncClient(transport=feed.transport) as client,
+            client.stream("POST", "http://127.0.0.1:9/v1") as response,
+        ):
+            lines = [line async for line in response.aiter_lines()]
+            for data in _events(iter(lines)):
+                seen.append(data)
+
+    def run() -> None:
+        asyncio.run(read())
+
+    # aiter_lines is read to the end here, so the events show once the body ends.
+    feed.start(run)
+    feed.write("a")
+    feed.write("b")
+    feed.end()
+    assert feed.error is None
+    assert seen == ["a", "b"]
+
+
+def test_an_error_in_the_client_ends_the_wait_and_is_kept() -> None:
+    feed = HttpFeed()
+
+    def read() -> None:
+        with (
+            httpx.Client(transport=feed.transport) as client,
+            client.stream("GET", "http://127.0.0.1:9/") as response,
+        ):
+            for _ in _events(response.iter_lines()):
+                raise ValueError("not JSON")
+
+    feed.start(read)
+    feed.write("{")
+    assert feed.ended
+    assert isinstance(feed.error, ValueError)
+
+
+def test_close_lets_a_dropped_client_thread_end() -> None:
+    feed = HttpFeed()
+    started = threading.Event()
+
+    def read() -> None:
+        with (
+            httpx.Client(transport=feed.transport) as client,
+            client.stream("GET", "http://127.0.0.1:9/") as response,
+        ):
+            started.set()
+            for _ in response.iter_lines():
+                pass
+
+    feed.start(read)
+    assert started.wait(10)
+    threads = threading.active_count()
+    feed.close()
+    deadline = time.monotonic() + 10
+    while threading.active_count() >= threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() < threads, "the client's thread still runs"
+
+
+@pytest.mark.parametrize("module", ["httpx2"])
+def test_another_httpx_flavour_is_served(module: str) -> None:
+    http = pytest.importorskip(module)
+    feed = HttpFeed(http=http)
+    seen: list[str] = []
+
+    def read() -> None:
+        with (
+            http.Client(transport=feed.transport) as client,
+            client.stream("GET", "http://127.0.0.1:9/") as response,
+        ):
+            for data in _events(response.iter_lines()):
+                seen.append(data)
+
+    feed.start(read)
+    feed.write("x")
+    assert seen == ["x"]
+    feed.end()
+    assert feed.error is None
