@@ -796,6 +796,809 @@ class ControlCharsAllowed(_Reads):
         return json.loads(data, strict=False)
 
 
+# --- Bug classes of real clients' stream accumulators (issue 19) ---
+#
+# Each is the reference with one behaviour replaced by what a real client's accumulator does (its
+# source in the docstring). `REAL_CLIENTS` below names the case that catches each, in plain mode.
+
+
+def _delta_of(choice: dict[str, Any]) -> dict[str, Any]:
+    delta = choice.get("delta")
+    return delta if isinstance(delta, dict) else {}
+
+
+def _new(key: Any, piece: ToolCallDelta) -> list[Any]:
+    return [key, piece.index, piece.id, piece.name, piece.arguments]
+
+
+def _merge(call: list[Any], piece: ToolCallDelta) -> None:
+    """R2, done right: the first non-empty id and name stay; the arguments are appended."""
+    call[2] = call[2] or piece.id
+    call[3] = call[3] or piece.name
+    call[4] += piece.arguments
+
+
+class _Calls(_Base):
+    """Builds the completion's tool calls itself from the reference's events, by `take`; the
+    reference still decides everything else (errors included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[list[Any]] = []  # [key, index, id, name, arguments]
+        self.chunk: Any = None
+
+    def take(self, piece: ToolCallDelta) -> None:
+        for call in self.calls:
+            if call[1] == piece.index:
+                _merge(call, piece)
+                return
+        self.calls.append(_new(piece.index, piece))
+
+    def seen(self, event: Any) -> None:
+        """Any other event, in order."""
+
+    def push(self, data: str) -> list[Any]:
+        self.chunk = _json(data)
+        events = super().push(data)
+        for e in events:
+            self.take(e) if isinstance(e, ToolCallDelta) else self.seen(e)
+        return events
+
+    def order(self, calls: list[list[Any]]) -> list[list[Any]]:
+        return calls
+
+    def arguments(self, text: str) -> str:
+        return text
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        calls = tuple(
+            ToolCall(c[2] or "", c[3] or "", self.arguments(c[4])) for c in self.order(self.calls)
+        )
+        return _with_completion(completion, tool_calls=calls)
+
+
+class UpdatesLastCallOnly(_Calls):
+    """llama_index (`update_tool_calls` in llama-index-llms-openai's utils.py): a piece is compared
+    with the last call only; another index starts a new call, and a matching one has its id and
+    name concatenated (`t.id += tc_delta.id or ""`)."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        last = self.calls[-1] if self.calls else None
+        if last is None or last[1] != piece.index:
+            self.calls.append(_new(piece.index, piece))
+        else:
+            last[2] = (last[2] or "") + (piece.id or "")
+            last[3] = (last[3] or "") + (piece.name or "")
+            last[4] += piece.arguments
+
+
+class ConcatenatesIdAndName(_Calls):
+    """LangChain (`merge_lists` of langchain-core concatenates string fields of chunks with the same
+    index: `read_fileread_file`), open-webui (`middleware.py`: `name += delta_name`),
+    openai-python (`_accumulate_delta` adds any repeated string)."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        for call in self.calls:
+            if call[1] == piece.index:
+                call[2] = (call[2] or "") + (piece.id or "")
+                call[3] = (call[3] or "") + (piece.name or "")
+                call[4] += piece.arguments
+                return
+        super().take(piece)
+
+
+class IndexOffsetAfterText(_Calls):
+    """llama.cpp web UI (tools/server/webui `chat.ts`, `toolCallIndexOffset`): text after a batch
+    of tool calls closes the batch, and later indices are offset by the calls so far."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 0
+        self.open = False
+
+    def seen(self, event: Any) -> None:
+        if isinstance(event, Content | Reasoning) and self.open:
+            self.offset, self.open = len(self.calls), False
+
+    def take(self, piece: ToolCallDelta) -> None:
+        self.open = True
+        key = piece.index + self.offset
+        for call in self.calls:
+            if call[0] == key:
+                _merge(call, piece)
+                return
+        self.calls.append(_new(key, piece))
+
+    def order(self, calls: list[list[Any]]) -> list[list[Any]]:
+        return sorted(calls, key=lambda c: c[0])
+
+
+class RepairsArguments(_Calls):
+    """open-webui (`middleware.py`, tool-call handling): arguments that are not JSON are repaired,
+    by `ast.literal_eval` or else replaced with `{}`."""
+
+    def arguments(self, text: str) -> str:
+        import ast
+
+        try:
+            json.loads(text)
+            return text
+        except ValueError:
+            pass
+        try:
+            return json.dumps(ast.literal_eval(text))
+        except (ValueError, SyntaxError):
+            return "{}"
+
+
+class FinishedOnceParsable(_Calls):
+    """Vercel AI SDK (`openai-compatible-chat-language-model.ts`): once `isParsableJson(arguments)`
+    holds, the call has finished and its later pieces are skipped."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        for call in self.calls:
+            if call[1] == piece.index:
+                if not call[0]:
+                    _merge(call, piece)
+                    call[0] = _parsable(call[4])
+                return
+        self.calls.append(_new(_parsable(piece.arguments), piece))
+
+
+def _parsable(text: str) -> bool:
+    try:
+        json.loads(text)
+        return True
+    except ValueError:
+        return False
+
+
+class EmptyArgumentsAsObject(_Calls):
+    """openai-agents-python and LangChain (`args or "{}"`): a call without arguments gets `{}`."""
+
+    def arguments(self, text: str) -> str:
+        return text or "{}"
+
+
+class ReserializesArguments(_Calls):
+    """LangChain (`parse_tool_call` then `json.dumps` of `args`), LiteLLM: arguments that parse are
+    written back with json.dumps, which changes their spacing and escapes."""
+
+    def arguments(self, text: str) -> str:
+        try:
+            return json.dumps(json.loads(text))
+        except ValueError:
+            return text
+
+
+class SortsIndexAsText(_Calls):
+    """Python clients keeping calls in a dict keyed by the index as JSON text and sorting it
+    (`sorted(calls)`), JavaScript `Object.keys(...).sort()`: call 10 comes after call 1."""
+
+    def order(self, calls: list[list[Any]]) -> list[list[Any]]:
+        return sorted(calls, key=lambda c: str(c[1]))
+
+
+class OrdersByLatestPiece(_Calls):
+    """A JavaScript `Map` updated with `delete` and `set`, a Python dict with `pop` and re-insert:
+    a call moves to the end whenever it gets a piece."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        super().take(piece)
+        call = next(c for c in self.calls if c[1] == piece.index)
+        self.calls.remove(call)
+        self.calls.append(call)
+
+
+class AppendsToLatestCall(_Calls):
+    """Hand-written loops (`if delta.id: calls.append(...) else: calls[-1].arguments += ...`, as in
+    many tutorials and agents): a piece with an id opens a call, others go to the latest one."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        if piece.id or not self.calls:
+            self.calls.append(_new(piece.index, piece))
+        else:
+            _merge(self.calls[-1], piece)
+
+
+class PositionAsIndex(_Calls):
+    """Clients that enumerate `delta.tool_calls` (`for i, tc in enumerate(...)`) and use the
+    position in the chunk instead of the piece's `index`."""
+
+    def push(self, data: str) -> list[Any]:
+        self.position = 0
+        return super().push(data)
+
+    def take(self, piece: ToolCallDelta) -> None:
+        super().take(ToolCallDelta(self.position, piece.id, piece.name, piece.arguments))
+        self.position += 1
+
+
+class TenToolSlots(_Reads):
+    """A fixed table of ten tool calls (or a one-digit index pattern): pieces with index 10 and
+    beyond are dropped."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if isinstance(delta.get("tool_calls"), list):
+                delta["tool_calls"] = [
+                    p for p in delta["tool_calls"] if not (isinstance(p, dict) and _big_index(p))
+                ]
+        return chunk
+
+
+def _big_index(piece: dict[str, Any]) -> bool:
+    index = piece.get("index")
+    return isinstance(index, int) and index >= 10
+
+
+class DoneByPrefix(_Base):
+    """openai-python (`_streaming.py`: `if sse.data.startswith("[DONE]"): break`): `[DONE] ` or
+    `[DONE]x` ends the stream."""
+
+    ended = False
+
+    def done(self, data: str) -> bool:
+        return data.startswith("[DONE]")
+
+    def push(self, data: str) -> list[Any]:
+        if self.ended or self.done(data):
+            self.ended = True
+            return []
+        return super().push(data)
+
+
+class DoneAfterTrim(DoneByPrefix):
+    """go-openai (`stream_reader.go` trims each line with `bytes.TrimSpace` before comparing it
+    with `[DONE]`), and clients that `strip()` the payload: `[DONE] ` ends the stream."""
+
+    def done(self, data: str) -> bool:
+        return data.strip() == "[DONE]"
+
+
+class ScannerLimit(_Base):
+    """go-openai / openai-go (`bufio.Scanner` with its default 64 KiB token limit): a longer
+    payload fails with `bufio.Scanner: token too long`."""
+
+    limit = 64 * 1024
+
+    def push(self, data: str) -> list[Any]:
+        if len(data.encode()) > self.limit:
+            raise InferError(ErrorKind.PROTOCOL, "bufio.Scanner: token too long")
+        return super().push(data)
+
+
+class CutsAtNul(_Reads):
+    """C and C++ clients (and bindings that hand text on as C strings): text ends at the first
+    NUL."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            for key in ("content", "reasoning_content"):
+                if isinstance(delta.get(key), str):
+                    delta[key] = delta[key].split("\0")[0]
+        for call in _calls(chunk):
+            function = call.get("function")
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                function["arguments"] = function["arguments"].split("\0")[0]
+        return chunk
+
+
+class AcceptsOpenAIFinishReasons(_Reads):
+    """openai-python, openai-node, go-openai: OpenAI's `content_filter` and `function_call` are
+    accepted (read as `stop` here) instead of failing as llama-server's protocol says."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            if choice.get("finish_reason") in ("content_filter", "function_call"):
+                choice["finish_reason"] = "stop"
+        return chunk
+
+
+class SkipsDeltaOfFinishChunk(_Reads):
+    """Clients that handle `if choice.finish_reason: ...; continue` before the delta: text or a
+    tool-call piece in the chunk with the finish reason is lost."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            if choice.get("finish_reason") is not None and isinstance(choice.get("delta"), dict):
+                choice["delta"] = {}
+        return chunk
+
+
+class DropsChoiceWithoutDelta(_Reads):
+    """LangChain (`_convert_chunk_to_generation_chunk` returns None when `delta` is None), Pydantic
+    AI: a choice whose delta is null or absent is skipped, its finish reason with it."""
+
+    def adjust(self, chunk: Any) -> Any:
+        if isinstance(chunk, dict) and isinstance(chunk.get("choices"), list):
+            chunk["choices"] = [
+                c for c in chunk["choices"] if not (isinstance(c, dict) and c.get("delta") is None)
+            ]
+        return chunk
+
+
+class ReadsDeltaReasoning(_Reads):
+    """Vercel AI SDK (`delta.reasoning_content ?? delta.reasoning`), LiteLLM, open-webui: vLLM's and
+    OpenRouter's `delta.reasoning` is read as reasoning."""
+
+    name = "reasoning"
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if delta.get("reasoning_content") is None and isinstance(delta.get(self.name), str):
+                delta["reasoning_content"] = delta[self.name]
+        return chunk
+
+
+class ReadsDeltaThinking(ReadsDeltaReasoning):
+    """open-webui (`middleware.py`: `delta.get("reasoning_content") or delta.get("reasoning") or
+    delta.get("thinking")`): `delta.thinking` is read as reasoning."""
+
+    name = "thinking"
+
+
+class ConcatenatesBothReasoningFields(_Reads):
+    """openai-node (`ChatCompletionStream` copies unknown delta fields) and clients that append
+    `reasoning_content` and `reasoning` both: vLLM's doubled field doubles the reasoning."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if isinstance(delta.get("reasoning"), str) and delta["reasoning"]:
+                delta["reasoning_content"] = (delta.get("reasoning_content") or "") + delta[
+                    "reasoning"
+                ]
+        return chunk
+
+
+class FunctionCallAsToolCall(_Reads):
+    """LiteLLM (`stream_chunk_builder` maps `function_call` to a tool call), openai-python
+    (`ChatCompletionStreamState` accumulates `function_call`): the deprecated field is read."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            call = delta.get("function_call")
+            if isinstance(call, dict):
+                piece: dict[str, Any] = {"index": 0, "function": call}
+                if call.get("name"):
+                    piece["id"] = "call_function"
+                delta["tool_calls"] = [piece]
+        return chunk
+
+
+class ReadsChoiceText(_Reads):
+    """LiteLLM (text-completion streaming reads `choice.text`), clients of TGI: `choice.text` is
+    read as content when the delta has none."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = choice.get("delta")
+            if isinstance(choice.get("text"), str) and isinstance(delta, dict):
+                delta.setdefault("content", None)
+                delta["content"] = (
+                    delta["content"] if delta["content"] is not None else choice["text"]
+                )
+        return chunk
+
+
+class JoinsContentParts(_Reads):
+    """LiteLLM and LangChain (content blocks): content as an array of parts is read as their text
+    joined, instead of failing as a wrong type."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if isinstance(delta.get("content"), list):
+                delta["content"] = "".join(
+                    p.get("text", "") for p in delta["content"] if isinstance(p, dict)
+                )
+        return chunk
+
+
+class ReasoningTokensFromUsage(_Base):
+    """LiteLLM, LangChain (`usage_metadata.output_token_details.reasoning`): reasoning_tokens are
+    taken from OpenAI's `usage.completion_tokens_details.reasoning_tokens`."""
+
+    usage: int | None = None
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        chunk = _json(data)
+        usage = chunk.get("usage") if isinstance(chunk, dict) else None
+        details = usage.get("completion_tokens_details") if isinstance(usage, dict) else None
+        if isinstance(details, dict) and isinstance(details.get("reasoning_tokens"), int):
+            self.usage = details["reasoning_tokens"]
+        return events
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self.inner.reasoning_tokens if self.usage is None else self.usage
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, reasoning_tokens=self.reasoning_tokens)
+
+
+class ReasoningTokensFromOwnChunk(_Base):
+    """Clients that read `chunk.timings.predicted_n` only when the chunk with reasoning carries
+    timings (llama.cpp web UI's `timings` handling per chunk): a reasoning chunk without timings
+    after a timings-only chunk leaves the count behind."""
+
+    count = 0
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        chunk = _json(data)
+        timings = chunk.get("timings") if isinstance(chunk, dict) else None
+        reasoning = any(isinstance(e, Reasoning) for e in events)
+        if reasoning and isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
+            self.count = timings["predicted_n"]
+        return events
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self.count
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
+
+
+class ReasoningTokensOnAnyTimings(_Base):
+    """Clients that copy `timings.predicted_n` into the reasoning count on every chunk, answer text
+    included, instead of only when the chunk carries reasoning."""
+
+    count = 0
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        chunk = _json(data)
+        timings = chunk.get("timings") if isinstance(chunk, dict) else None
+        counting = self.inner.reasoning_tokens or any(isinstance(e, Reasoning) for e in events)
+        if counting and isinstance(timings, dict) and isinstance(timings.get("predicted_n"), int):
+            self.count = timings["predicted_n"]
+        return events
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self.count
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
+
+
+class InReasoningPerChunk(_Base):
+    """Clients that set `in_reasoning = bool(delta.reasoning_content)` for each chunk: a chunk
+    without text (an empty delta, timings, the finish) ends the reasoning."""
+
+    flag = False
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        self.flag = bool(events) and self.inner.in_reasoning
+        return events
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self.flag
+
+
+class EmptyReasoningStartsReasoning(_Base):
+    """Clients that test `"reasoning_content" in delta` (or `!== undefined`): `reasoning_content:
+    ""` after answer text turns the reasoning state back on."""
+
+    flag = False
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        self.flag = self.inner.in_reasoning
+        chunk = _json(data)
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if delta.get("reasoning_content") == "" and not delta.get("content"):
+                self.flag = True
+        return events
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self.flag
+
+
+class ElifContentReasoning(_Reads):
+    """Clients with `if delta.content: ... elif delta.reasoning_content: ...`: reasoning in a chunk
+    that also has answer text is lost."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if delta.get("content") and delta.get("reasoning_content"):
+                del delta["reasoning_content"]
+        return chunk
+
+
+class ElifContentToolCalls(_Reads):
+    """Clients with `if delta.content: ... elif delta.tool_calls: ...`: tool-call pieces in a chunk
+    that also has answer text are lost."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if delta.get("content") and delta.get("tool_calls"):
+                del delta["tool_calls"]
+        return chunk
+
+
+class FirstChoiceOnly(_Reads):
+    """Clients that read `chunk.choices[0]` only (most hand-written loops, go-openai examples)."""
+
+    def adjust(self, chunk: Any) -> Any:
+        if isinstance(chunk, dict) and isinstance(chunk.get("choices"), list):
+            chunk["choices"] = chunk["choices"][:1]
+        return chunk
+
+
+class DropsTextAfterToolCalls(_Reads):
+    """Clients that switch to a tool-call message once a call began: answer text after a tool
+    call is lost."""
+
+    calling = False
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if self.calling and "content" in delta:
+                del delta["content"]
+            if delta.get("tool_calls"):
+                self.calling = True
+        return chunk
+
+
+class DropsReasoningAfterContent(_Reads):
+    """Clients that close the thinking block for good at the first answer text (a `<think>` block
+    rendered once): later reasoning is lost."""
+
+    answering = False
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if self.answering and "reasoning_content" in delta:
+                del delta["reasoning_content"]
+            if delta.get("content"):
+                self.answering = True
+        return chunk
+
+
+class IgnoresChunksAfterFinish(_Base):
+    """Clients that stop reading at the finish reason (`if finish_reason: break`): the usage chunk's
+    timings and any later text are lost."""
+
+    def push(self, data: str) -> list[Any]:
+        if self.inner.is_finished:
+            return []
+        return super().push(data)
+
+
+class SkipsEmptyChoicesChunk(_Base):
+    """Clients that skip a chunk whose `choices` is empty (`if not chunk.choices: continue`):
+    llama-server's last chunk, with its timings, is lost."""
+
+    def push(self, data: str) -> list[Any]:
+        chunk = _json(data)
+        if isinstance(chunk, dict) and chunk.get("choices") == [] and "error" not in chunk:
+            return []
+        return super().push(data)
+
+
+class ToolCallsOnlyWithToolCallsReason(_Base):
+    """Clients that keep tool calls only when `finish_reason == "tool_calls"` (OpenAI's own
+    examples): calls that finish with `stop` or `length` are lost."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        if completion.finish_reason != FinishReason.TOOL_CALLS:
+            return _with_completion(completion, tool_calls=())
+        return completion
+
+
+class ConcatenatesFinishReasons(_Base):
+    """LangChain (`merge_dicts` of response_metadata concatenates strings: `lengthstop`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reasons: list[str] = []
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        for choice in _choices(_json(data)):
+            if isinstance(choice.get("finish_reason"), str):
+                self.reasons.append(choice["finish_reason"])
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, finish_reason="".join(self.reasons))
+
+
+class StripsText(_Base):
+    """Clients that `strip()` the final message (open-webui's `content.strip()`, many UIs): leading
+    and trailing white space of content and reasoning is lost."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        c = super().finish(thinking_capped)
+        return _with_completion(
+            c,
+            content=c.content.strip() if c.content else c.content,
+            reasoning_content=c.reasoning_content.strip() if c.reasoning_content else None,
+        )
+
+
+class ThinkTagsToReasoning(_Base):
+    """open-webui (`middleware.py`, `DEFAULT_REASONING_TAGS`): `<think>...</think>` in content is
+    moved into the reasoning."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        c = super().finish(thinking_capped)
+        if not c.content or "<think>" not in c.content:
+            return c
+        inner = re.findall(r"<think>(.*?)</think>", c.content, re.S)
+        content = re.sub(r"<think>.*?</think>", "", c.content, flags=re.S) or None
+        reasoning = (c.reasoning_content or "") + "".join(inner)
+        return _with_completion(c, content=content, reasoning_content=reasoning or None)
+
+
+class DropsRepeatedPiece(_Reads):
+    """Clients that drop a text piece equal to the previous one, taking it for a re-sent chunk."""
+
+    last: Any = None
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            text = delta.get("content")
+            if isinstance(text, str) and text:
+                if text == self.last:
+                    del delta["content"]
+                self.last = text
+        return chunk
+
+
+class SnapshotHeuristic(_Reads):
+    """Clients that also accept servers sending the whole text so far: a piece that starts with the
+    text so far replaces it instead of being appended."""
+
+    text = ""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                if self.text and piece.startswith(self.text):
+                    delta["content"] = piece[len(self.text) :]
+                    piece = delta["content"]
+                self.text += piece
+        return chunk
+
+
+class RequiresIdInFirstPiece(_Reads):
+    """Vercel AI SDK (`InvalidResponseDataError: Expected 'id' to be a string.` when a new call's
+    first piece has no id): a call whose id comes later fails the stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: set[Any] = set()
+
+    def adjust(self, chunk: Any) -> Any:
+        for call in _calls(chunk):
+            if call.get("index") not in self.known:
+                if not isinstance(call.get("id"), str):
+                    raise InferError(ErrorKind.PROTOCOL, "Expected 'id' to be a string.")
+                self.known.add(call.get("index"))
+        return chunk
+
+
+class RequiresFunctionType(_Reads):
+    """Vercel AI SDK (@ai-sdk/openai: `Expected 'function' type.` when a new call's first piece
+    lacks `"type": "function"`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.known: set[Any] = set()
+
+    def adjust(self, chunk: Any) -> Any:
+        for call in _calls(chunk):
+            if call.get("index") not in self.known:
+                if call.get("type") != "function":
+                    raise InferError(ErrorKind.PROTOCOL, "Expected 'function' type.")
+                self.known.add(call.get("index"))
+        return chunk
+
+
+class CrashesWithoutFunction(_Reads):
+    """openai-node 7 (`ChatCompletionStream` reads `tool_call.function.name` unguarded): a piece
+    without `function` crashes."""
+
+    def push(self, data: str) -> list[Any]:
+        for call in _calls(_json(data)):
+            if not isinstance(call.get("function"), dict):
+                raise TypeError("Cannot read properties of undefined (reading 'name')")
+        return super().push(data)
+
+
+class LastReasoningFragment(_Base):
+    """openai-node (`ChatCompletionStream` copies the unknown `reasoning_content` with
+    `Object.assign`, so each fragment replaces the last)."""
+
+    last: str | None = None
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        for e in events:
+            if isinstance(e, Reasoning):
+                self.last = e.text
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        return _with_completion(super().finish(thinking_capped), reasoning_content=self.last)
+
+
+class NoneArgumentsAsText(_Calls):
+    """Python loops with `arguments += str(piece.function.arguments)`: a null piece adds "None"."""
+
+    def push(self, data: str) -> list[Any]:
+        self.nulls = [
+            c.get("index")
+            for c in _calls(_json(data))
+            if isinstance(c.get("function"), dict)
+            and "arguments" in c["function"]
+            and c["function"]["arguments"] is None
+        ]
+        return super().push(data)
+
+    def take(self, piece: ToolCallDelta) -> None:
+        if piece.index in self.nulls and not piece.arguments:
+            piece = ToolCallDelta(piece.index, piece.id, piece.name, "None")
+        super().take(piece)
+
+
+class ErrorNullIsError(_Base):
+    """Vercel AI SDK (`"error" in chunk` before the schema check): `"error": null` becomes a stream
+    error."""
+
+    def push(self, data: str) -> list[Any]:
+        chunk = _json(data)
+        if isinstance(chunk, dict) and "error" in chunk and chunk["error"] is None:
+            raise InferError(ErrorKind.SERVER, "")
+        return super().push(data)
+
+
+class PredictedNTruthy(_Base):
+    """Python (`if timings.get("predicted_n"):`), JavaScript (`if (t.predicted_n)`): a
+    predicted_n of 0 is skipped, so the reasoning count keeps its old value."""
+
+    count = 0
+
+    def push(self, data: str) -> list[Any]:
+        before = self.inner.reasoning_tokens
+        events = super().push(data)
+        after = self.inner.reasoning_tokens
+        self.count = self.count if after == 0 and before != 0 else after
+        return events
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self.count
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
+
+
 #: Each miniature, the mode that catches it, and a pattern the mismatch report must contain.
 BATTERY: dict[str, tuple[str, str]] = {
     "ContentBeforeReasoning": ("plain", r"events\[0\]\.type"),
@@ -887,4 +1690,311 @@ PITFALLS: dict[str, tuple[str, str]] = {
         r'steps\[0\]\.error \(line \d+\): expected \(absent\), got \{"kind": "protocol"\}',
     ),
     "ControlCharsAllowed": ("synthetic/r6_raw_control_char", _ACCEPTED),
+}
+
+
+class ToolCallsForceReason(_Base):
+    """LiteLLM (`stream_chunk_builder`: a completion with tool calls gets finish_reason
+    `tool_calls` even when the server said `stop`)."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        if completion.tool_calls and completion.finish_reason == FinishReason.STOP:
+            return _with_completion(completion, finish_reason=FinishReason.TOOL_CALLS)
+        return completion
+
+
+class EmptyOverridesIdAndName(_Calls):
+    """Clients with `if piece.id is not None: call.id = piece.id` (and the same for the name): a
+    later piece's `""` replaces the call's id and name."""
+
+    def take(self, piece: ToolCallDelta) -> None:
+        for call in self.calls:
+            if call[1] == piece.index:
+                call[2] = piece.id if piece.id is not None else call[2]
+                call[3] = piece.name if piece.name is not None else call[3]
+                call[4] += piece.arguments
+                return
+        super().take(piece)
+
+
+class LatestIdNotNull(_Base):
+    """Clients with `if chunk.id is not None: completion.id = chunk.id`: a later `"id": ""`
+    replaces the completion id."""
+
+    latest: str | None = None
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        chunk = _json(data)
+        if isinstance(chunk, dict) and isinstance(chunk.get("id"), str):
+            self.latest = chunk["id"] if self.latest is not None else (chunk["id"] or None)
+        return events
+
+    @property
+    def id(self) -> str | None:
+        return self.latest
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, id=self.latest)
+
+
+class ScannerLimitOneMiB(ScannerLimit):
+    """term-llm and goai (Go clients that raised `bufio.Scanner`'s buffer to 1 MiB): a longer
+    payload still fails with `token too long`."""
+
+    limit = 1024 * 1024
+
+
+class StripsThinkTags(_Base):
+    """Clients that remove `<think>` and `</think>` from the reasoning text they show (Qwen-style
+    tags), changing the reasoning the server sent."""
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        c = super().finish(thinking_capped)
+        text = c.reasoning_content
+        if text is None:
+            return c
+        return _with_completion(c, reasoning_content=re.sub(r"</?think>", "", text) or None)
+
+
+class ReadsRefusal(_Reads):
+    """Chat UIs that show OpenAI's `delta.refusal` as answer text (appended to the content)."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = _delta_of(choice)
+            if isinstance(delta.get("refusal"), str):
+                delta["content"] = delta["refusal"] + (delta.get("content") or "")
+        return chunk
+
+
+class ReadsChoiceMessage(_Reads):
+    """Clients that accept both shapes (`choice.delta ?? choice.message`, or the message when
+    present): the non-streamed `message` is read from a stream chunk."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            if isinstance(choice.get("message"), dict):
+                choice["delta"] = {"content": choice["message"].get("content")}
+        return chunk
+
+
+class RoleStartsNewMessage(_Base):
+    """Clients that start a new message at every `delta.role` (the OpenAI stream's first chunk):
+    text before a later role chunk is lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def push(self, data: str) -> list[Any]:
+        events = super().push(data)
+        if any(_delta_of(c).get("role") for c in _choices(_json(data))):
+            self.content = []
+        self.content += [e.text for e in events if isinstance(e, Content)]
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, content="".join(self.content) or None)
+
+
+_T = r"finish\.completion\.tool_calls"
+_REFUSED = r"steps\[\d+\]\.error \(line \d+\): expected \{\"kind\": \"protocol\"\}, got \(absent\)"
+_FAILED_EARLY = (
+    r"steps\[1\]\.error \(line \d+\): expected \(absent\), got \{\"kind\": \"protocol\"\}"
+)
+
+#: Each real client's bug class (the miniatures above `BATTERY`), the case that catches it in plain
+#: mode, and a pattern its mismatch must contain (tests/test_miniatures.py).
+REAL_CLIENTS: dict[str, tuple[str, str]] = {
+    "UpdatesLastCallOnly": (
+        "r2_interleaved_tool_calls",
+        _T + r"\[2\] \(finish\): expected \(absent\)",
+    ),
+    "ConcatenatesIdAndName": (
+        "r2_tool_call_id_name_repeated",
+        _T + r'\[0\]\.name .*got "read_fileread_file',
+    ),
+    "IndexOffsetAfterText": ("r2_text_between_tool_calls", _T + r'\[1\]\.arguments .*\\"a\.txt'),
+    "RepairsArguments": ("r5_length_cuts_tool_arguments", _T + r'\[0\]\.arguments .*got "\{\}"'),
+    "FinishedOnceParsable": (
+        "r2_arguments_prefix_is_json",
+        _T + r'\[0\]\.arguments .*expected "\{\} ", got "\{\}"',
+    ),
+    "EmptyArgumentsAsObject": (
+        "r2_tool_call_without_arguments",
+        _T + r'\[0\]\.arguments .*expected "", got "\{\}"',
+    ),
+    "ReserializesArguments": (
+        "r2_arguments_prefix_is_json",
+        _T + r'\[1\]\.arguments .*got "\{\\"a\\": 1\}"',
+    ),
+    "SortsIndexAsText": ("r2_tool_calls_twelve", _T + r'\[10\]\.name .*expected "tool_10"'),
+    "OrdersByLatestPiece": (
+        "r2_tool_call_pieces_out_of_index_order",
+        _T + r'\[0\]\.name .*got "list_dir"',
+    ),
+    "AppendsToLatestCall": (
+        "r2_tool_call_pieces_out_of_index_order",
+        _T + r'\[0\]\.arguments .*got ""',
+    ),
+    "PositionAsIndex": ("r2_tool_call_pieces_out_of_index_order", _T + r"\[0\]\.arguments"),
+    "TenToolSlots": (
+        "r2_tool_calls_twelve",
+        r'steps\[\d+\]\.events\[0\] .*"index": 10, .*got \(absent\)',
+    ),
+    "DoneByPrefix": ("sse_done_suffix", _REFUSED),
+    "DoneAfterTrim": ("sse_done_trailing_space", _REFUSED),
+    "ScannerLimit": ("r2_payload_above_64_kib", _FAILED_EARLY),
+    "CutsAtNul": (
+        "r1_nul_in_text",
+        r'steps\[1\]\.events\[0\]\.text .*expected "a\\u0000b", got "a"',
+    ),
+    "AcceptsOpenAIFinishReasons": ("r6_finish_reason_content_filter", _REFUSED),
+    "SkipsDeltaOfFinishChunk": (
+        "r5_finish_chunk_carries_text",
+        r'steps\[2\]\.events\[0\] .*" is 42\."\}, got \(absent\)',
+    ),
+    "DropsChoiceWithoutDelta": (
+        "r5_finish_reason_delta_null",
+        r"steps\[2\]\.state\.is_finished .*expected true, got false",
+    ),
+    "ReadsDeltaReasoning": (
+        "r7_delta_reasoning_not_read",
+        r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
+    ),
+    "ReadsDeltaThinking": (
+        "r7_delta_thinking_not_read",
+        r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
+    ),
+    "ConcatenatesBothReasoningFields": (
+        "r7_delta_reasoning_not_read",
+        r'expected \(absent\), got \{"type": "reasoning"',
+    ),
+    "FunctionCallAsToolCall": (
+        "r7_delta_function_call_not_read",
+        _T + r'\[0\] \(finish\): expected \(absent\), got \{"id": "call_function"',
+    ),
+    "ReadsChoiceText": (
+        "r7_choice_text_not_read",
+        r'finish\.completion\.content .*expected "Hi", got "HelloHi"',
+    ),
+    "JoinsContentParts": ("r6_content_array_of_parts", _REFUSED),
+    "ReasoningTokensFromUsage": (
+        "r7_usage_details_not_read",
+        r"state\.reasoning_tokens .*expected 1, got 42",
+    ),
+    "ReasoningTokensFromOwnChunk": (
+        "r4_reasoning_without_timings_after_timings",
+        r"steps\[4\]\.state\.reasoning_tokens .*expected 9, got 1",
+    ),
+    "ReasoningTokensOnAnyTimings": (
+        "r4_reasoning_without_timings_after_timings",
+        r"steps\[3\]\.state\.reasoning_tokens .*expected 1, got 9",
+    ),
+    "InReasoningPerChunk": (
+        "r4_in_reasoning_across_empty_chunks",
+        r"steps\[2\]\.state\.in_reasoning .*expected true, got false",
+    ),
+    "EmptyReasoningStartsReasoning": (
+        "r4_empty_reasoning_after_content",
+        r"steps\[3\]\.state\.in_reasoning .*expected false, got true",
+    ),
+    "ElifContentReasoning": (
+        "r1_chunk_reasoning_content",
+        r'steps\[1\]\.events\[0\]\.type .*expected "reasoning", got "content"',
+    ),
+    "ElifContentToolCalls": (
+        "r1_chunk_content_tool_call",
+        r'steps\[1\]\.events\[1\] .*"type": "tool_call_delta".*got \(absent\)',
+    ),
+    "FirstChoiceOnly": (
+        "r1_chunk_content_twice",
+        r'steps\[1\]\.events\[1\] .*"text": "lo"\}, got \(absent\)',
+    ),
+    "DropsTextAfterToolCalls": (
+        "r1_seq_tool_call_then_content",
+        r'steps\[2\]\.events\[0\] .*"content", "text": "Hel"\}, got \(absent\)',
+    ),
+    "DropsReasoningAfterContent": (
+        "r1_seq_content_then_reasoning",
+        r'steps\[2\]\.events\[0\] .*"reasoning", "text": "Let me"\}, got \(absent\)',
+    ),
+    "IgnoresChunksAfterFinish": (
+        "r1_seq_finish_then_content",
+        r'steps\[2\]\.events\[0\] .*"text": "Hel"\}, got \(absent\)',
+    ),
+    "SkipsEmptyChoicesChunk": (
+        "r7_usage_chunk_after_finish",
+        r"finish\.completion\.timings\.predicted_n .*expected 3, got 2",
+    ),
+    "ToolCallsOnlyWithToolCallsReason": (
+        "r5_tool_calls_finish_stop",
+        _T + r"\[0\] \(finish\): expected \{.*got \(absent\)",
+    ),
+    "ConcatenatesFinishReasons": (
+        "r5_finish_reason_repeated_same",
+        r'finish\.completion\.finish_reason .*expected "stop", got "stopstop"',
+    ),
+    "StripsText": ("r2_white_space_text_kept", r'finish\.completion\.content .*got "Hello"'),
+    "ThinkTagsToReasoning": (
+        "r1_think_tags_in_content",
+        r'finish\.completion\.content .*got "Answer "',
+    ),
+    "DropsRepeatedPiece": (
+        "r2_repeated_and_prefix_pieces",
+        r'steps\[2\]\.events\[0\] .*"text": "ha"\}, got \(absent\)',
+    ),
+    "SnapshotHeuristic": (
+        "r2_repeated_and_prefix_pieces",
+        r'finish\.completion\.content .*expected "hahaaaha0"',
+    ),
+    "RequiresIdInFirstPiece": ("r2_tool_call_id_name_late", _FAILED_EARLY),
+    "RequiresFunctionType": ("r2_tool_call_without_type", _FAILED_EARLY),
+    "CrashesWithoutFunction": (
+        "r1_tool_call_without_function",
+        r"crashed at step 1 .*push raised TypeError",
+    ),
+    "LastReasoningFragment": (
+        "r1_seq_reasoning_then_reasoning",
+        r'finish\.completion\.reasoning_content .*got " think\."',
+    ),
+    "NoneArgumentsAsText": ("r1_arguments_absent_null_empty", _T + r'\[0\]\.arguments .*got "None'),
+    "ErrorNullIsError": (
+        "r8_error_null_ignored",
+        r'steps\[1\]\.error .*expected \(absent\), got \{"kind": "server"',
+    ),
+    "ToolCallsForceReason": (
+        "r5_tool_calls_finish_stop",
+        r'finish\.completion\.finish_reason .*expected "stop", got "tool_calls"',
+    ),
+    "EmptyOverridesIdAndName": (
+        "r2_tool_call_later_pieces_empty_id_name",
+        _T + r'\[0\]\.id .*got ""',
+    ),
+    "LatestIdNotNull": ("r9_id_empty_after_real", r'state\.id .*got ""'),
+    "ScannerLimitOneMiB": ("r2_payload_above_1_mib", _FAILED_EARLY),
+    "StripsThinkTags": (
+        "r1_think_tags_in_content",
+        r'finish\.completion\.reasoning_content .*expected "<think>Plan\..*got "Plan\.',
+    ),
+    "ReadsRefusal": (
+        "r7_delta_refusal_not_read",
+        r'steps\[1\]\.events\[0\] .*got \{"type": "content"',
+    ),
+    "ReadsChoiceMessage": (
+        "r7_choice_message_not_read",
+        r'finish\.completion\.content .*expected "Hi", got "HiHi there"',
+    ),
+    "RoleStartsNewMessage": (
+        "r1_seq_content_then_role",
+        r'finish\.completion\.content .*expected "Hel", got null',
+    ),
+    "PredictedNTruthy": (
+        "r4_predicted_n_zero",
+        r"steps\[2\]\.state\.reasoning_tokens .*expected 0, got 3",
+    ),
 }

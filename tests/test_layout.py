@@ -16,26 +16,28 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
 
 #: Rank of each stage: a module may import only modules of its own rank or a higher one. The
-#: front doors (rank 0) and the base (rank 7) are flat groups; every folder has a rank of its own.
+#: front doors (rank 0) and the base (rank 8) are flat groups; every folder has a rank of its own.
 STAGES = {
     "harness": 0,  # the package root re-exports; the front doors below share its rank
     "harness.__main__": 0,
     "harness.cli": 0,
+    "harness.cli_options": 0,
+    "harness.cli_group": 0,
     "harness.plugin": 0,
     "harness.adapter": 0,
     "harness.matrix": 0,
-    "harness.cli_options": 0,
-    "harness.cli_group": 0,
+    "harness.fuzz": 0,
     "harness.pipeline": 1,
     "harness.reports": 2,
     "harness.check": 3,
-    "harness.capture": 4,
-    "harness.suite": 5,
-    "harness.drive": 6,
-    "harness.errors": 7,
-    "harness.seconds": 7,
-    "harness.files": 7,
-    "harness.safetext": 7,
+    "harness.model": 4,
+    "harness.capture": 5,
+    "harness.suite": 6,
+    "harness.drive": 7,
+    "harness.errors": 8,
+    "harness.seconds": 8,
+    "harness.files": 8,
+    "harness.safetext": 8,
 }
 
 
