@@ -278,3 +278,14 @@ def test_the_exit_code_table_is_the_codes() -> None:
         assert not re.search(r"^\| *(?:code|exit)", text, re.M | re.I), (
             f"{path.name} draws an exit-code table: link to README.md#exit-codes"
         )
+
+
+def test_every_page_is_linked_from_the_readme() -> None:
+    """A reader finds every page from the README: none is left where only its author knows it."""
+    linked = {
+        (ROOT / target.partition("#")[0]).resolve()
+        for target in _LINK.findall(_FENCE.sub("", _readme()))
+        if not re.match(r"[a-z]+:", target)
+    }
+    orphans = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if p.resolve() not in linked]
+    assert not orphans, "pages the README does not link: " + ", ".join(orphans)
