@@ -7,6 +7,8 @@ the median of each, and the ratios -j 1 / -j 2 (the speed-up of a second worker)
 --in-process (what the worker process costs). The speed-up is bounded by the cores that are free:
 on a busy 2-core machine expect less than 2.
 
+The goal (issue 22): -j 1 / --in-process at most 1.5 (`--check` exits 1 when it is missed).
+
 Run: `python benchmarks/bench_jobs.py` (`--help` for the options).
 """
 
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -32,10 +35,19 @@ def _conform() -> list[str]:
     return [found] if found else [sys.executable, "-m", "harness"]
 
 
-def _time(command: list[str]) -> float:
-    started = time.perf_counter()
+_CPU: dict[str, list[float]] = {}  # CPU seconds (user + system, conform and its workers) per run
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _time(command: list[str], name: str = "") -> float:
+    started, cpu = time.perf_counter(), _cpu()
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
+    _CPU.setdefault(name, []).append(_cpu() - cpu)
     if done.returncode != 0:
         raise SystemExit(
             f"{' '.join(command)} exited {done.returncode}:\n{done.stdout}{done.stderr}"
@@ -47,6 +59,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="runs of each variant (default 5)")
     parser.add_argument("--target", default="reference:Assembler", help="the TARGET to run")
+    parser.add_argument("--goal", type=float, default=1.5, help="-j 1 / --in-process goal (1.5)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when the goal is missed")
     parser.add_argument("args", nargs="*", help="more arguments for conform run (e.g. -- -k 'x*')")
     options = parser.parse_args()
     base = [*_conform(), "run", options.target, "-q", *options.args]
@@ -55,18 +69,22 @@ def main() -> None:
     for repeat in range(options.repeats):
         order = names[repeat % len(names) :] + names[: repeat % len(names)]
         for name in order:
-            times[name].append(_time([*base, *VARIANTS[name]]))
+            times[name].append(_time([*base, *VARIANTS[name]], name))
     print(f"conform run {options.target} -q, {options.repeats} repeats, {os.cpu_count()} cores")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         shown = " ".join(f"{v:.2f}" for v in values)
-        print(f"  {name:<12} median {medians[name]:6.2f} s   (runs: {shown})")
+        cpu = statistics.median(_CPU[name])
+        print(f"  {name:<12} median {medians[name]:6.2f} s, CPU {cpu:5.2f} s   (runs: {shown})")
     print(
         f"  -j 1 / -j 2          = {medians['-j 1'] / medians['-j 2']:.2f}x (speed-up of 2 workers)"
     )
-    print(
-        f"  -j 1 / --in-process  = {medians['-j 1'] / medians['--in-process']:.2f}x (worker cost)"
-    )
+    cpu_cost = statistics.median(_CPU["-j 1"]) / statistics.median(_CPU["--in-process"])
+    print(f"  CPU -j 1 / --in-process = {cpu_cost:.2f}x (both processes' CPU: load-independent)")
+    cost = medians["-j 1"] / medians["--in-process"]
+    print(f"  -j 1 / --in-process  = {cost:.2f}x (worker cost; goal {options.goal:g}x)")
+    if options.check and cost > options.goal:
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

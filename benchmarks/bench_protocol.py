@@ -28,8 +28,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.drive.base import plan_case  # noqa: E402
 from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
-from harness.drive.process import ProcessDriver, python_target_driver  # noqa: E402
+from harness.drive.process import ProcessDriver  # noqa: E402
+from harness.drive.spec import python_target_driver  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
 from harness.suite.golden import read_golden  # noqa: E402
 from harness.suite.recording import iter_payloads  # noqa: E402
@@ -51,6 +53,9 @@ def _drive(driver: Driver, cases: list[Case]) -> int:
     requests = 0
     for payloads, capped in cases:
         driver.start_case()
+        # As the runner does: a protocol-2 worker gets the case ahead (what follows an error is
+        # skipped by the program, and settled at the next case).
+        plan_case(driver, [data for data, _ in payloads], finish=capped)
         failed = False
         for data, line in payloads:
             requests += 1

@@ -55,6 +55,11 @@ _spec.loader.exec_module(_mr)
 EQUIVALENTS = ROOT / "benchmarks" / "harness_mutation_equivalents.toml"
 #: The modules mutated, and the test files that must kill their mutants (fast ones, killers first).
 KILLERS: dict[str, tuple[str, ...]] = {
+    "harness/check/status.py": (
+        "tests/check/test_xfail.py",
+        "tests/check/test_runner.py",
+        "tests/reports/test_reports.py",
+    ),
     "harness/check/compare.py": (
         "tests/check/test_compare.py",
         "tests/check/test_xfail.py",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import json
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -34,12 +35,18 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.normalize import SAID
-from harness.drive.process import PROTOCOL_VERSION
+from harness.drive.process import FAST_PROTOCOL, PROTOCOL_VERSION
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
 
 DEFAULT_MAX_MEMORY_MIB = 2048
 _BUFFER = 1024 * 1024
+_REFERENCED = 256  # texts this long are sent as references into the payload (protocol 2)
+_PROBE = 64  # characters of such a text looked for in the payload before comparing it whole
+_TRIES = 8  # places the probe is tried at before the text is sent as it is
+_MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad request
+
+Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
 
 
 class _BadRequest(Exception):
@@ -96,9 +103,15 @@ class Session:
         self._load_error = load_error
         self._assembler: Any = None
         self._version: str | None = None
+        self.protocol = PROTOCOL_VERSION
+        # Protocol 2: each channel's event texts this case, with the reference each was sent as.
+        self._texts: dict[Channel, list[tuple[str, list[int] | None]]] = {}
+        self._ended = False  # the case had its error or its finish: skip what was planned after
+        self._frame = bytearray()  # the buffer framed payloads are read into
 
-    def answer(self, line: bytes) -> tuple[dict[str, Any], bool]:
-        """The reply to one request line, and whether the program should exit after it."""
+    def answer(self, line: bytes, source: IO[bytes] | None = None) -> tuple[dict[str, Any], bool]:
+        """The reply to one request line (`source` holds the bytes of a framed payload after
+        it), and whether the program should exit after it."""
         try:
             request = decode_line(line)
         except ValueError as exc:
@@ -106,56 +119,199 @@ class Session:
         seq = request.get("seq") if isinstance(request, dict) else None
         if not isinstance(seq, int) or isinstance(seq, bool):
             return _error(None, "bad_request", 'every request needs an integer "seq"'), False
+        if request.get("op") == "push" and "bytes" in request:
+            try:
+                request["data"] = self._framed(request["bytes"], source)
+            except _BadRequest as exc:
+                return _error(seq, "bad_request", str(exc)), False
         try:
             return self._dispatch(seq, request)
         except _BadRequest as exc:
             return _error(seq, "bad_request", str(exc)), False
         except TargetCrash as crash:
+            self._ended = True
             message = f"{crash.message}\n{crash.details}" if crash.details else crash.message
             return _error(seq, "crash", message), False
+
+    def _framed(self, size: Any, source: IO[bytes] | None) -> str:
+        """The payload of a protocol-2 push: `size` bytes of UTF-8 and a LF after the line.
+
+        They are read into one buffer kept from push to push (no fresh allocation of a large
+        payload's size each time), and decoded from there.
+        """
+        if self.protocol != FAST_PROTOCOL or source is None:
+            raise _BadRequest('"bytes" is protocol 2, which was not agreed in "hello"')
+        if type(size) is not int or not 0 <= size <= _MAX_FRAME:
+            raise _BadRequest('"bytes" must be a non-negative integer')
+        if len(self._frame) < size:
+            self._frame = bytearray(size)
+        view = memoryview(self._frame)[:size]
+        got = source.readinto(view)  # type: ignore[attr-defined]
+        if got != size or source.read(1) != b"\n":
+            raise _BadRequest(f"the payload after the request line is not {size} bytes and a LF")
+        try:
+            return str(view, "utf-8")
+        except UnicodeDecodeError as exc:
+            raise _BadRequest(f"the framed payload is not UTF-8: {exc}") from None
 
     def _dispatch(self, seq: int, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         op = request.get("op")
         if op == "hello":
-            if request.get("protocol") != PROTOCOL_VERSION:
-                asked = request.get("protocol")
+            asked = request.get("protocol")
+            if asked != PROTOCOL_VERSION or isinstance(asked, bool):
                 raise _BadRequest(f"protocol {asked!r} is not spoken here; {PROTOCOL_VERSION} is")
             if self._load_error is not None or self._factory is None:
                 raise _BadRequest(self._load_error or "no target")
             if self._version is None:
                 self._version = _version_of(self._factory)
+            accept = request.get("accept")
+            fast = isinstance(accept, list) and any(
+                v == FAST_PROTOCOL and type(v) is int for v in accept
+            )
+            self.protocol = FAST_PROTOCOL if fast else PROTOCOL_VERSION
             hello = {"name": self._spec, "version": self._version, "language": "python"}
-            return {"seq": seq, **hello, "protocol": PROTOCOL_VERSION}, False
+            return {"seq": seq, **hello, "protocol": self.protocol}, False
         if op == "new":
             if self._factory is None:
                 raise _BadRequest(self._load_error or "no target")
             self._assembler = None
+            self._texts = {}
+            self._ended = False
             self._assembler = new_assembler(self._factory)
             return {"seq": seq, "ok": True}, False
         if op == "push":
             data = request.get("data")
             if not isinstance(data, str):
                 raise _BadRequest('"push" needs a string "data"')
+            if self._ended and self.protocol == FAST_PROTOCOL:
+                return {"seq": seq, "skipped": True}, False
             step = push_step(self._open_assembler(), data, 0, say=True)
             if "error" in step:
+                self._ended = True
                 return _contract_error(seq, step), False
-            return {"seq": seq, "events": step["events"], "state": step["state"]}, False
+            events = step["events"]
+            if self.protocol == FAST_PROTOCOL:
+                events = [self._referenced(seq, data, event) for event in events]
+            return {"seq": seq, "events": events, "state": step["state"]}, False
         if op == "finish":
             capped = request.get("thinking_capped")
             if not isinstance(capped, bool):
                 raise _BadRequest('"finish" needs a boolean "thinking_capped"')
+            if self._ended and self.protocol == FAST_PROTOCOL:
+                return {"seq": seq, "skipped": True}, False
+            self._ended = True
             done = finish_step(self._open_assembler(), capped, say=True)
             if "error" in done:
                 return _contract_error(seq, done), False
-            return {"seq": seq, "completion": done["completion"]}, False
+            completion = done["completion"]
+            if self.protocol == FAST_PROTOCOL and self._texts:
+                completion = self._joined_completion(completion)
+            return {"seq": seq, "completion": completion}, False
         if op == "bye":
             return {"seq": seq, "ok": True}, True
         raise _BadRequest(f"unknown op {json.dumps(op)}")
+
+    # -- protocol 2: texts as references into the payloads they came from -------------------
+
+    def _referenced(self, seq: int, data: str, event: dict[str, Any]) -> dict[str, Any]:
+        """`event`, its long text replaced by a reference into `data` when it stands there as is."""
+        kind = event.get("type")
+        if kind == "tool_call_delta":
+            key, index = "arguments", event.get("index")
+            if type(index) is not int:
+                return event
+            channel: Channel = ("tool", index)
+        elif kind in ("content", "reasoning"):
+            key, channel = "text", (str(kind), 0)
+        else:
+            return event
+        text = event.get(key)
+        if type(text) is not str:
+            return event
+        ref = _find(data, text, seq) if len(text) >= _REFERENCED else None
+        self._texts.setdefault(channel, []).append((text, ref))
+        return event if ref is None else {**event, key: {"$text": [ref]}}
+
+    def _joined_completion(self, completion: dict[str, Any]) -> dict[str, Any]:
+        """`completion`, each text that is its events' texts joined sent as their references."""
+        completion = dict(completion)
+        for key, channel in (("content", ("content", 0)), ("reasoning_content", ("reasoning", 0))):
+            completion[key] = self._joined(completion.get(key), channel)
+        calls = completion.get("tool_calls")
+        if isinstance(calls, list):
+            completion["tool_calls"] = [
+                {**call, "arguments": self._joined(call.get("arguments"), ("tool", number))}
+                if isinstance(call, dict)
+                else call
+                for number, call in enumerate(calls)
+            ]
+        return completion
+
+    def _joined(self, value: Any, channel: Channel) -> Any:
+        texts = self._texts.get(channel)
+        if type(value) is not str or not texts or all(ref is None for _, ref in texts):
+            return value
+        if len(value) != sum(len(text) for text, _ in texts):
+            return value
+        position = 0
+        pieces: list[Any] = []
+        for text, ref in texts:
+            if not value.startswith(text, position):  # compared in place: no copy of the text
+                return value
+            position += len(text)
+            if ref is not None:
+                pieces.append(ref)
+            elif pieces and isinstance(pieces[-1], str):
+                pieces[-1] += text
+            else:
+                pieces.append(text)
+        return {"$text": pieces}
+
+    def encode(self, reply: dict[str, Any]) -> bytes:
+        """`reply` as its line. A value JSON cannot hold (NaN, an infinity) is sent as
+        `{"$number": "NaN"}` in protocol 2 and as a crash in protocol 1; anything else that cannot
+        be written is a crash reply, never the adapter's own traceback."""
+        try:
+            return encode_line(reply, ascii_only=False)
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            problem = f"{type(exc).__name__}: {exc}"
+        if self.protocol == FAST_PROTOCOL:
+            with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+                return encode_line(_numbers_marked(reply), ascii_only=False)
+        message = f"the assembler's result cannot be sent as JSON ({problem})"
+        return encode_line(_error(reply.get("seq"), "crash", message), ascii_only=False)
 
     def _open_assembler(self) -> Any:
         if self._assembler is None:
             raise _BadRequest('no case is open: send "new" first')
         return self._assembler
+
+
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _numbers_marked(value: Any) -> Any:
+    """`value` with each non-finite float as `{"$number": "NaN"}` (protocol 2)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"$number": _NON_FINITE[repr(value)]}
+    if isinstance(value, dict):
+        return {key: _numbers_marked(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_numbers_marked(item) for item in value]
+    return value
+
+
+def _find(data: str, text: str, seq: int) -> list[int] | None:
+    """`[seq, start, end]` where `text` stands in `data` as it is, or None."""
+    probe = text[:_PROBE]
+    start = data.find(probe)
+    for _ in range(_TRIES):
+        if start < 0:
+            return None
+        if data.startswith(text, start):
+            return [seq, start, start + len(text)]
+        start = data.find(probe, start + 1)
+    return None
 
 
 def _error(seq: int | None, kind: str, message: str) -> dict[str, Any]:
@@ -175,11 +331,11 @@ def _contract_error(seq: int, step: dict[str, Any]) -> dict[str, Any]:
 def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:
     """Answer every request line until `bye` or the end of input."""
     write: Callable[[bytes], object] = replies.write
-    for line in requests:
+    for line in iter(requests.readline, b""):
         if line.isspace():  # not strip(): that copies a 50 MB line
             continue
-        reply, done = session.answer(line)
-        write(encode_line(reply, ascii_only=False))
+        reply, done = session.answer(line, requests)
+        write(session.encode(reply))
         replies.flush()
         if done:
             return

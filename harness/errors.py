@@ -15,8 +15,13 @@ one `Error:` line with a hint, in exactly one place, and exits with the error's 
     Interrupted             (a KeyboardInterrupt) SIGINT, SIGTERM or SIGHUP stopped a command that
                             writes files: exit 128 + the signal's number, its temporary files gone
 
-A target's wrong answer, crash or hang is not an error here: it is a result (a `CaseResult` of
-`harness.check.runner`, with its status).
+A target's wrong answer, crash or hang is not a ConformError: it is a result of the case (a
+`CaseResult` of `harness.check.runner`, with its status). The drivers raise it as a `TargetFault`,
+a separate branch that the runner turns into that result (it never reaches the `Error:` line):
+
+    TargetFault             the target broke the contract in one case (a result, not exit 2)
+    └── TargetCrash         it raised something outside the contract, died, or wrote garbage
+        └── TargetTimeout   one call into it did not return within the time allowed
 """
 
 from __future__ import annotations
@@ -99,3 +104,20 @@ class Interrupted(KeyboardInterrupt):
     def exit_code(self) -> int:
         """128 + the signal's number, as a shell reports a death by that signal."""
         return 128 + self.signum
+
+
+class TargetFault(Exception):
+    """The target broke the contract in one case: reported as that case's result."""
+
+
+class TargetCrash(TargetFault):
+    """The target did something outside the contract; `details` holds its frames or stderr."""
+
+    def __init__(self, message: str, *, details: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class TargetTimeout(TargetCrash):
+    """One call into the target did not return within the time allowed for a call."""

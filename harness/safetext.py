@@ -86,11 +86,18 @@ def _depth_below(value: Any) -> int:
     return deepest
 
 
-def _leaf(value: Any, chars: int) -> Any:
+_LONGEST_INT_BITS = 4096  # longer integers are described, not written (Python caps int -> str)
+#: Non-finite numbers as JSON writers that allow them spell them (`NaN`, not Python's `nan`).
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _leaf(value: Any, chars: int, finite: bool = True) -> Any:
     if isinstance(value, str):
         return shorten_with_size(value, chars)
     if isinstance(value, float) and not math.isfinite(value):
-        return repr(value)
+        return _NON_FINITE[repr(value)] if finite else value
+    if isinstance(value, int) and value.bit_length() > _LONGEST_INT_BITS:  # str() would refuse it
+        return f"(an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits)"
     if value is None or isinstance(value, bool | int | float):
         return value
     try:
@@ -100,12 +107,15 @@ def _leaf(value: Any, chars: int) -> Any:
     return shorten_with_size(text, chars)
 
 
-def capped(value: Any, *, chars: int = FILE_STRING_CHARS, depth: int = FILE_DEPTH) -> Any:
+def capped(
+    value: Any, *, chars: int = FILE_STRING_CHARS, depth: int = FILE_DEPTH, finite: bool = True
+) -> Any:
     """A copy of `value` that JSON can hold and that stays small.
 
     Strings beyond `chars` are shortened (with their size), containers below `depth` levels are
     replaced by a note of how many levels were cut, keys become strings, non-finite numbers and
-    foreign objects their repr. Works with a stack, so any depth is fine.
+    foreign objects their repr. Works with a stack, so any depth is fine. Non-finite numbers
+    become the strings "NaN", "Infinity" and "-Infinity", or stay numbers when not `finite`.
     """
     root: list[Any] = [None]
     # (value, container to fill, key or index in it, its depth)
@@ -128,7 +138,7 @@ def capped(value: Any, *, chars: int = FILE_STRING_CHARS, depth: int = FILE_DEPT
                 stack.extend((v, copy, i, level + 1) for i, v in enumerate(item))
             parent[key] = copy
         else:
-            parent[key] = _leaf(item, chars)
+            parent[key] = _leaf(item, chars, finite)
     return root[0]
 
 
@@ -164,7 +174,9 @@ def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
         return "(absent)"
     # Capped first: a 10 MB string or a 10,000-level list costs no more than a short one.
     try:
-        text = json.dumps(capped(value, chars=limit, depth=max(limit // 8, 4)), ensure_ascii=False)
+        # NaN stays a number, shown bare as JSON writers that allow it do (`got NaN`).
+        short = capped(value, chars=limit, depth=max(limit // 8, 4), finite=False)
+        text = json.dumps(short, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
     return shorten(text, limit)

@@ -1808,7 +1808,7 @@ _FAILED_EARLY = (
 )
 
 #: Each real client's bug class (the miniatures above `BATTERY`), the case that catches it in plain
-#: mode, and a pattern its mismatch must contain (tests/test_miniatures.py).
+#: mode, and a pattern its mismatch must contain (tests/integration/test_miniatures.py).
 REAL_CLIENTS: dict[str, tuple[str, str]] = {
     "UpdatesLastCallOnly": (
         "r2_interleaved_tool_calls",

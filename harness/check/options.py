@@ -5,13 +5,14 @@ the rules of which options go together live here once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED, MODES
 from harness.check.results import FULL, LEVELS
+from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.inprocess import Driver
-from harness.drive.process import DEFAULT_TIMEOUT, check_driver_options, start_driver
+from harness.drive.spec import DriverSpec
 from harness.errors import ConformError
 from reference.choices import OUTCOMES, REFERENCE
 
@@ -23,7 +24,7 @@ class RunOptions:
     target: str | None = None  # module:Class, module:factory or file.py:Class
     exec_command: str | None = None  # a program speaking the line protocol, instead of `target`
     in_process: bool = False
-    timeout: float = DEFAULT_TIMEOUT  # seconds allowed for each case in a worker process
+    timeout: float = DEFAULT_TIMEOUT  # seconds allowed for each call into a worker process
     validate_protocol: bool = False
     jobs: int = 1
     suite_dirs: tuple[Path, ...] = ()  # none: the suite shipped with conform
@@ -34,15 +35,14 @@ class RunOptions:
     chosen_points: tuple[tuple[str, str], ...] = ()  # ("I3", "ignore"): that outcome required
     level: str = FULL  # the level of conformance judged: full, or completion
     name: str | None = None  # how reports name the target (default: its spec or command)
+    #: The target and how it runs, as the driver layer takes it: made and checked once, here.
+    driver: DriverSpec = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        check_driver_options(
-            self.target,
-            self.exec_command,
-            in_process=self.in_process,
-            timeout=self.timeout,
-            validate_protocol=self.validate_protocol,
+        spec = DriverSpec(
+            self.target, self.exec_command, self.in_process, self.timeout, self.validate_protocol
         )
+        object.__setattr__(self, "driver", spec.check())
         if self.jobs > 1 and self.in_process:
             raise ConformError("-j runs worker processes; it does not go with --in-process")
         if self.level not in LEVELS:
@@ -59,14 +59,12 @@ class RunOptions:
     @property
     def label(self) -> str:
         """The target as reports name it."""
-        if self.name is not None:
-            return self.name
-        return self.target if self.target is not None else str(self.exec_command)
+        return self.name if self.name is not None else self.driver.label
 
     @property
     def kind(self) -> str:
         """`python` for a TARGET, `exec` for an --exec program."""
-        return "python" if self.target is not None else "exec"
+        return self.driver.kind
 
     def rerun_args(self) -> tuple[str, ...]:
         """The options besides the target, suites, cases, modes and seed that a command
@@ -93,11 +91,6 @@ class RunOptions:
         return required or None
 
     def start_driver(self) -> Driver:
-        """A driver for the target, started (ConformError when it cannot start)."""
-        return start_driver(
-            self.target,
-            self.exec_command,
-            in_process=self.in_process,
-            timeout=self.timeout,
-            validate_protocol=self.validate_protocol,
-        )
+        """A driver for the target, started (ConformError when it cannot start); the options
+        were checked when these were made, so each `-j` worker only starts one."""
+        return self.driver.start()

@@ -45,6 +45,7 @@ from harness.check.results import (
 from harness.check.results import (
     Expectation as Expectation,
 )
+from harness.drive.base import plan_case
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
@@ -102,10 +103,13 @@ class _Play:
         *,
         limit: int | None,
         payloads: Iterable[Payload] | None = None,
+        then_finish: bool | None = None,
     ) -> bool:
         """Push the payloads (the first `limit`); True if the target erred where golden did not.
 
         `payloads` are the recording's, read beforehand (by default they are read as they go).
+        `then_finish` is the `thinking_capped` of the `finish` that follows, if one does: a driver
+        that can (a protocol-2 worker) is told the whole case first and sends it ahead.
         """
         case, driver, mutate = self.case, self.driver, self.mutate
         prefix = "" if self.cut is None else f"prefix[{self.cut}]."
@@ -113,6 +117,9 @@ class _Play:
         count = 0
         if payloads is None:
             payloads = iter_payloads(case.recording)
+        planned = self._plan(expected_steps, payloads, limit, then_finish)
+        if planned is not None:
+            payloads = planned[0]
         for index, payload in enumerate(payloads):
             if index == limit:
                 return False
@@ -124,7 +131,10 @@ class _Play:
                 raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
             self.step, self.line, self.at = index, line, PUSH
             count = index + 1
-            pushed = payload.data if mutate is None else mutate(index, payload.data)
+            if planned is not None and index < len(planned[1]):
+                pushed = planned[1][index]
+            else:
+                pushed = payload.data if mutate is None else mutate(index, payload.data)
             self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
             actual = driver.push(pushed, line)
             said = actual.pop(SAID, None)
@@ -143,6 +153,28 @@ class _Play:
         if limit is None and next(expected_iter, None) is not None:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
+
+    def _plan(
+        self,
+        expected_steps: Iterable[dict[str, Any]],
+        payloads: Iterable[Payload],
+        limit: int | None,
+        then_finish: bool | None,
+    ) -> tuple[list[Payload], list[str]] | None:
+        """The payloads and what is pushed for each, when the driver takes them as a plan: up to
+        the golden file's error step (after which nothing is pushed), or all and the finish."""
+        if not hasattr(self.driver, "plan") or not isinstance(expected_steps, list):
+            return None
+        read = list(itertools.islice(payloads, limit))
+        stop = next((i for i, step in enumerate(expected_steps) if "error" in step), None)
+        erring = stop is not None and stop < len(read)
+        mutate = self.mutate
+        pushed = [
+            p.data if mutate is None else mutate(index, p.data)
+            for index, p in enumerate(read[: stop + 1 if erring and stop is not None else None])
+        ]
+        plan_case(self.driver, pushed, finish=None if erring else then_finish)
+        return read, pushed
 
     def start_case(self) -> None:
         """A fresh assembler in the target (a crash here is reported at `new`)."""
@@ -214,7 +246,7 @@ def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: 
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
         play.cut = cut
         play.start_case()
-        ended_early = play.push_all(steps, limit=cut, payloads=payloads)
+        ended_early = play.push_all(steps, limit=cut, payloads=payloads, then_finish=capped)
         play.finish(expected, capped=capped, ended_early=ended_early)
         if play.found:
             return
@@ -301,9 +333,10 @@ def _attempt(
             _play_truncated(play, golden, seed=seed, choices=choices)
         else:
             play.start_case()
-            ended_early = play.push_all(golden["steps"], limit=None)
+            capped: bool = golden["thinking_capped"]
+            then = capped if "finish" in golden else None
+            ended_early = play.push_all(golden["steps"], limit=None, then_finish=then)
             if "finish" in golden:
-                capped: bool = golden["thinking_capped"]
                 play.finish(golden["finish"], capped=capped, ended_early=ended_early)
     except TargetCrash as exc:
         status = TIMED_OUT if isinstance(exc, TargetTimeout) else CRASHED

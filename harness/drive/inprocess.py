@@ -16,8 +16,9 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from harness.drive.base import Driver
 from harness.drive.normalize import (
     SAID,
     NormalizeError,
@@ -26,46 +27,26 @@ from harness.drive.normalize import (
     normalize_error,
     normalize_events,
     read_state,
+    text_of,
 )
-from harness.errors import TargetError
+from harness.errors import TargetCrash, TargetError, TargetTimeout
+
+__all__ = [
+    "Driver",
+    "Factory",
+    "InProcessDriver",
+    "TargetCrash",
+    "TargetTimeout",
+    "finish_step",
+    "load_target",
+    "new_assembler",
+    "push_step",
+    "split_spec",
+]
 
 Factory = Callable[[], Any]
 
 _TRACEBACK_FRAMES = 4
-
-
-class TargetCrash(Exception):
-    """The target did something outside the contract."""
-
-    def __init__(self, message: str, *, details: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
-
-
-class TargetTimeout(TargetCrash):
-    """The target did not answer within the time allowed for a case."""
-
-
-class Driver(Protocol):
-    """How the runner talks to a target, wherever it runs: one case at a time, one call a step.
-
-    `push` and `finish` return golden-schema objects; anything outside the contract raises
-    `TargetCrash` (or `TargetTimeout`), after which the runner calls `start_case` again before
-    the next case (a driver that runs the target elsewhere restarts it there).
-    """
-
-    def start_case(self) -> None: ...
-
-    def push(self, data: str, line: int) -> dict[str, Any]: ...
-
-    def finish(self, thinking_capped: bool) -> dict[str, Any]: ...
-
-    def case_stderr(self) -> str:
-        """What the target wrote to stderr in the current case, shortened ("" when nothing)."""
-        ...
-
-    def close(self) -> None: ...
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -99,8 +80,42 @@ def _import_file(path: Path) -> Any:
     return module
 
 
+def _shadowed(name: str) -> str | None:
+    """Where a module or package `name`'s top level stands in the current directory when an import
+    of `name` would not load it (conform's own `reference` or `harness`, a module already
+    imported, one found earlier on the path); None when the import would load it."""
+    top = name.partition(".")[0]
+    here = Path.cwd()
+    local = [path for path in (here / f"{top}.py", here / top) if path.exists()]
+    if not local or (local[0].is_dir() and not any(local[0].glob("*.py"))):
+        return None
+    module = sys.modules.get(top)
+    if module is not None:
+        origins = [getattr(module, "__file__", None), *getattr(module, "__path__", [])]
+    else:
+        try:
+            spec = importlib.util.find_spec(top)
+        except (ImportError, ValueError):
+            return None
+        if spec is None:
+            return None
+        origins = [spec.origin, *(spec.submodule_search_locations or [])]
+    for origin in origins:
+        if origin and Path(origin).resolve().is_relative_to(here.resolve()):
+            return None
+    return str(local[0].relative_to(here))
+
+
 def _import_module(name: str) -> Any:
     _cwd_importable()
+    shadowed = _shadowed(name)
+    if shadowed is not None:
+        file = f"{shadowed}/__init__.py" if not shadowed.endswith(".py") else shadowed
+        raise TargetError(
+            f"'{name}' would not import ./{shadowed} from the current folder but another module "
+            f"of that name (conform's own, or one already imported)",
+            hint=f"name the file instead, e.g. ./{file}:ATTRIBUTE, or rename your module",
+        )
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
@@ -153,7 +168,7 @@ def load_target(spec: str) -> Factory:
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
-def _crash(exc: BaseException, doing: str) -> TargetCrash:
+def _crash(exc: BaseException, doing: str, *, then: BaseException | None = None) -> TargetCrash:
     # Only the target's frames: not the harness's own calls into it (one, or more when a reader
     # in normalize.py calls a property of the target).
     frames = [
@@ -163,9 +178,11 @@ def _crash(exc: BaseException, doing: str) -> TargetCrash:
     ][-_TRACEBACK_FRAMES:]
     lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
-    return TargetCrash(
-        f"{doing} raised {type(exc).__name__}: {exc}", details="".join(lines).rstrip()
-    )
+    message = f"{doing} raised {type(exc).__name__}: {text_of(exc)}"
+    if then is not None:  # reading the exception itself raised: both are the target's
+        message += f"; then reading it raised {type(then).__name__}: {text_of(then)}"
+        lines += ["\n", _crash(then, "reading it").details, "\n"]
+    return TargetCrash(message, details="".join(lines).rstrip())
 
 
 def new_assembler(factory: Factory) -> Any:
@@ -184,10 +201,16 @@ def new_assembler(factory: Factory) -> Any:
 def _error_step(exc: BaseException, doing: str, *, say: bool) -> dict[str, Any]:
     """`{"error": ...}` for an exception of the contract's kinds (with the target's words under
     `SAID` when `say`); TargetCrash for any other."""
-    error = normalize_error(exc)
+    try:
+        error = normalize_error(exc)
+        said = error_said(exc, error["kind"]) if say and error is not None else ""
+    except KeyboardInterrupt:
+        raise
+    except BaseException as inner:  # a `kind` or `message` property of the target's that raises
+        raise _crash(exc, doing, then=inner) from None
     if error is None:
         raise _crash(exc, doing) from None
-    return {"error": error, SAID: error_said(exc, error["kind"])} if say else {"error": error}
+    return {"error": error, SAID: said} if say else {"error": error}
 
 
 def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dict[str, Any]:
@@ -202,9 +225,17 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
         return {"line": line, **_error_step(exc, "push", say=say)}
     try:
-        return {"line": line, "events": normalize_events(events), "state": read_state(assembler)}
+        normalized = normalize_events(events)
     except NormalizeError as exc:
         raise TargetCrash(f"push returned something conform cannot read: {exc}") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # a property of an event that raises
+        raise _crash(exc, "reading the events push returned") from None
+    try:
+        return {"line": line, "events": normalized, "state": read_state(assembler)}
+    except NormalizeError as exc:
+        raise TargetCrash(f"the state after push is something conform cannot read: {exc}") from None
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # a state reader that raises

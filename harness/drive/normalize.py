@@ -9,6 +9,7 @@ cannot be read this way raises `NormalizeError`, which the runner reports as a c
 from __future__ import annotations
 
 import enum
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -33,6 +34,54 @@ STATE_FIELDS = ("id", "reasoning_tokens", "in_reasoning", "is_finished")
 #: Scalars that need no conversion (the fast path of reading the state).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
 _MISSING = object()
+#: Integers longer than this are a target's mistake conform does not compare (nor print: Python
+#: refuses to turn an integer of more than 4,300 digits into text).
+MAX_INT_BITS = 4096
+_LOG10_2 = 0.30103
+
+
+class _Repr(reprlib.Repr):
+    """reprlib's, but a repr that raises is named without a memory address (reports are
+    compared across runs)."""
+
+    def repr_instance(self, x: Any, level: int) -> str:
+        try:
+            text = repr(x)
+        except Exception as exc:  # a target's __repr__ that raises or recurses
+            return f"<a {type(x).__name__} whose repr raised {type(exc).__name__}>"
+        if not isinstance(text, str):
+            return f"<a {type(x).__name__}>"
+        return text if len(text) <= self.maxother else text[: self.maxother - 1] + "…"
+
+
+_REPR = _Repr()
+_REPR.maxlevel = 4
+_REPR.maxstring = _REPR.maxother = 120
+
+
+def described(value: Any) -> str:
+    """A short repr of a target's value, whatever it is: deep lists are cut at a few levels, a
+    repr that raises or recurses is named instead of shown (never raises)."""
+    try:
+        return _REPR.repr(value)
+    except Exception as exc:
+        return f"<a {type(value).__name__} whose repr raised {type(exc).__name__}>"
+
+
+def text_of(exc: BaseException) -> str:
+    """`str(exc)`, or a note when the target's `__str__` raises or recurses (never raises)."""
+    try:
+        text = str(exc)
+    except Exception as inner:
+        return f"<{type(exc).__name__}.__str__ raised {type(inner).__name__}>"
+    return text if isinstance(text, str) else described(text)
+
+
+def _too_long(value: int, where: str) -> NormalizeError:
+    digits = int(value.bit_length() * _LOG10_2) + 1
+    return NormalizeError(
+        f"{where} is an integer of about {digits:,} digits, beyond what any field can hold"
+    )
 
 
 class NormalizeError(Exception):
@@ -48,15 +97,19 @@ def _get(obj: Any, name: str) -> Any:
 def _scalar(value: Any, where: str) -> Any:
     if isinstance(value, enum.Enum):
         value = value.value
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise _too_long(value, where)
     if value is None or isinstance(value, (str, int, float)):
         return value
-    raise NormalizeError(f"{where} is a {type(value).__name__}, not a JSON scalar: {value!r}")
+    raise NormalizeError(
+        f"{where} is a {type(value).__name__}, not a JSON scalar: {described(value)}"
+    )
 
 
 def _field(obj: Any, name: str, where: str) -> Any:
     value = _get(obj, name)
     if value is _MISSING:
-        raise NormalizeError(f"{where} has no field '{name}': {obj!r}")
+        raise NormalizeError(f"{where} has no field '{name}': {described(obj)}")
     return _scalar(value, f"{where}.{name}")
 
 
@@ -77,12 +130,12 @@ def _event_type(event: Any) -> str:
             name = _CLASS_TYPES.get(declared, declared.lower())
             if name in EVENT_FIELDS:
                 return name
-        raise NormalizeError(f"event has an unknown type {declared!r}: {event!r}")
+        raise NormalizeError(f"event has an unknown type {described(declared)}: {described(event)}")
     by_class = _CLASS_TYPES.get(type(event).__name__)
     if by_class is None:
         raise NormalizeError(
-            f"cannot tell the type of event {event!r}: give it a 'type' field or name its class "
-            "Progress, Reasoning, Content or ToolCallDelta"
+            f"cannot tell the type of event {described(event)}: give it a 'type' field or name "
+            "its class Progress, Reasoning, Content or ToolCallDelta"
         )
     return by_class
 
@@ -144,7 +197,10 @@ def read_state(assembler: Any) -> dict[str, Any]:
             raise NormalizeError(f"the assembler has no '{name}' reader")
         if callable(value):
             value = value()
-        state[name] = value if type(value) in _PLAIN else _scalar(value, f"state.{name}")
+        plain = type(value) in _PLAIN and not (
+            type(value) is int and value.bit_length() > MAX_INT_BITS
+        )
+        state[name] = value if plain else _scalar(value, f"state.{name}")
     return state
 
 
@@ -153,10 +209,10 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
     where = "completion"
     tool_calls = _get(completion, "tool_calls")
     if tool_calls is _MISSING or tool_calls is None:
-        raise NormalizeError(f"{where} has no field 'tool_calls': {completion!r}")
+        raise NormalizeError(f"{where} has no field 'tool_calls': {described(completion)}")
     timings = _get(completion, "timings")
     if timings is _MISSING:
-        raise NormalizeError(f"{where} has no field 'timings': {completion!r}")
+        raise NormalizeError(f"{where} has no field 'timings': {described(completion)}")
     return {
         "id": _field(completion, "id", where),
         "content": _field(completion, "content", where),
@@ -199,7 +255,7 @@ SAID = "said"
 def error_said(exc: BaseException, kind: str) -> str:
     """`kind: message` for a contract error, the message as the exception gives it."""
     message = getattr(exc, "message", None)
-    return f"{kind}: {message if isinstance(message, str) else exc}"
+    return f"{kind}: {message if isinstance(message, str) else text_of(exc)}"
 
 
 def normalize_error(exc: BaseException) -> dict[str, Any] | None:
@@ -210,4 +266,4 @@ def normalize_error(exc: BaseException) -> dict[str, Any] | None:
     if kind != "server":
         return {"kind": kind}
     message = getattr(exc, "message", None)
-    return {"kind": kind, "message": message if isinstance(message, str) else str(exc)}
+    return {"kind": kind, "message": message if isinstance(message, str) else text_of(exc)}

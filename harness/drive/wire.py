@@ -43,15 +43,20 @@ def encode_line(message: Any, *, ascii_only: bool) -> bytes:
         else:
             if not ascii_only or data.isascii():
                 return data + b"\n"
-    # ASCII here either way: `json` escapes a lone surrogate only then.
-    return json.dumps(message, separators=(",", ":")).encode("ascii") + b"\n"
+    # ASCII here either way: `json` escapes a lone surrogate only then. NaN and the infinities
+    # are not JSON: ValueError, as for an integer too long to write.
+    return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (docs/protocol.md: numbers are finite)")
 
 
 def decode_line(line: bytes) -> Any:
     """One JSON line as `json.loads` reads it; ValueError (or UnicodeDecodeError) when it is not
-    JSON. msgspec first; what it refuses (`NaN`, a lone surrogate escape, a huge integer) is asked
-    again of `json`, which also names what is wrong."""
+    JSON, bare `NaN` and `Infinity` included. msgspec first; what it refuses (a lone surrogate
+    escape, a huge integer, `NaN`) is asked again of `json`, which also names what is wrong."""
     try:
         return _decode(line)
     except (msgspec.DecodeError, RecursionError):
-        return json.loads(line.decode("utf-8"))
+        return json.loads(line.decode("utf-8"), parse_constant=_not_json)

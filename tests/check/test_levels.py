@@ -10,10 +10,9 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import msgspec
-from click.testing import CliRunner
 
 import reference
-from harness.cli import main
+from tests.conftest import invoke
 
 THIS = Path(__file__).resolve()
 SELECT = ("-k", "llama-server/*", "-k", "synthetic/r2_*", "-k", "synthetic/r8_*")
@@ -54,9 +53,7 @@ class WrongCompletion(reference.Assembler):
 
 def run(tmp_path: Path, target: str, *args: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(
-        main, ["run", f"{THIS}:{target}", "--in-process", *SELECT, *args, "--json", str(out)]
-    )
+    result = invoke("run", f"{THIS}:{target}", "--in-process", *SELECT, *args, "--json", str(out))
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(out.read_text(encoding="utf-8"))
 
@@ -80,10 +77,9 @@ def test_the_completion_level_still_fails_a_wrong_completion(tmp_path: Path) -> 
 
 def test_the_matrix_shows_a_target_at_its_level_never_higher(tmp_path: Path) -> None:
     out = tmp_path / "m.json"
-    result = CliRunner().invoke(
-        main,
-        ["matrix", f"snap={THIS}:SnapshotEvents", *SELECT, "--mode", "plain",
-         "--level", "completion", "--json", str(out)],
+    result = invoke(
+        "matrix", f"snap={THIS}:SnapshotEvents", *SELECT, "--mode", "plain",
+        "--level", "completion", "--json", out,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text(encoding="utf-8"))

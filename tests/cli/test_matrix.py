@@ -64,9 +64,8 @@ def test_four_shards_merge_into_the_matrix_of_one_run(tmp_path: Path) -> None:
         for k in range(1, 5):
             path = tmp_path / f"{default_label(target, 'python')}-{k}.json"
             result = invoke(
-                "run", target, *SELECT, *MODES, "--shard", f"{k}/4", "-q", "--json", str(path),
-                "--in-process",  # the live matrix below runs workers: reports agree either way
-            )  # fmt: skip
+                "run", target, *SELECT, *MODES, "--shard", f"{k}/4", "-q", "--json", str(path)
+            )
             assert result.exit_code in (0, 1), result.output
             shard = json.loads(path.read_text(encoding="utf-8"))
             assert shard["shard"] == {"index": k, "count": 4}
@@ -77,7 +76,7 @@ def test_four_shards_merge_into_the_matrix_of_one_run(tmp_path: Path) -> None:
     whole = []
     for target in ("reference:Assembler", BAD):
         path = tmp_path / f"whole-{default_label(target, 'python')}.json"
-        invoke("run", target, *SELECT, *MODES, "-q", "--json", str(path), "--in-process")
+        invoke("run", target, *SELECT, *MODES, "-q", "--json", str(path))
         whole += ["--from", str(path)]
     whole_code, one = matrix_json(tmp_path, *whole, name="one.json")
     assert comparable(merged) == comparable(one)

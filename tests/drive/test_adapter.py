@@ -16,7 +16,8 @@ import pytest
 from harness.check.modes import PLAIN, UNKNOWN_FIELDS
 from harness.check.runner import CaseResult, run
 from harness.drive.inprocess import InProcessDriver, load_target
-from harness.drive.process import ProcessDriver, python_target_driver
+from harness.drive.process import ProcessDriver
+from harness.drive.spec import python_target_driver
 from harness.suite.cases import Suite
 from tests.conftest import conform
 from tests.programs.mini_suite import BAD, CASES

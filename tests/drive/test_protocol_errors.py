@@ -39,6 +39,7 @@ def scripted(script: str) -> ProcessDriver:
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
+STATE = '{"id": "c1", "reasoning_tokens": 0, "in_reasoning": false, "is_finished": false}'
 
 
 @pytest.mark.parametrize(
@@ -70,6 +71,19 @@ DEEP = "[" * 100_000 + "]" * 100_000
          "bad reply to finish: a reply to finish needs an object 'completion'"),
         ("new", '{"seq": {seq}, "error": {"kind": "protocol", "message": "no"}}',
          'the program answered new with error "protocol" in new: no'),
+        # The protocol's own rules hold without --validate-protocol: JSON has no NaN, and a reply
+        # holds only the fields the protocol defines (docs/protocol.md, Values).
+        ("push", '{"seq": {seq}, "events": [], "state": ' + STATE.replace("0,", "NaN,") + "}",
+         "the program wrote a line that is not JSON in reply to push"),
+        ("push", '{"seq": {seq}, "events": [], "state": ' + STATE + ', "zzz": 1}',
+         "bad reply to push: unknown field $.zzz"),
+        ("push", '{"seq": {seq}, "events": [{"type": "content", "text": "Hi", "zzz": 1}], '
+         '"state": ' + STATE + "}",
+         "bad reply to push: unknown field $.events[0].zzz"),
+        ("push", '{"seq": {seq}, "events": [], "state": ' + STATE.replace("}", ', "zzz": 1}') + "}",
+         "bad reply to push: unknown field $.state.zzz"),
+        ("finish", '{"seq": {seq}, "completion": {"zzz": 1}}',
+         "bad reply to finish: unknown field $.completion.zzz"),
     ],
 )  # fmt: skip
 def test_each_malformed_reply_crashes_the_case_with_its_message(

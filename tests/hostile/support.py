@@ -1,24 +1,13 @@
-"""What the class-by-class hostile tests share: `conform` through its own error handler, and a
-small suite of their own to break."""
+"""What the class-by-class hostile tests share: a small suite of their own to break (`conform`
+itself is `tests.conftest.conform`)."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from harness.cli import main
-
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "llama-server/content_stop"
-
-
-def conform(*args: str | Path) -> tuple[int, str]:
-    """Exit code and output (stderr too) of `conform ARGS`; fails on an escaped exception."""
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
-    return result.exit_code, result.output
 
 
 def small_suite(folder: Path, *cases: str) -> Path:

@@ -127,3 +127,104 @@ class HangsInInit(_Base):
 
 class Large(_Base):
     """The reference, for the large-payload case (a name of its own in reports)."""
+
+
+class Daemonizes(_Base):
+    """With every new assembler, starts a daemon: a double fork and `setsid`, so the survivor is
+    in another session and process group, its parent gone (it sleeps five minutes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _mark("daemon")
+                for fd in (0, 1, 2):  # a daemon lets go of the pipes
+                    os.close(fd)
+                time.sleep(300)
+            os._exit(0)
+        os.wait()
+
+
+# -- odd values (issue 21 class 8): what a target returns must never break the harness ----------
+
+
+def _deep(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+class _OddError(Exception):
+    kind = "protocol"
+
+
+class _KindRaisesError(Exception):
+    @property
+    def kind(self) -> str:
+        raise RuntimeError("the kind property exploded")
+
+
+class _StrRaisesError(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("the __str__ exploded")
+
+
+class _StrRaisesProtocolError(_OddError):
+    def __str__(self) -> str:
+        raise RuntimeError("the __str__ exploded")
+
+
+class _RecursiveRepr:
+    def __repr__(self) -> str:
+        return repr(self)
+
+
+class HugeInteger(_Base):
+    """reasoning_tokens is an integer of 100,000 digits."""
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return 10**100_000
+
+
+class KindRaises(_Base):
+    def act(self, pushes: int) -> None:
+        raise _KindRaisesError("push failed")
+
+
+class StrRaises(_Base):
+    def act(self, pushes: int) -> None:
+        raise _StrRaisesError()
+
+
+class StrRaisesProtocol(_Base):
+    def act(self, pushes: int) -> None:
+        raise _StrRaisesProtocolError()
+
+
+class DeepEvents(_Base):
+    """push returns a list 10,000 levels deep."""
+
+    def push(self, data: str) -> list[Any]:
+        self.inner.push(data)
+        return [_deep(10_000)]
+
+
+class DeepId(_Base):
+    @property
+    def id(self) -> Any:
+        return _deep(10_000)
+
+
+class RecursiveReprId(_Base):
+    @property
+    def id(self) -> Any:
+        return _RecursiveRepr()
+
+
+class NaNTokens(_Base):
+    @property
+    def reasoning_tokens(self) -> Any:
+        return float("nan")

@@ -10,7 +10,8 @@ from pathlib import Path
 from harness.check.modes import MODES
 from harness.check.runner import FAILED, PASSED, CaseResult, Mismatch
 from harness.check.xfail import XfailList, baseline_text, parse_lines, write_baseline
-from tests.hostile.support import conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import small_suite
 
 
 def _failed(case: str, mode: str) -> CaseResult:

@@ -17,7 +17,8 @@ import pytest
 
 from harness import files
 from harness.seconds import MAX_SECONDS, Seconds
-from tests.hostile.support import CASE, ROOT, conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import CASE, ROOT, small_suite
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.hostile.support import CASE, conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import CASE, small_suite
 
 
 def test_an_empty_k_is_named_and_explained(tmp_path: Path) -> None:

@@ -10,14 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from harness.check.runner import PASSED, CaseResult
-from harness.cli import main
 from harness.reports.github import github_summary
 from harness.reports.junit import junit_xml
 from harness.reports.matrix import Column, markdown, matrix, verdict
 from harness.reports.report import Report, RunInfo, json_report
+from tests.conftest import invoke
 
 RESULTS = tuple(
     CaseResult(f"synthetic/c{n}", "plain", f"synthetic/c{n}.sse", PASSED, 0.01, pins=("R1",))
@@ -65,9 +64,7 @@ def test_a_complete_run_is_not_marked() -> None:
 def test_matrix_from_an_interrupted_report_is_partial_and_fails(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     report.write_text(json.dumps(json_report(RESULTS, replace(WHOLE, interrupted=True))))
-    out = CliRunner().invoke(
-        main, ["matrix", "--from", str(report), "--json", str(tmp_path / "m.json")]
-    )
+    out = invoke("matrix", "--from", str(report), "--json", str(tmp_path / "m.json"))
     assert out.exit_code == 1, out.output
     assert "(partial: interrupted)" in out.output
     assert json.loads((tmp_path / "m.json").read_text())["partial"] == ["t"]  # its label

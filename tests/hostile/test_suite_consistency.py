@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.safetext import printable
-from tests.hostile.support import CASE, conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import CASE, small_suite
 
 SSE = 'data: {"id":"a","choices":[{"delta":{"content":"x"},"finish_reason":"stop"}]}\n\n'
 

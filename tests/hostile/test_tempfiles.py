@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from harness.files import stale_temp_files
-from tests.hostile.support import CASE, ROOT, conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import CASE, ROOT, small_suite
 
 WRITER = """\
 import sys, time

@@ -13,7 +13,8 @@ import pytest
 
 from harness.errors import ConformError, WriteError
 from harness.files import check_outputs, same_file, write_atomically, write_report
-from tests.hostile.support import CASE, ROOT, conform, small_suite
+from tests.conftest import conform
+from tests.hostile.support import CASE, ROOT, small_suite
 
 
 def _read_fifo(path: Path, into: list[bytes]) -> threading.Thread:

@@ -11,6 +11,7 @@ where a missing client is a failure.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -84,19 +85,26 @@ def _require(client: Client) -> None:
 
 @pytest.mark.parametrize("label", sorted(CLIENTS_BY_LABEL))
 def test_the_adapter_fails_exactly_its_baseline(
-    label: str, monkeypatch: pytest.MonkeyPatch
+    label: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     client = CLIENTS_BY_LABEL[label]
     _require(client)
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network when importing
     baseline = CLIENTS / client.baseline
+    report = tmp_path / "report.json"
     result = invoke(
         "run", *client.target(), "--xfail", str(baseline), "-q", "-j", "2", "--timeout", "60",
-    )
+        "--json", str(report),
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     totals = re.search(r"(\d+) passed, (\d+) xfailed \(", result.output)
     assert totals is not None, result.output
     assert int(totals.group(1)) > 0 and int(totals.group(2)) > 0, result.output
+    # Hundreds of expected failures, a handful of causes: each a problem with its reproducer.
+    problems = json.loads(report.read_text(encoding="utf-8"))["problems"]
+    failing = int(totals.group(2))
+    assert 0 < len(problems) <= 60 and len(problems) * 4 < failing, [p["title"] for p in problems]
+    assert all(p["command"].startswith("conform run ") and p["cases"] for p in problems)
 
 
 def test_every_shipped_adapter_is_gated() -> None:

@@ -30,6 +30,10 @@ def serve(hook: Hook) -> None:
     pushes = 0
     for line in sys.stdin:
         request = json.loads(line)
+        if request["op"] == "hello" and "accept" in request:
+            # These programs speak protocol 1 (one request, one line): decline the offer of 2.
+            del request["accept"]
+            line = json.dumps(request)
         if request["op"] == "new":
             pushes = 0
         elif request["op"] == "push":

@@ -10,11 +10,10 @@ from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-from click.testing import CliRunner
 
 from harness.check.runner import FAILED, CaseResult, Crash, Mismatch
-from harness.cli import main
 from harness.reports.problems import cause, group
+from tests.conftest import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIATURES = ROOT / "tests" / "miniatures.py"
@@ -23,7 +22,7 @@ SCHEMA = json.loads((ROOT / "harness/schemas/report.schema.json").read_text(enco
 
 def run_json(tmp_path: Path, target: str, *args: str) -> dict[str, Any]:
     out = tmp_path / "r.json"
-    result = CliRunner().invoke(main, ["run", target, "--in-process", *args, "--json", str(out)])
+    result = invoke("run", target, "--in-process", *args, "--json", str(out))
     assert result.exit_code == 1, result.output
     document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(document, SCHEMA)
@@ -63,12 +62,12 @@ def _size(case: str) -> int:
 
 def test_the_text_report_ends_with_the_problems_and_problems_prints_only_them() -> None:
     target = f"{MINIATURES}:LastToolCallIdWins"
-    out = CliRunner().invoke(main, ["run", target, "--in-process"])
+    out = invoke("run", target, "--in-process")
     assert out.exit_code == 1
     lines = out.output.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("distinct problems: "))
     assert lines[at + 1].startswith("  1. ") and "rerun: conform run" in lines[at + 2]
-    only = CliRunner().invoke(main, ["run", target, "--in-process", "--problems"])
+    only = invoke("run", target, "--in-process", "--problems")
     assert only.exit_code == 1
     assert only.output.startswith("## Problem 1 of ")
     assert "FAIL " not in only.output  # no per-case blocks

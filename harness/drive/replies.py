@@ -1,0 +1,244 @@
+"""The rules every reply follows whatever checks are asked for: no unknown field, and (in protocol
+2) text references that point into the case's own payloads (docs/protocol.md).
+
+Both walk only the few objects of a reply (events, state, completion, its tool calls and timings),
+so they cost microseconds a reply and run on every one; the JSON Schemas of
+`--validate-protocol` check the rest of a reply's form.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from harness.drive.normalize import TIMINGS_FIELDS
+from harness.errors import ConformError
+
+_TOP = {
+    "hello": frozenset({"seq", "name", "version", "language", "protocol"}),
+    "new": frozenset({"seq", "ok"}),
+    "bye": frozenset({"seq", "ok"}),
+    "push": frozenset({"seq", "events", "state"}),
+    "finish": frozenset({"seq", "completion"}),
+}
+_ERROR_REPLY = frozenset({"seq", "error"})
+_ERROR = frozenset({"kind", "message"})
+_EVENTS = {
+    "progress": frozenset({"type", "total", "cache", "processed", "time_ms"}),
+    "reasoning": frozenset({"type", "text"}),
+    "content": frozenset({"type", "text"}),
+    "tool_call_delta": frozenset({"type", "index", "id", "name", "arguments"}),
+}
+_STATE = frozenset({"id", "reasoning_tokens", "in_reasoning", "is_finished"})
+_COMPLETION = frozenset(
+    {
+        "id",
+        "content",
+        "reasoning_content",
+        "tool_calls",
+        "finish_reason",
+        "timings",
+        "reasoning_tokens",
+        "thinking_capped",
+    }
+)
+_TOOL_CALL = frozenset({"id", "name", "arguments"})
+_TIMINGS = frozenset(TIMINGS_FIELDS)
+_TEXT_REF = "$text"
+
+
+def _extra(value: Any, known: frozenset[str], where: str) -> str | None:
+    if isinstance(value, dict):
+        for key in value:
+            if key not in known:
+                return f"{where}.{key}" if isinstance(key, str) else where
+    return None
+
+
+def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
+    """The JSON path of the first field of `reply` that the protocol does not define, or None.
+
+    Only the objects whose fields the protocol lists are looked into; a value of a wrong type is
+    left to the comparison (a mismatch) or to `--validate-protocol`.
+    """
+    if "error" in reply:
+        return _extra(reply, _ERROR_REPLY, "$") or _extra(reply["error"], _ERROR, "$.error")
+    found = _extra(reply, _TOP.get(op, frozenset()), "$")
+    if found is not None or op not in ("push", "finish"):
+        return found
+    if op == "push":
+        events = reply.get("events")
+        for number, event in enumerate(events if isinstance(events, list) else ()):
+            if isinstance(event, dict):
+                known = _EVENTS.get(event.get("type"), _EVENTS["tool_call_delta"])  # type: ignore[arg-type]
+                found = found or _extra(event, known, f"$.events[{number}]")
+        return found or _extra(reply.get("state"), _STATE, "$.state")
+    completion = reply.get("completion")
+    found = _extra(completion, _COMPLETION, "$.completion")
+    if found is None and isinstance(completion, dict):
+        calls = completion.get("tool_calls")
+        for number, call in enumerate(calls if isinstance(calls, list) else ()):
+            found = found or _extra(call, _TOOL_CALL, f"$.completion.tool_calls[{number}]")
+        found = found or _extra(completion.get("timings"), _TIMINGS, "$.completion.timings")
+    return found
+
+
+Slices = dict[tuple[int, int, int], str]  # texts resolved this case, reused (not copied) later
+
+
+def _text(
+    value: Any, payloads: dict[int, str], where: str, slices: Slices
+) -> tuple[str | None, str | None]:
+    """(the text a reference stands for, None) or (None, what is wrong with it)."""
+    pieces = value.get(_TEXT_REF)
+    if len(value) != 1 or not isinstance(pieces, list):
+        return None, f'{where} must be a string or {{"$text": [piece, ...]}}'
+    parts: list[str] = []
+    for number, piece in enumerate(pieces):
+        if isinstance(piece, str):
+            parts.append(piece)
+            continue
+        ok = (
+            isinstance(piece, list)
+            and len(piece) == 3
+            and all(type(n) is int for n in piece)
+            and piece[0] in payloads
+        )
+        if not ok:
+            return None, f"{where}.$text[{number}] must be a string or [seq, start, end]"
+        seq, start, end = piece
+        data = payloads[seq]
+        if not 0 <= start <= end <= len(data):
+            return None, (
+                f"{where}.$text[{number}] is [{seq}, {start}, {end}], outside the {len(data):,} "
+                f"characters of push {seq}'s data"
+            )
+        key = (seq, start, end)
+        text = slices.get(key)
+        if text is None:  # the completion's text is often one event's: the same string object
+            text = slices[key] = data[start:end]
+        parts.append(text)
+    return "".join(parts), None
+
+
+def _resolve_in(
+    obj: Any, key: str, payloads: dict[int, str], where: str, slices: Slices
+) -> str | None:
+    if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices)
+        if problem is not None:
+            return problem
+        obj[key] = text
+    return None
+
+
+def resolve_texts(
+    op: str, reply: dict[str, Any], payloads: dict[int, str], slices: Slices | None = None
+) -> str | None:
+    """Replace each text reference of a protocol-2 reply by its text, in place; what is wrong
+    with the first bad one, or None.
+
+    `payloads` maps the `seq` of each push of the case so far to the payload it carried;
+    `slices` keeps the case's resolved texts, so that a text referenced again is not copied again.
+    """
+    slices = {} if slices is None else slices
+    if op == "push":
+        events = reply.get("events")
+        for number, event in enumerate(events if isinstance(events, list) else ()):
+            key = "arguments" if isinstance(event, dict) and "arguments" in event else "text"
+            problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
+            if problem is not None:
+                return problem
+    elif op == "finish":
+        completion = reply.get("completion")
+        for key in ("content", "reasoning_content"):
+            problem = _resolve_in(completion, key, payloads, "$.completion", slices)
+            if problem is not None:
+                return problem
+        calls = completion.get("tool_calls") if isinstance(completion, dict) else None
+        for number, call in enumerate(calls if isinstance(calls, list) else ()):
+            where = f"$.completion.tool_calls[{number}]"
+            problem = _resolve_in(call, "arguments", payloads, where, slices)
+            if problem is not None:
+                return problem
+    return None
+
+
+NUMBER_MARK = b'"$number"'
+_NUMBERS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def resolve_numbers(reply: dict[str, Any]) -> str | None:
+    """Replace each `{"$number": "NaN"}` (or `"Infinity"`, `"-Infinity"`) of a protocol-2 reply
+    by that float, in place; what is wrong with the first bad one, or None."""
+    stack: list[Any] = [reply]
+    while stack:
+        item = stack.pop()
+        pairs = item.items() if isinstance(item, dict) else enumerate(item)
+        for key, value in list(pairs):
+            if isinstance(value, dict) and "$number" in value:
+                name = value["$number"]
+                if len(value) != 1 or name not in _NUMBERS:
+                    return '{"$number": ...} must hold exactly "NaN", "Infinity" or "-Infinity"'
+                item[key] = _NUMBERS[name]
+            elif isinstance(value, dict | list):
+                stack.append(value)
+    return None
+
+
+_SCHEMAS = {
+    "hello": "reply-hello",
+    "new": "reply-ok",
+    "push": "reply-push",
+    "finish": "reply-finish",
+    "bye": "reply-ok",
+}
+
+
+class Validator:
+    """Checks replies against the protocol's JSON Schemas (`--validate-protocol`)."""
+
+    def __init__(self) -> None:
+        try:
+            import jsonschema  # type: ignore[import-untyped]
+        except ImportError:
+            raise ConformError(
+                "--validate-protocol needs the jsonschema package",
+                hint="pip install 'jsonschema>=4.20'",
+            ) from None
+        folder = resources.files("harness").joinpath("schemas")
+        self._validators: dict[str, Any] = {}
+        for op, name in _SCHEMAS.items():
+            schema = json.loads(folder.joinpath(f"{name}.schema.json").read_text("utf-8"))
+            self._validators[op] = jsonschema.Draft202012Validator(schema)
+        self._best_match = jsonschema.exceptions.best_match
+
+    def problem(self, op: str, reply: Any) -> str | None:
+        """What is wrong with `reply` to `op`, or None when it follows the schema."""
+        error = self._best_match(self._validators[op].iter_errors(reply))
+        if error is None:
+            return None
+        where = error.json_path
+        return f"{error.message} (at {where})" if where != "$" else str(error.message)
+
+
+def is_error_reply(reply: dict[str, Any]) -> bool:
+    """True when `reply` carries an error object."""
+    return isinstance(reply.get("error"), dict)
+
+
+def said(reply: dict[str, Any]) -> str:
+    """`kind: message`: the program's own words for its error (shown, not compared)."""
+    error = reply["error"]
+    message = error.get("message")
+    text = message if isinstance(message, str) else f"(a {type(message).__name__}, not a message)"
+    return f"{error['kind']}: {text}"
+
+
+def contract_error(reply: dict[str, Any]) -> dict[str, Any]:
+    """The golden error object of an error reply of one of the contract's kinds."""
+    error = reply["error"]
+    if error["kind"] == "server":
+        return {"kind": "server", "message": error.get("message")}
+    return {"kind": error["kind"]}
