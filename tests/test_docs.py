@@ -289,3 +289,24 @@ def test_every_page_is_linked_from_the_readme() -> None:
     }
     orphans = [p.name for p in sorted((ROOT / "docs").glob("*.md")) if p.resolve() not in linked]
     assert not orphans, "pages the README does not link: " + ", ".join(orphans)
+
+
+def test_the_readmes_failure_example_is_what_conform_prints(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The README's "Reading a failure" shows a real run: its command, run here, prints its
+    lines (apart from the time taken and where the recording is shown from)."""
+    from tests.conftest import conform
+
+    section = _readme().split("\n## Reading a failure\n", 1)[1]
+    block = re.search(r"^```\n\$ conform (.*?)\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
+    assert block is not None
+    monkeypatch.chdir(ROOT / "tests")
+    code, output = conform(*block.group(1).split())
+
+    def plain(text: str) -> list[str]:
+        text = re.sub(r"in \d+\.\d+ s\)", "in ... s)", text)
+        return [line.replace(f"{ROOT}/", "") for line in text.splitlines()]
+
+    assert code == 1
+    assert plain(output) == plain(block.group(2))
