@@ -9,7 +9,7 @@ Two workloads, each in every mode:
 For each, in one process and interleaved repeat by repeat:
 
 - `run`: the whole run as `conform run reference:Assembler --in-process` does it
-  (`harness.check.runner.run` with an in-process driver): read, inject, push, normalize, compare;
+  (`harness.check.parallel.run` with an in-process driver): read, inject, push, normalize, compare;
 - `assembler`: the reference alone on the same workload: the payloads each mode pushes
   (prepared beforehand), fresh assemblers where the run makes them, the same `finish` calls.
 
@@ -45,8 +45,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import synth  # noqa: E402
 
 import reference  # noqa: E402
-from harness.check import runner  # noqa: E402
-from harness.check.compare import same  # noqa: E402
+from harness.check import parallel, runner  # noqa: E402
+from harness.check.compare import same_step  # noqa: E402
 from harness.check.modes import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
 from harness.drive.inprocess import InProcessDriver, push_step  # noqa: E402
 from harness.suite import golden as golden_files  # noqa: E402
@@ -124,7 +124,8 @@ def medians(contenders: dict[str, Callable[[], Any]], repeats: int) -> dict[str,
 
 
 def run_all(cases: Sequence[Case], mode: str) -> None:
-    results = list(runner.run(cases, InProcessDriver(reference.Assembler), modes=[mode], seed=SEED))
+    driver = InProcessDriver(reference.Assembler)
+    results = list(parallel.run(cases, driver, modes=[mode], seed=SEED))
     failed = [r for r in results if r.status != runner.PASSED]
     if failed:
         raise SystemExit(f"the reference failed {failed[0].case_id} [{mode}]: not a benchmark")
@@ -188,7 +189,7 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
 
     def compare() -> None:
         for expected, actual in pairs:
-            same(expected, actual)
+            same_step(expected, actual)  # the runner's check
 
     def parse_golden() -> None:
         for case in cases:
@@ -234,7 +235,7 @@ def claims(cases: Sequence[Case]) -> tuple[int, bool]:
 
     golden_files.decode_typed = counting  # the decode under every reader of golden files
     try:
-        list(runner.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=SEED))
+        list(parallel.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=SEED))
     finally:
         golden_files.decode_typed = real
     return len(decoded), not before and "deepdiff" in sys.modules

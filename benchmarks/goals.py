@@ -20,7 +20,8 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
 - `matrix`: `conform matrix` over the seven shipped targets (the reference, the Python, JS, Go
   and Rust examples, the openai and litellm adapters; a target whose toolchain or client is not
   installed is left out, and said so), every mode, as `benchmarks/matrix.py` runs it. Goal: at
-  most 10 s wall.
+  most 10 s wall. Its detail says where the time goes: the CPU of conform and all its workers
+  (the wall time cannot fall below that over the cores) and each target's own wall time.
 
 The project's own pytest is not measured here. Every figure is the median of interleaved repeats
 (the garbage collector off while an in-process contender runs), so both sides of a ratio see the
@@ -38,6 +39,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -107,6 +109,12 @@ def _wall(command: list[str], *, env: dict[str, str] | None = None) -> tuple[flo
     started = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
     return time.perf_counter() - started, done.returncode, done.stdout + done.stderr
+
+
+def _children_cpu() -> float:
+    """CPU seconds (user and system) of every child process waited for so far, and theirs."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def _interleaved(contenders: dict[str, Callable[[], float]], repeats: int) -> dict[str, float]:
@@ -261,7 +269,7 @@ def measure_suite(options: Options) -> Iterator[Figure]:
 
 def measure_pipes(options: Options) -> Iterator[Figure]:
     from harness.drive.inprocess import InProcessDriver, load_target
-    from harness.drive.process import python_target_driver
+    from harness.drive.spec import python_target_driver
 
     repeats = options.pick(5, 2)
     in_process = InProcessDriver(load_target("reference:Assembler"))
@@ -331,13 +339,25 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
         command = [*_conform(), "matrix", *targets, "--timeout", "60"]
         command += ["--json", str(Path(scratch) / "matrix.json")]
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        times, codes = [], []
+        times, codes, cpus = [], [], []
         for _ in range(options.pick(3, 1)):
-            seconds, code, _ = _wall(command, env=env)
+            before = _children_cpu()
+            seconds, code, output = _wall(command, env=env)
+            cpus.append(_children_cpu() - before)  # conform and every worker it waited for
             times.append(seconds)
             codes.append(code)
     count = 7 - len(missing)
+    cpu, cores = statistics.median(cpus), os.cpu_count() or 1
+    # Where the wall time goes: the CPU all processes used (the wall time cannot fall below its
+    # share of this machine's cores) and each target's own wall time, as the matrix prints it.
+    per_target = [
+        f"{line.split(':')[0]} {line.rsplit('(', 1)[-1].split(')')[0]}"
+        for line in output.splitlines()
+        if " runs, " in line
+    ]
     detail = f"{count} targets; runs: {' '.join(f'{t:.1f}' for t in times)} s; exit {codes}"
+    detail += f"\n      CPU of conform and its workers {cpu:.1f} s (at best {cpu / cores:.1f} s"
+    detail += f" wall on {cores} cores); each target's wall: {', '.join(per_target)}"
     if missing:
         detail += f"; left out: {', '.join(missing)}"
     yield Figure("matrix", f"conform matrix over the shipped targets ({count} of 7): wall",

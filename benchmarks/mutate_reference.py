@@ -72,7 +72,26 @@ MODULES = ("types", "_wire", "choices", "assembler")
 #: Module-level names not mutated: only the harness uses them (listing the points, enumerating
 #: the combinations a golden file is built under), and the harness keeps the real reference by
 #: design, so no run could ever tell a mutant of them.
-_HARNESS_ONLY = {"choices": {"TITLES", "combinations"}}
+_HARNESS_ONLY = {
+    "choices": {"TITLES", "combinations"},
+    # Where each I5 member's type comes from: text that only known_fields and its tests read.
+    "openai": {
+        "_CHUNK",
+        "_CHOICE",
+        "_DELTA",
+        "_LOGPROB",
+        "_TOP",
+        "_USAGE",
+        "_COMPLETION_DETAILS",
+        "_PROMPT_DETAILS",
+        "_AUDIO",
+        "_OBFUSCATION",
+        "_TOOL_CALL",
+        "_FUNCTION_CALL",
+        "_LOGPROBS",
+        "SOURCES",
+    },
+}
 #: The sets of choices each mutant runs under: the reference's own, then each other allowed
 #: outcome of one point at a time (test_pins.py checks that a case's outcome moves with a point
 #: only if the case pins it, so one point at a time reaches every alternative in the suite).

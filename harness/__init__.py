@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         SuiteError,
         TargetError,
     )
+    from harness.fuzzing import FuzzRecord, FuzzRequest, run_fuzz
     from harness.pipeline import (
         Interruption,
         Outputs,
@@ -57,6 +58,8 @@ _WHERE = {
     "ConformError": "harness.errors",
     "Crash": "harness.check.results",
     "Expectation": "harness.check.results",
+    "FuzzRecord": "harness.fuzzing",
+    "FuzzRequest": "harness.fuzzing",
     "GoldenError": "harness.errors",
     "Interruption": "harness.pipeline",
     "Mismatch": "harness.check.results",
@@ -76,6 +79,7 @@ _WHERE = {
     "TargetRun": "harness.pipeline",
     "prepare": "harness.pipeline",
     "run_case": "harness.check.runner",
+    "run_fuzz": "harness.fuzzing",
     "run_target": "harness.pipeline",
     "run_targets": "harness.pipeline",
     "write_outputs": "harness.pipeline",
@@ -88,6 +92,8 @@ __all__ = [
     "ConformError",
     "Crash",
     "Expectation",
+    "FuzzRecord",
+    "FuzzRequest",
     "GoldenError",
     "Interruption",
     "Mismatch",
@@ -107,6 +113,7 @@ __all__ = [
     "TargetRun",
     "prepare",
     "run_case",
+    "run_fuzz",
     "run_target",
     "run_targets",
     "write_outputs",

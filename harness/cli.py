@@ -20,6 +20,7 @@ from harness.cli_group import ConformGroup
 from harness.errors import ConformError
 from harness.files import check_outputs as check_written
 from harness.files import interruptible, write_report
+from harness.fuzz import fuzz_command
 from harness.matrix import column_of, columns_from_reports, targets_of
 from harness.pipeline import (
     Interruption,
@@ -177,7 +178,7 @@ def list_command(
     exclude: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I4, SSE).
+    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I6, SSE).
 
     Golden files without a recording are named on stderr.
     """
@@ -264,6 +265,7 @@ def golden_check(suite_dir: Path | None, patterns: tuple[str, ...]) -> None:
 
 
 main.add_command(record_command)
+main.add_command(fuzz_command)
 
 
 @main.command("matrix")

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
-from reference._wire import Chunk, ToolCallPiece, decode_chunk
+from reference._wire import (
+    Chunk,
+    PromptProgress,
+    ToolCallPiece,
+    decode_chunk,
+    decode_strict_chunk,
+    decode_wide_chunk,
+)
 from reference.choices import REFERENCE, Choices
+from reference.openai import wrong_type
 from reference.types import (
     MAX_SAFE_INTEGER,
     ChatEvent,
@@ -201,7 +210,41 @@ def _has_duplicate_keys(data: str) -> bool:
     return False
 
 
-def _decode(data: str, choices: Choices) -> Chunk:
+class _Proto(Exception):
+    pass
+
+
+def _has_proto_member(data: str) -> bool:
+    """True when some object of `data` has a member named `__proto__` (I6 `protocol`)."""
+    if "__proto__" not in data and "\\u" not in data:  # the name, as written or escaped
+        return False
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        if any(key == "__proto__" for key, _ in items):
+            raise _Proto
+
+    try:
+        json.loads(data, object_pairs_hook=pairs, parse_constant=_reject_constant)
+    except _Proto:
+        return True
+    except (ValueError, RecursionError):
+        pass  # not JSON: the decoder says so
+    return False
+
+
+def _check_openai_types(data: str) -> None:
+    """Protocol when an unread OpenAI member has a type its schema does not allow (I5)."""
+    try:
+        value = json.loads(data, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return  # not JSON: the decoder says so
+    wrong = wrong_type(value)
+    if wrong is not None:
+        raise _protocol(f"{wrong} has a type OpenAI's chunk schema does not allow")
+
+
+def _decode(data: str, choices: Choices, decode: Callable[[str], Chunk]) -> Chunk:
+    """The payload as a typed chunk, every check the choices ask for made (the slow path)."""
     if not isinstance(data, str):
         raise _protocol(f"payload must be text, not {type(data).__name__}")
     # Counting every bracket over-estimates depth, so the exact scan runs only on rare payloads.
@@ -211,15 +254,19 @@ def _decode(data: str, choices: Choices) -> Chunk:
         data = _prune(data)
     if choices.I4 == "protocol" and _has_duplicate_keys(data):
         raise _protocol("a key stands twice in one object")
+    if choices.I6 == "protocol" and _has_proto_member(data):
+        raise _protocol("a member is named __proto__")
+    if choices.I5 == "protocol":
+        _check_openai_types(data)
     try:
-        return decode_chunk(data)
+        return decode(data)
     except _DECODE_ERRORS as exc:
         # msgspec keeps the last of duplicate keys but checks every copy's type: under `last`,
         # an earlier copy must not matter, so a failed payload is decoded again without them.
         kept = _keep_last(data) if choices.I4 == "last" else None
         if kept is not None:
             try:
-                return decode_chunk(kept)
+                return decode(kept)
             except _DECODE_ERRORS:
                 pass
         raise _protocol(f"not a chunk: {exc}") from None
@@ -267,16 +314,18 @@ def _optional_integer(
 
 
 def _timings(timings: Timings, choices: Choices) -> Timings:
-    """`timings` with its integers beyond ±(2^53-1) as I2 chooses (a number field)."""
-    changes: dict[str, float] = {}
-    for name in timings.__struct_fields__:
-        value = getattr(timings, name)
-        if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            if choices.I2 == "protocol":
-                raise _protocol(f"timings.{name} is beyond ±(2^53-1): {value}")
-            if choices.I2 == "double":
-                changes[name] = float(value)
-    return msgspec.structs.replace(timings, **changes) if changes else timings
+    """Decoded `LooseTimings` or `WideTimings` as a `Timings`, integers beyond ±(2^53-1) as I2
+    chooses (a number field); under I2 `protocol` the decoder has already refused them."""
+    values = msgspec.structs.astuple(timings)
+    if choices.I2 == "double":
+        values = tuple(
+            float(v) if type(v) is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER else v
+            for v in values
+        )
+    return Timings(*values)
+
+
+_FINISH_REASONS = {reason.value: reason for reason in FinishReason}
 
 
 class _CallBuilder:
@@ -297,17 +346,31 @@ class Assembler:
         "_calls",
         "_choices",
         "_content",
+        "_decode",
+        "_fast",
         "_finish_reason",
         "_id",
         "_in_reasoning",
         "_reasoning",
         "_reasoning_tokens",
+        "_strict",
         "_timings",
     )
 
     def __init__(self, choices: Choices = REFERENCE) -> None:
         """`choices`: the outcome of each implementation-defined point (`reference.choices`)."""
         self._choices = choices
+        # The choices, resolved once: under I2 `protocol` msgspec checks the timings' range as
+        # it decodes; the fast path (a bracket count, then the decoder) serves every payload
+        # unless a choice needs a scan of each (I4 `protocol`, I5 or I6 `protocol`).
+        if choices is REFERENCE:
+            self._decode, self._fast, self._strict = decode_chunk, True, True
+        else:
+            self._decode = decode_chunk if choices.I2 == "protocol" else decode_wide_chunk
+            self._fast = (choices.I4, choices.I5, choices.I6) == ("last", "ignore", "ignore")
+            # Faster still, llama-server's own shape (`reference._wire.StrictChunk`): no bracket
+            # count at all. Tried until one payload of the stream does not fit it.
+            self._strict = self._fast and choices.I2 == "protocol"
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -339,52 +402,93 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        choices = self._choices
-        chunk = _decode(data, choices)
-        # The payload's whole shape first (R6), then its error object (R8), then the rules that
-        # depend on the stream so far.
-        timings = None if chunk.timings is None else _timings(chunk.timings, choices)
+        strict = self._strict and type(data) is str
+        if strict:
+            try:
+                chunk: Chunk = decode_strict_chunk(data)
+            except _DECODE_ERRORS:
+                self._strict = strict = False  # the lenient way decides, for the rest too
+                chunk = self._lenient(data)
+        else:
+            chunk = self._lenient(data)
+        events: list[ChatEvent] = []
         progress = chunk.prompt_progress
-        progress_event = None
         if progress is not None:
-            progress_event = Progress(
-                _optional_integer(progress.total, "prompt_progress.total", choices, data),
-                _optional_integer(progress.cache, "prompt_progress.cache", choices, data),
-                _optional_integer(progress.processed, "prompt_progress.processed", choices, data),
-                _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices, data),
-            )
-        indexes = [
-            [self._index(piece, data) for piece in choice.delta.tool_calls]
-            if choice.delta is not None and choice.delta.tool_calls
-            else []
-            for choice in chunk.choices or ()
-        ]
+            if strict:  # its numbers are integers as the rules read them already
+                p = progress
+                events.append(Progress(p.total, p.cache, p.processed, p.time_ms))  # type: ignore[arg-type]
+            else:
+                events.append(self._progress(progress, data))
+        chunk_choices = chunk.choices
         if chunk.error is not None:
+            # The payload's whole shape first (R6), then its error object (R8).
+            for choice in chunk_choices or ():
+                if choice.delta is not None:
+                    for piece in choice.delta.tool_calls or ():
+                        self._index(piece, data)
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
-        if chunk.id and self._id is None:
+        # Without an error object every failure left is `protocol`, whatever its order, and
+        # the case ends there: the payload is read in one pass.
+        if self._id is None and chunk.id:
             self._id = chunk.id
+        # Kept as decoded (a Timings, or under I2 `exact`/`double` a WideTimings); `finish`
+        # makes the public one.
+        timings = chunk.timings
         if timings is not None:
             self._timings = timings
-        events: list[ChatEvent] = []
-        if progress_event is not None:
-            events.append(progress_event)
-        for choice, choice_indexes in zip(chunk.choices or (), indexes, strict=True):
-            delta = choice.delta
-            if delta is not None:
-                if delta.reasoning_content:
-                    self._take_reasoning(delta.reasoning_content, events)
-                if delta.content:
-                    self._content.append(delta.content)
-                    self._in_reasoning = False
-                    events.append(Content(delta.content))
-                if delta.tool_calls:
-                    self._take_tool_calls(delta.tool_calls, choice_indexes, events)
-            if choice.finish_reason is not None:
-                self._finish_reason = FinishReason(choice.finish_reason)
+        if chunk_choices:
+            for choice in chunk_choices:
+                delta = choice.delta
+                if delta is not None:
+                    text = delta.reasoning_content
+                    if text:
+                        self._take_reasoning(text, events)
+                    text = delta.content
+                    if text:
+                        self._content.append(text)
+                        self._in_reasoning = False
+                        events.append(Content(text))
+                    pieces = delta.tool_calls
+                    if pieces:
+                        self._take_tool_calls(pieces, None if strict else data, events)
+                reason = choice.finish_reason
+                if reason is not None:
+                    self._finish_reason = _FINISH_REASONS[reason]
         return events
 
+    def _lenient(self, data: str) -> Chunk:
+        """The payload as a typed chunk, decoded the lenient way (`reference._wire.Chunk`)."""
+        # Counting every bracket over-estimates depth: only a payload with more than MAX_DEPTH
+        # of them can nest too deep, and only that one gets the exact scan (in `_decode`).
+        if self._fast and type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+            try:
+                return self._decode(data)
+            except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
+                pass
+        return _decode(data, self._choices, self._decode)
+
+    def _progress(self, progress: PromptProgress, data: str) -> Progress:
+        values = (progress.total, progress.cache, progress.processed, progress.time_ms)
+        for value in values:
+            if value is not None and (
+                type(value) is not int or not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+            ):
+                break
+        else:
+            return Progress(*values)  # type: ignore[arg-type]  # integers, or absent: usual
+        choices = self._choices
+        return Progress(
+            _optional_integer(progress.total, "prompt_progress.total", choices, data),
+            _optional_integer(progress.cache, "prompt_progress.cache", choices, data),
+            _optional_integer(progress.processed, "prompt_progress.processed", choices, data),
+            _optional_integer(progress.time_ms, "prompt_progress.time_ms", choices, data),
+        )
+
     def _index(self, piece: ToolCallPiece, payload: str) -> int:
-        index = _integer(piece.index, "tool_calls[].index", self._choices, payload)
+        index = piece.index
+        if type(index) is int and 0 <= index <= MAX_SAFE_INTEGER:
+            return index
+        index = _integer(index, "tool_calls[].index", self._choices, payload)
         if index < 0:
             raise _protocol(f"tool call index {index} is negative")
         return index
@@ -392,35 +496,53 @@ class Assembler:
     def _take_reasoning(self, text: str, events: list[ChatEvent]) -> None:
         self._reasoning.append(text)
         self._in_reasoning = True
-        if self._timings is not None and self._timings.predicted_n is not None:
-            tokens = _integer(self._timings.predicted_n, "timings.predicted_n", self._choices)
+        timings = self._timings
+        if timings is not None and timings.predicted_n is not None:
+            tokens = timings.predicted_n
+            if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
+                tokens = _integer(tokens, "timings.predicted_n", self._choices)
             if tokens < 0:
                 raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
             self._reasoning_tokens = tokens
         events.append(Reasoning(text))
 
     def _take_tool_calls(
-        self, pieces: list[ToolCallPiece], indexes: list[int], events: list[ChatEvent]
+        self, pieces: list[ToolCallPiece], payload: str | None, events: list[ChatEvent]
     ) -> None:
+        """`payload` is None when the strict shape decoded it: its indexes are checked already."""
         calls = self._calls
-        for piece, index in zip(pieces, indexes, strict=True):
-            if index > len(calls):
-                raise _protocol(
-                    f"tool call index {index} is out of order: {len(calls)} call(s) so far"
-                )
-            if index == len(calls):
-                calls.append(_CallBuilder())
-            call = calls[index]
+        add_event = events.append
+        for piece in pieces:
+            index = piece.index
+            if payload is not None and (
+                type(index) is not int or not 0 <= index <= MAX_SAFE_INTEGER
+            ):
+                index = self._index(piece, payload)
+            assert type(index) is int
+            try:
+                call = calls[index]  # index is not negative: checked above, or by the decoder
+            except IndexError:
+                if index > len(calls):
+                    raise _protocol(
+                        f"tool call index {index} is out of order: {len(calls)} call(s) so far"
+                    ) from None
+                call = _CallBuilder()
+                calls.append(call)
             function = piece.function
-            name = function.name if function is not None else None
-            arguments = (function.arguments if function is not None else None) or ""
-            if piece.id and call.id is None:
-                call.id = piece.id
-            if name and call.name is None:
+            if function is None:
+                name = None
+                arguments = ""
+            else:
+                name = function.name
+                arguments = function.arguments or ""
+            piece_id = piece.id
+            if call.id is None and piece_id:
+                call.id = piece_id
+            if call.name is None and name:
                 call.name = name
             call.parts.append(arguments)
-            self._in_reasoning = False
-            events.append(ToolCallDelta(index, piece.id, name, arguments))
+            add_event(ToolCallDelta(index, piece_id, name, arguments))
+        self._in_reasoning = False
 
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
@@ -436,13 +558,16 @@ class Assembler:
                 missing = "an id" if call.id is None else "a name"
                 raise _protocol(f"tool call {index} never got {missing}")
             tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
+        timings = self._timings
+        if timings is not None and type(timings) is not Timings:  # LooseTimings, WideTimings
+            timings = _timings(timings, self._choices)
         return Completion(
-            id=self._id,
-            content="".join(self._content) if self._content else None,
-            reasoning_content="".join(self._reasoning) if self._reasoning else None,
-            tool_calls=tuple(tool_calls),
-            finish_reason=self._finish_reason,
-            timings=self._timings,
-            reasoning_tokens=self._reasoning_tokens,
-            thinking_capped=bool(thinking_capped),
+            self._id,
+            "".join(self._content) if self._content else None,
+            "".join(self._reasoning) if self._reasoning else None,
+            tuple(tool_calls),
+            self._finish_reason,
+            timings,
+            self._reasoning_tokens,
+            bool(thinking_capped),
         )

@@ -8,6 +8,7 @@ directly where the payload's shape and the public shape agree (`Timings`).
 from __future__ import annotations
 
 import enum
+from typing import Annotated
 
 import msgspec
 
@@ -27,9 +28,12 @@ class InferError(Exception):
     """The only exception `Assembler.push` and `Assembler.finish` raise."""
 
     def __init__(self, kind: ErrorKind, message: str) -> None:
-        super().__init__(f"{kind.value}: {message}")
+        # `args` stays (kind, message), so that it pickles; the text is made only when shown.
         self.kind = kind
         self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"
 
 
 class FinishReason(enum.StrEnum):
@@ -76,21 +80,30 @@ ChatEvent = Progress | Reasoning | Content | ToolCallDelta
 #: `reference.assembler`, where the choice is known).
 Number = int | float
 
+#: A JSON number whose integers lie within ±(2^53-1): what `Timings` decodes under I2 `protocol`,
+#: so that msgspec checks the range as it decodes (other I2 outcomes decode `reference._wire`'s
+#: `WideTimings`, then make a `Timings` of it; a Struct's constructor checks no types).
+SafeNumber = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)] | float
 
-class Timings(msgspec.Struct, frozen=True, gc=False):
-    """llama-server's `timings` object; fields it lacks are None."""
 
-    cache_n: Number | None = None
-    prompt_n: Number | None = None
-    prompt_ms: Number | None = None
-    prompt_per_token_ms: Number | None = None
-    prompt_per_second: Number | None = None
-    predicted_n: Number | None = None
-    predicted_ms: Number | None = None
-    predicted_per_token_ms: Number | None = None
-    predicted_per_second: Number | None = None
-    draft_n: Number | None = None
-    draft_n_accepted: Number | None = None
+class Timings(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
+    """llama-server's `timings` object; fields it lacks are None.
+
+    Decoded, it refuses members it does not declare: that is the strict shape of
+    `reference._wire.StrictChunk`; `reference._wire.LooseTimings` is the lenient one.
+    """
+
+    cache_n: SafeNumber | None = None
+    prompt_n: SafeNumber | None = None
+    prompt_ms: SafeNumber | None = None
+    prompt_per_token_ms: SafeNumber | None = None
+    prompt_per_second: SafeNumber | None = None
+    predicted_n: SafeNumber | None = None
+    predicted_ms: SafeNumber | None = None
+    predicted_per_token_ms: SafeNumber | None = None
+    predicted_per_second: SafeNumber | None = None
+    draft_n: SafeNumber | None = None
+    draft_n_accepted: SafeNumber | None = None
 
 
 class ToolCall(msgspec.Struct, frozen=True, gc=False):

@@ -27,6 +27,7 @@ STAGES = {
     "harness.adapter": 0,
     "harness.matrix": 0,
     "harness.fuzz": 0,
+    "harness.fuzzing": 0,
     "harness.pipeline": 1,
     "harness.reports": 2,
     "harness.check": 3,

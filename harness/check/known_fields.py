@@ -18,9 +18,19 @@ Sources (as of 2026):
 - Other OpenAI-compatible servers whose chunks clients meet: vLLM (`stop_reason`, `reasoning`),
   DeepSeek (`reasoning_content`), OpenRouter (`provider`, `native_finish_reason`, `reasoning`),
   SGLang (`matched_stop`).
+
+The members among these that OpenAI's chunk schema defines and the rules do not read have a type
+there: `OPENAI_MEMBERS` (kept in `reference.openai`, which checks them under I5 `protocol`) gives
+each its JSON type, by where it stands, with its source. A wrong type in one of them is I5, never
+R7; `unknown-fields` never adds one (it adds only invented names).
 """
 
 from __future__ import annotations
+
+from reference.openai import MEMBERS as OPENAI_MEMBERS
+from reference.openai import Member
+
+__all__ = ["HOSTILE_KEYS", "KNOWN_NAMES", "OPENAI_MEMBERS", "Member"]
 
 #: Each known name, and the schemas that send it (at some level of the chunk).
 KNOWN_NAMES: dict[str, str] = {

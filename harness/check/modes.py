@@ -7,7 +7,9 @@
   (`harness.check.known_fields` lists the names that are not unknown, and where each comes from).
 - `hostile-keys` adds keys the same way, named like JavaScript's `Object.prototype` members and
   Python's dunders (`__proto__`, `constructor`, `toString`, `__class__`): unknown fields too, that
-  break clients which copy members onto plain objects or attributes.
+  break clients which copy members onto plain objects or attributes. A client may refuse a member
+  named `__proto__` (I6): it may then fail with `protocol` at the first payload the mode gave one
+  (`proto_cut`), after the golden steps before it.
 - `key-order` shuffles the members of every object, at every depth.
 - `whitespace` puts random insignificant white space (space, tab, LF, CR) between all tokens.
 - `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
@@ -29,7 +31,7 @@ from __future__ import annotations
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -237,6 +239,48 @@ def rewrite(mode: str, data: str, rng: random.Random) -> str:
 
 
 Mutator = Callable[[int, str], str]
+
+#: The member name secure JSON parsers refuse (I6).
+PROTO = "__proto__"
+
+
+class _HasProto(Exception):
+    pass
+
+
+def has_proto_member(data: str) -> bool:
+    """True when some object of the JSON text `data` has a member named `__proto__`."""
+    if f'"{PROTO}"' not in data and "\\u" not in data:  # the name, as written or escaped
+        return False
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        if any(key == PROTO for key, _ in items):
+            raise _HasProto
+
+    try:
+        json.loads(data, object_pairs_hook=pairs)
+    except _HasProto:
+        return True
+    except (ValueError, RecursionError):
+        pass
+    return False
+
+
+def proto_cut(mode: str, *, seed: int, case_id: str, payloads: Iterable[str]) -> int | None:
+    """The index of the first payload `mode` pushes with a member named `__proto__`, or None.
+
+    Only `hostile-keys` adds such members. A target that refuses them (I6 `protocol`) fails
+    there with `protocol`: an allowed outcome, after the golden steps before it
+    (`harness.check.runner.proto_outcomes`).
+    """
+    if mode != HOSTILE_KEYS_MODE:
+        return None
+    change = mutator(mode, seed=seed, case_id=case_id)
+    assert change is not None
+    for step, data in enumerate(payloads):
+        if has_proto_member(change(step, data)):
+            return step
+    return None
 
 
 def _rng(seed: int, case_id: str, step: int) -> random.Random:

@@ -8,16 +8,16 @@ exact check first and deepdiff only on a difference (`harness.check.compare`).
 from __future__ import annotations
 
 import itertools
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 import reference
-from harness.check.compare import Difference, differences, same
+from harness.check.compare import Difference, differences, same_step
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
+from harness.check.outcomes import Outcome, outcomes, proto_outcomes
+from harness.check.outcomes import _reach as _reach
 from harness.check.results import (
     COMPLETION,
     CRASHED,
@@ -51,8 +51,7 @@ from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
-from harness.suite.golden import made_for, read_golden
-from harness.suite.recording import iter_payloads, read_info
+from harness.suite.recording import iter_payloads
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
@@ -113,43 +112,56 @@ class _Play:
         """
         case, driver, mutate = self.case, self.driver, self.mutate
         prefix = "" if self.cut is None else f"prefix[{self.cut}]."
+        completion = self.level == COMPLETION
+        push = driver.push
         expected_iter = iter(expected_steps)
         count = 0
         if payloads is None:
             payloads = iter_payloads(case.recording)
         planned = self._plan(expected_steps, payloads, limit, then_finish)
+        ahead: list[str] = []  # what a plan sent ahead for each payload
         if planned is not None:
-            payloads = planned[0]
-        for index, payload in enumerate(payloads):
-            if index == limit:
-                return False
-            expected = next(expected_iter, None)
-            if expected is None:
-                raise _stale(case, f"the recording has more than {index} payloads")
-            line = payload.line
-            if expected["line"] != line:
-                raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
-            self.step, self.line, self.at = index, line, PUSH
-            count = index + 1
-            if planned is not None and index < len(planned[1]):
-                pushed = planned[1][index]
-            else:
-                pushed = payload.data if mutate is None else mutate(index, payload.data)
-            self.pushed = None if pushed == payload.data else pushed  # quoted only when changed
-            actual = driver.push(pushed, line)
-            said = actual.pop(SAID, None)
-            if self.level == COMPLETION:
-                expected, actual = completion_step(expected), completion_step(actual)
-            if not same(expected, actual):
-                self.found += _mismatches(
-                    differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
-                    step=index,
-                    line=line,
-                    payload=self.pushed,
-                    said=said,
-                )
-            if "error" in expected or "error" in actual:
-                return "error" in actual and "error" not in expected
+            payloads, ahead = planned
+        # The loop runs once per payload: where it is (for a crash's report) is kept in locals
+        # and handed to `self` only when the target fails.
+        index, line, pushed = 0, 0, None
+        try:
+            for index, payload in enumerate(payloads):
+                if index == limit:
+                    return False
+                expected = next(expected_iter, None)
+                if expected is None:
+                    raise _stale(case, f"the recording has more than {index} payloads")
+                line = payload.line
+                if expected["line"] != line:
+                    raise _stale(case, f"step {index} is at line {line}, not {expected['line']}")
+                count = index + 1
+                data = payload.data
+                if index < len(ahead):
+                    changed = ahead[index]
+                elif mutate is None:
+                    changed = data
+                else:
+                    changed = mutate(index, data)
+                # Quoted in a report only when changed.
+                pushed = None if changed is data or changed == data else changed
+                actual = push(changed, line)
+                said = actual.pop(SAID, None)
+                if completion:
+                    expected, actual = completion_step(expected), completion_step(actual)
+                if not same_step(expected, actual):
+                    self.found += _mismatches(
+                        differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                        step=index,
+                        line=line,
+                        payload=pushed,
+                        said=said,
+                    )
+                if "error" in expected or "error" in actual:
+                    return "error" in actual and "error" not in expected
+        except TargetCrash:
+            self.step, self.line, self.pushed, self.at = index, line, pushed, PUSH
+            raise
         if limit is None and next(expected_iter, None) is not None:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
@@ -190,7 +202,7 @@ class _Play:
             return
         actual = self.driver.finish(capped)
         said = actual.pop(SAID, None)
-        if not same(expected, actual):
+        if not same_step(expected, actual):
             self.found += _mismatches(
                 differences(expected, actual, prefix=path),
                 step=None,
@@ -231,17 +243,24 @@ def _prefix_finishes(
         raise _stale(case, f"the recording has fewer than {cut} payloads")
 
 
-def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: Choices) -> None:
+def _play_truncated(
+    play: _Play,
+    golden: dict[str, Any],
+    *,
+    seed: int,
+    choices: Choices,
+    payloads: Sequence[Payload] | None = None,
+) -> None:
     """The truncated mode: cut the recording after payload k, for each k that mode picks.
 
     Stops at the first cut that fails, so the report names one prefix to reproduce.
+    `payloads` are the recording's, when read beforehand.
     """
     steps = golden["steps"]
     capped: bool = golden["thinking_capped"]
     count = len(steps)
     points = truncation_points(count, seed=seed, case_id=play.case.case_id)
-    payloads: list[Payload] | None = None
-    if len(points) == count - 1:  # every cut, of a short recording: read it once
+    if payloads is None and len(points) == count - 1:  # every cut, of a short one: read it once
         payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
         play.cut = cut
@@ -250,37 +269,6 @@ def _play_truncated(play: _Play, golden: dict[str, Any], *, seed: int, choices: 
         play.finish(expected, capped=capped, ended_early=ended_early)
         if play.found:
             return
-
-
-Outcome = tuple[tuple[dict[str, str], ...], dict[str, Any]]
-
-
-def outcomes(golden: dict[str, Any], *, require: dict[str, str] | None = None) -> list[Outcome]:
-    """The outcomes a target may match, each with the choices that give it; the reference's first.
-
-    `require` keeps only outcomes whose choices agree with it on the points it names (`--strict`
-    requires the reference's own choice at every point).
-    """
-    found: list[Outcome] = [(tuple(golden.get("choices", ())), golden)]
-    for alternative in golden.get("alternatives", ()):
-        expected = {**alternative, "thinking_capped": golden["thinking_capped"]}
-        found.append((tuple(alternative["choices"]), expected))
-    if not require:
-        return found
-    return [
-        (kept, expected)
-        for combos, expected in found
-        if (kept := tuple(c for c in combos if all(c.get(p, v) == v for p, v in require.items())))
-        or not combos
-    ]
-
-
-def _reach(result: CaseResult) -> tuple[int, int]:
-    """How far a failed attempt matched: later first mismatches are closer outcomes."""
-    if not result.mismatches:
-        return (0, 0)
-    first = result.mismatches[0]
-    return (result.cut or 0, 2**62 if first.step is None else first.step)
 
 
 def run_case(
@@ -292,26 +280,46 @@ def run_case(
     seed: int,
     require: dict[str, str] | None = None,
     level: str = FULL,
+    payloads: Sequence[Payload] | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
     the case at once: it is never an allowed outcome). A failure reports the closest outcome.
+    `payloads` are the recording's, when the caller has read them (else they are read as they go).
     """
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
-    for combos, expected in candidates:
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+    tried = 0
+
+    def lazily() -> Iterator[Outcome]:
+        yield from candidates
+        # Only once the golden outcomes failed: the cut is worked out for refusing targets alone.
+        kept = require if "I6" in pins else None
+        yield from proto_outcomes(case, candidates, mode=mode, seed=seed, require=kept)
+
+    for combos, expected in lazily():
+        tried += 1
+        result = _attempt(
+            case,
+            expected,
+            driver,
+            mode=mode,
+            seed=seed,
+            combos=combos,
+            level=level,
+            payloads=payloads,
+        )
         result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
         if closest is None or _reach(result) > _reach(closest):
             closest = result
     assert closest is not None, "a golden file has at least its own outcome"
-    return replace(closest, outcomes=len(candidates))
+    return replace(closest, outcomes=tried)
 
 
 def _attempt(
@@ -323,6 +331,7 @@ def _attempt(
     seed: int,
     combos: tuple[dict[str, str], ...],
     level: str,
+    payloads: Sequence[Payload] | None,
 ) -> CaseResult:
     started = time.perf_counter()
     play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
@@ -330,12 +339,14 @@ def _attempt(
     try:
         if mode == TRUNCATED:
             choices = REFERENCE.replace(combos[0]) if combos else REFERENCE
-            _play_truncated(play, golden, seed=seed, choices=choices)
+            _play_truncated(play, golden, seed=seed, choices=choices, payloads=payloads)
         else:
             play.start_case()
             capped: bool = golden["thinking_capped"]
             then = capped if "finish" in golden else None
-            ended_early = play.push_all(golden["steps"], limit=None, then_finish=then)
+            ended_early = play.push_all(
+                golden["steps"], limit=None, payloads=payloads, then_finish=then
+            )
             if "finish" in golden:
                 play.finish(golden["finish"], capped=capped, ended_early=ended_early)
     except TargetCrash as exc:
@@ -359,178 +370,3 @@ def _attempt(
         cut=play.cut if status != PASSED else None,
         stderr=logged or None,
     )
-
-
-def _cancelled(cancel: threading.Event | None) -> bool:
-    return cancel is not None and cancel.is_set()
-
-
-def _run_modes(
-    case: Case,
-    driver: Driver,
-    *,
-    modes: Sequence[str],
-    seed: int,
-    cancel: threading.Event | None,
-    require: dict[str, str] | None,
-    level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
-) -> Iterator[CaseResult]:
-    """One case in every mode, stopping when `cancel` is set: a result made while the run was
-    being stopped (its program killed under it) is not the target's, and is dropped."""
-    golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
-    for mode in modes:
-        if _cancelled(cancel):
-            return
-        try:
-            result = run_case(
-                case, golden, driver, mode=mode, seed=seed, require=require, level=level
-            )
-        except Exception:
-            if _cancelled(cancel):  # a program that cannot restart because the run is stopping
-                return
-            raise
-        if _cancelled(cancel):
-            return
-        yield result
-
-
-def run(
-    cases: Sequence[Case],
-    driver: Driver,
-    *,
-    modes: Sequence[str],
-    seed: int,
-    cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
-) -> Iterator[CaseResult]:
-    """Results for every case in every mode, in order; each golden file is read once.
-
-    Setting `cancel` (from a signal handler or another thread) ends the run after the call under
-    way returns: no further case or mode starts.
-    """
-    for case in cases:
-        if _cancelled(cancel):
-            return
-        yield from _run_modes(
-            case,
-            driver,
-            modes=modes,
-            seed=seed,
-            cancel=cancel,
-            require=require,
-            level=level,
-            goldens=goldens,
-        )
-
-
-DriverFactory = Callable[[], Driver]
-_WORKER_DONE = object()
-
-
-def run_parallel(
-    cases: Sequence[Case],
-    make_driver: DriverFactory,
-    *,
-    modes: Sequence[str],
-    seed: int,
-    jobs: int,
-    cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
-) -> Iterator[CaseResult]:
-    """Results for every case in every mode from `jobs` drivers, as they complete.
-
-    Each worker thread makes and owns one driver and takes whole cases from a shared queue (so a
-    golden file is still read once). Threads suffice because a driver that runs its target in
-    another process waits on it there. Completion order depends on timing: `in_order` gives the
-    order reports use. A harness error in any worker (a stale golden file) stops the run and is
-    raised here, once every worker has stopped and closed its driver. Setting `cancel` stops
-    every worker after its call under way (as `run` does); errors after that are not raised.
-    """
-    if jobs <= 1:
-        driver = make_driver()
-        try:
-            yield from run(
-                cases,
-                driver,
-                modes=modes,
-                seed=seed,
-                cancel=cancel,
-                require=require,
-                level=level,
-                goldens=goldens,
-            )
-        finally:
-            driver.close()
-        return
-    pending: queue.SimpleQueue[Case] = queue.SimpleQueue()
-    for case in cases:
-        pending.put(case)
-    done: queue.SimpleQueue[object] = queue.SimpleQueue()
-    stop = threading.Event()
-
-    def work() -> None:
-        try:
-            driver = make_driver()
-        except BaseException as exc:
-            done.put(exc)
-            done.put(_WORKER_DONE)
-            return
-        try:
-            while not stop.is_set() and not _cancelled(cancel):
-                try:
-                    case = pending.get_nowait()
-                except queue.Empty:
-                    break
-                for result in _run_modes(
-                    case,
-                    driver,
-                    modes=modes,
-                    seed=seed,
-                    cancel=cancel,
-                    require=require,
-                    level=level,
-                    goldens=goldens,
-                ):
-                    done.put(result)
-        except BaseException as exc:
-            done.put(exc)
-        finally:
-            driver.close()
-            done.put(_WORKER_DONE)
-
-    workers = [
-        threading.Thread(target=work, name=f"conform-worker-{n}", daemon=True)
-        for n in range(min(jobs, max(len(cases), 1)))
-    ]
-    for worker in workers:
-        worker.start()
-    running = len(workers)
-    try:
-        while running:
-            item = done.get()
-            if item is _WORKER_DONE:
-                running -= 1
-            elif isinstance(item, BaseException):
-                if not _cancelled(cancel):
-                    raise item
-            else:
-                assert isinstance(item, CaseResult)
-                yield item
-    finally:
-        stop.set()
-        for worker in workers:
-            worker.join()
-
-
-def in_order(
-    results: Iterable[CaseResult], cases: Sequence[Case], modes: Sequence[str]
-) -> list[CaseResult]:
-    """`results` sorted by case (in the order of `cases`), then mode (in the order of `modes`)."""
-    case_rank = {case.case_id: index for index, case in enumerate(cases)}
-    mode_rank = {mode: index for index, mode in enumerate(modes)}
-    return sorted(results, key=lambda r: (case_rank[r.case_id], mode_rank[r.mode]))

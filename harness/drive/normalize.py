@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import reprlib
 from collections.abc import Iterable, Mapping
+from functools import partial
 from typing import Any
 
 import reference
@@ -33,6 +34,8 @@ _CLASS_TYPES = {
 STATE_FIELDS = ("id", "reasoning_tokens", "in_reasoning", "is_finished")
 #: Scalars that need no conversion (the fast path of reading the state).
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+#: The same but integers, which must still be checked for length (the fast path of the rest).
+_PLAIN_BUT_INT = frozenset({str, float, bool, type(None)})
 _MISSING = object()
 #: Integers longer than this are a target's mistake conform does not compare (nor print: Python
 #: refuses to turn an integer of more than 4,300 digits into text).
@@ -88,13 +91,28 @@ class NormalizeError(Exception):
     """A target returned something the golden schema cannot hold."""
 
 
+#: Whether a type is a Mapping, by type: the abstract-class check is slow, and a completion
+#: reads a dozen fields of the same few types.
+_IS_MAPPING: dict[type, bool] = {}
+
+
+def _is_mapping(obj: Any) -> bool:
+    kind = type(obj)
+    mapping = _IS_MAPPING.get(kind)
+    if mapping is None:
+        mapping = _IS_MAPPING[kind] = isinstance(obj, Mapping)
+    return mapping
+
+
 def _get(obj: Any, name: str) -> Any:
-    if isinstance(obj, Mapping):
+    if _is_mapping(obj):
         return obj.get(name, _MISSING)
     return getattr(obj, name, _MISSING)
 
 
 def _scalar(value: Any, where: str) -> Any:
+    if type(value) in _PLAIN_BUT_INT:
+        return value
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
@@ -111,14 +129,6 @@ def _field(obj: Any, name: str, where: str) -> Any:
     if value is _MISSING:
         raise NormalizeError(f"{where} has no field '{name}': {described(obj)}")
     return _scalar(value, f"{where}.{name}")
-
-
-def _timing(timings: Any, name: str, where: str) -> Any:
-    """A timings field; a field the target's object lacks is null, as llama-server leaves out the
-    draft fields unless speculative decoding is on (a value that should be there still shows as a
-    mismatch: expected 5, got null)."""
-    value = _get(timings, name)
-    return None if value is _MISSING else _scalar(value, f"{where}.{name}")
 
 
 def _event_type(event: Any) -> str:
@@ -188,20 +198,66 @@ def normalize_events(events: Any) -> list[dict[str, Any]]:
     return [normalize_event(event) for event in _items(events, "what push returns")]
 
 
+def _state_value(value: Any, name: str) -> Any:
+    """A state reader's value that is not plainly a scalar: a method to call, or one to check."""
+    if value is _MISSING:
+        raise NormalizeError(f"the assembler has no '{name}' reader")
+    if callable(value):
+        value = value()
+    plain = type(value) in _PLAIN and not (type(value) is int and value.bit_length() > MAX_INT_BITS)
+    return value if plain else _scalar(value, f"state.{name}")
+
+
 def read_state(assembler: Any) -> dict[str, Any]:
     """The four state readers, as properties or zero-argument methods."""
-    state: dict[str, Any] = {}
-    for name in STATE_FIELDS:
-        value = getattr(assembler, name, _MISSING)
-        if value is _MISSING:
-            raise NormalizeError(f"the assembler has no '{name}' reader")
-        if callable(value):
-            value = value()
-        plain = type(value) in _PLAIN and not (
-            type(value) is int and value.bit_length() > MAX_INT_BITS
-        )
-        state[name] = value if plain else _scalar(value, f"state.{name}")
-    return state
+    # Written out, one reader after another (each read, and called, in STATE_FIELDS order): this
+    # runs on every push, and a property's plain value (never callable) needs no further check.
+    plain = _PLAIN_BUT_INT
+    read_id = getattr(assembler, "id", _MISSING)
+    if type(read_id) not in plain:
+        read_id = _state_value(read_id, "id")
+    tokens = getattr(assembler, "reasoning_tokens", _MISSING)
+    if type(tokens) is not int or tokens.bit_length() > MAX_INT_BITS:
+        tokens = _state_value(tokens, "reasoning_tokens")
+    in_reasoning = getattr(assembler, "in_reasoning", _MISSING)
+    if type(in_reasoning) not in plain:
+        in_reasoning = _state_value(in_reasoning, "in_reasoning")
+    finished = getattr(assembler, "is_finished", _MISSING)
+    if type(finished) not in plain:
+        finished = _state_value(finished, "is_finished")
+    return {
+        "id": read_id,
+        "reasoning_tokens": tokens,
+        "in_reasoning": in_reasoning,
+        "is_finished": finished,
+    }
+
+
+def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:
+    """The fields `names` of `obj`, read in order, as JSON scalars (as `_field` reads one).
+
+    With `optional`, a field the object lacks is null instead of an error: timings, as
+    llama-server leaves out the draft fields unless speculative decoding is on (a value that
+    should be there still shows as a mismatch: expected 5, got null).
+    """
+    get = obj.get if _is_mapping(obj) else partial(getattr, obj)
+    values = []
+    for name in names:
+        value = get(name, _MISSING)
+        if type(value) not in _PLAIN_BUT_INT:  # the usual answer needs no further check
+            if value is _MISSING:
+                if not optional:
+                    raise NormalizeError(f"{where} has no field '{name}': {described(obj)}")
+                value = None
+            else:
+                value = _scalar(value, f"{where}.{name}")
+        values.append(value)
+    return values
+
+
+_TEXTS = ("id", "content", "reasoning_content")
+_CALL_FIELDS = ("id", "name", "arguments")
+_COUNTS = ("reasoning_tokens", "thinking_capped")
 
 
 def normalize_completion(completion: Any) -> dict[str, Any]:
@@ -213,24 +269,27 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
     timings = _get(completion, "timings")
     if timings is _MISSING:
         raise NormalizeError(f"{where} has no field 'timings': {described(completion)}")
+    # Read in the order of the object's members, so the first problem is the one reported.
+    identity, content, reasoning = _scalars(completion, _TEXTS, where)
+    calls = []
+    for i, call in enumerate(_items(tool_calls, f"{where}.tool_calls")):
+        call_id, name, arguments = _scalars(call, _CALL_FIELDS, f"{where}.tool_calls[{i}]")
+        calls.append({"id": call_id, "name": name, "arguments": arguments})
+    (finish_reason,) = _scalars(completion, ("finish_reason",), where)
+    read = None
+    if timings is not None:
+        values = _scalars(timings, TIMINGS_FIELDS, f"{where}.timings", optional=True)
+        read = dict(zip(TIMINGS_FIELDS, values, strict=True))
+    reasoning_tokens, capped = _scalars(completion, _COUNTS, where)
     return {
-        "id": _field(completion, "id", where),
-        "content": _field(completion, "content", where),
-        "reasoning_content": _field(completion, "reasoning_content", where),
-        "tool_calls": [
-            {
-                "id": _field(call, "id", f"{where}.tool_calls[{i}]"),
-                "name": _field(call, "name", f"{where}.tool_calls[{i}]"),
-                "arguments": _field(call, "arguments", f"{where}.tool_calls[{i}]"),
-            }
-            for i, call in enumerate(_items(tool_calls, f"{where}.tool_calls"))
-        ],
-        "finish_reason": _field(completion, "finish_reason", where),
-        "timings": None
-        if timings is None
-        else {name: _timing(timings, name, f"{where}.timings") for name in TIMINGS_FIELDS},
-        "reasoning_tokens": _field(completion, "reasoning_tokens", where),
-        "thinking_capped": _field(completion, "thinking_capped", where),
+        "id": identity,
+        "content": content,
+        "reasoning_content": reasoning,
+        "tool_calls": calls,
+        "finish_reason": finish_reason,
+        "timings": read,
+        "reasoning_tokens": reasoning_tokens,
+        "thinking_capped": capped,
     }
 
 

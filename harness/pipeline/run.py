@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.check.options import RunOptions
+from harness.check.parallel import in_order, run_parallel
 from harness.check.results import CaseResult
-from harness.check.runner import in_order, run_parallel
 from harness.check.xfail import XfailList
 from harness.drive.inprocess import Driver
 from harness.drive.process import allow_programs, stop_all_programs

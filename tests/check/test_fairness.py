@@ -1,26 +1,43 @@
 """Gating is fair: an implementation that takes another allowed outcome at an implementation-
 defined point passes by default, and fails --strict (or --choose of the reference's outcome) on
-exactly the cases that pin that point, with the point named in the report."""
+exactly the cases that pin that point, with the point named in the report. The careful clients
+(I5, I6) are checked so in every mode: `hostile-keys` adds `__proto__` members to every case."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import reference
+from harness.check.modes import MODES
 from harness.suite.cases import Suite
 from reference.choices import REFERENCE
-from tests.check.fair_targets import OTHERS
+from tests.check.fair_targets import CAREFUL, OTHERS, RefusesProto
 from tests.conftest import invoke
+
+
+class RefusesHostileNames(RefusesProto):
+    """Refuses `constructor` members as well as `__proto__` ones: not an I6 outcome."""
+
+    def push(self, data: str) -> list[Any]:
+        if '"constructor"' in data:
+            raise reference.InferError(reference.ErrorKind.PROTOCOL, "constructor refused")
+        return super().push(data)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).resolve().parent / "fair_targets.py"
 
 
-def run(tmp_path: Path, *args: str) -> tuple[int, str, list[dict[str, object]]]:
+def run(
+    tmp_path: Path, *args: str, modes: tuple[str, ...] = ("plain",)
+) -> tuple[int, str, list[dict[str, object]]]:
     report = tmp_path / "r.json"
-    result = invoke("run", *args, "--in-process", "--mode", "plain", "--json", str(report))
+    chosen = [arg for mode in modes for arg in ("--mode", mode)]
+    result = invoke("run", *args, "--in-process", *chosen, "--json", str(report))
     data = json.loads(report.read_text(encoding="utf-8"))
     return result.exit_code, result.output, data["results"]
 
@@ -50,3 +67,32 @@ def test_the_reference_passes_strict(tmp_path: Path) -> None:
     code, output, results = run(tmp_path, "reference:Assembler", "--strict")
     assert code == 0, output
     assert all(r["status"] == "passed" for r in results)
+
+
+@pytest.mark.parametrize("point", sorted(CAREFUL))
+def test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned(
+    tmp_path: Path, point: str
+) -> None:
+    target = f"{TARGETS}:{CAREFUL[point]}"
+    pinned = {c.case_id for c in Suite(ROOT).cases() if point in c.pins}
+    modes = tuple(MODES)
+    code, output, results = run(tmp_path, target, modes=modes)
+    assert code == 0, output
+    assert {r["mode"] for r in results} == set(modes)
+    took = [r["choice"] for r in results if r["case"] in pinned and r["mode"] == "plain"]
+    assert took and all(any(c.get(point) == "protocol" for c in t) for t in took), took
+    if point == "I6":  # the refusing client matched the cut outcome in hostile-keys elsewhere
+        cut = [r for r in results if r["mode"] == "hostile-keys" and r["case"] not in pinned]
+        assert any({"I6": "protocol"} in r["choice"] for r in cut)
+
+    code, output, results = run(tmp_path, target, "--strict", modes=modes)
+    failing = {r["case"] for r in results if r["status"] != "passed"}
+    assert code == 1 and failing == pinned, output
+
+
+def test_hostile_keys_refusal_is_wrong_before_the_cut(tmp_path: Path) -> None:
+    """The cut outcome allows `protocol` at the first payload with an added `__proto__` only: a
+    client that refuses every payload of the mode (any hostile name) still fails."""
+    target = f"{Path(__file__).resolve()}:RefusesHostileNames"
+    code, output, results = run(tmp_path, target, "-k", "llama-server/*", modes=("hostile-keys",))
+    assert code == 1 and any(r["status"] == "failed" for r in results), output

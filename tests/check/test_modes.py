@@ -29,7 +29,8 @@ from harness.check.modes import (
     mutate,
     truncation_points,
 )
-from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run, run_case
+from harness.check.parallel import run
+from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run_case
 from harness.drive.inprocess import InProcessDriver, finish_step, push_step
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden

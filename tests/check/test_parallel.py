@@ -10,7 +10,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from harness.check.runner import PASSED, in_order, run, run_parallel
+from harness.check.parallel import in_order, run, run_parallel
+from harness.check.runner import PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite

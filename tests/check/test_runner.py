@@ -131,3 +131,25 @@ def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Pat
         "finish raised RuntimeError: no finish yet (the recording cut after 1 payload(s))"
     )
     assert result.cut == 1
+
+
+def test_a_recording_is_read_once_for_every_mode(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each case's payloads are read once and shared by its modes, outcomes and cuts."""
+    from harness.check import outcomes, parallel, runner
+    from harness.check.modes import MODES
+
+    reads: list[Path] = []
+    real = runner.iter_payloads
+
+    def counting(path: Path) -> Any:
+        reads.append(path)
+        return real(path)
+
+    for module in (runner, parallel, outcomes):  # every reader of recordings the run goes through
+        monkeypatch.setattr(module, "iter_payloads", counting)
+    cases = suite.cases((PLAIN, I3))
+    results = list(parallel.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=7))
+    assert [r.status for r in results] == [PASSED] * len(MODES) * 2
+    assert reads == [case.recording for case in cases]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import msgspec
@@ -101,6 +102,36 @@ def test_state_from_properties_or_methods() -> None:
         read_state(object())
 
 
+def test_state_readers_are_each_read_once_in_order() -> None:
+    from harness.drive.normalize import STATE_FIELDS
+
+    calls: list[str] = []
+
+    class Mixed:
+        @property
+        def id(self) -> str:
+            calls.append("id")
+            return "x"
+
+        def reasoning_tokens(self) -> int:
+            calls.append("reasoning_tokens")
+            return 3
+
+        @property
+        def in_reasoning(self) -> Any:
+            calls.append("in_reasoning")
+            return lambda: calls.append("in_reasoning()") is None
+
+        def is_finished(self) -> bool:
+            calls.append("is_finished")
+            return False
+
+    state = read_state(Mixed())
+    assert list(state) == list(STATE_FIELDS)
+    assert state == {"id": "x", "reasoning_tokens": 3, "in_reasoning": True, "is_finished": False}
+    assert calls == ["id", "reasoning_tokens", "in_reasoning", "in_reasoning()", "is_finished"]
+
+
 def test_completion_with_enum_finish_reason_and_mapping_timings() -> None:
     completion = {
         "id": "c",
@@ -124,6 +155,41 @@ def test_completion_with_enum_finish_reason_and_mapping_timings() -> None:
                                   reference.Timings.__struct_fields__}  # fmt: skip
     with pytest.raises(NormalizeError, match="no field 'timings'"):
         normalize_completion({k: v for k, v in completion.items() if k != "timings"})
+
+
+def test_completion_problems_are_named_in_member_order() -> None:
+    """The first field that cannot be read is the one named, objects and mappings alike."""
+    call = SimpleNamespace(id="t", name="n", arguments="{}")
+    fields = {
+        "id": "c",
+        "content": "a",
+        "reasoning_content": None,
+        "tool_calls": [call],
+        "finish_reason": "stop",
+        "timings": None,
+        "reasoning_tokens": 0,
+        "thinking_capped": False,
+    }
+    normalized = normalize_completion(SimpleNamespace(**fields))
+    assert list(normalized) == list(fields) and normalized["timings"] is None
+    assert normalized == normalize_completion(fields) | {"tool_calls": normalized["tool_calls"]}
+    broken = [
+        ({"content": [1]}, r"completion\.content is a list, not a JSON scalar"),
+        ({"id": None, "content": object()}, r"completion\.content is a object"),
+        ({"tool_calls": [call, SimpleNamespace(id="u", name="m")]},
+         r"completion\.tool_calls\[1\] has no field 'arguments'"),
+        ({"tool_calls": [{"id": 1.5, "name": (), "arguments": ""}], "finish_reason": []},
+         r"completion\.tool_calls\[0\]\.name is a tuple"),
+        ({"finish_reason": {}, "reasoning_tokens": []}, r"completion\.finish_reason is a dict"),
+        ({"timings": {"cache_n": "x", "prompt_n": []}}, r"completion\.timings\.prompt_n is a list"),
+        ({"thinking_capped": b"no"}, r"completion\.thinking_capped is a bytes"),
+    ]  # fmt: skip
+    for change, message in broken:
+        with pytest.raises(NormalizeError, match=message):
+            normalize_completion(fields | change)
+    missing = {k: v for k, v in fields.items() if k not in ("content", "reasoning_tokens")}
+    with pytest.raises(NormalizeError, match="completion has no field 'content'"):
+        normalize_completion(SimpleNamespace(**missing))
 
 
 def test_errors_by_kind() -> None:

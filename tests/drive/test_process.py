@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT, run
+from harness.check.parallel import run
+from harness.check.runner import CRASHED, FAILED, PASSED, TIMED_OUT
 from harness.drive.process import ProcessDriver, shortened_stderr
 from harness.errors import ConformError, TargetError
 from harness.suite.cases import Suite

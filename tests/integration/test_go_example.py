@@ -79,7 +79,7 @@ def test_the_example_passes_every_case_by_default(binary: str, mode: str, tmp_pa
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
-    # --strict requires the reference's own outcome at I1..I4; encoding/json takes others (the
+    # --strict requires the reference's own outcome at I1..I6; encoding/json takes others (the
     # list in examples/go/conform.xfail, the example's --strict baseline, checked in every mode).
     code, output = conform("run", "--exec", binary, "--mode", "plain", "--strict")
     assert code == 1

@@ -62,4 +62,4 @@ def test_the_benchmark_functions_it_reuses_exist() -> None:
     ]:
         for name in names:
             assert hasattr(module, name), f"{module.__name__}.{name}"
-    from harness.drive.process import python_target_driver  # noqa: F401
+    from harness.drive.spec import python_target_driver  # noqa: F401

@@ -164,7 +164,7 @@ def test_json_report_of_every_status_follows_its_schema(report_schema: Any) -> N
         "payload": '{"x": "\x00"}',
         "said": None,
     }
-    assert "expected" not in second and second["actual"] == "nan"  # absent: no key
+    assert "expected" not in second and second["actual"] == "NaN"  # absent: no key; NaN as NaN
     assert document["results"][2]["crash"]["line"] == 9
     assert document["results"][5]["expectation"] == {
         "reason": "not yet",

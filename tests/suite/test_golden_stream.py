@@ -14,7 +14,8 @@ import pytest
 
 import reference
 from harness.check.modes import MODES
-from harness.check.runner import FAILED, PASSED, run
+from harness.check.parallel import run
+from harness.check.runner import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.suite import golden_stream

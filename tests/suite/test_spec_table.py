@@ -28,6 +28,8 @@ TITLES = {
     "I2": "I2 integers beyond ±(2^53-1)",
     "I3": "I3 nesting beyond 128",
     "I4": "I4 duplicate keys",
+    "I5": "I5 OpenAI-defined unread members of a wrong type",
+    "I6": "I6 members named `__proto__`",
     "SSE": "SSE event-stream reading",
 }
 

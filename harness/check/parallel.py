@@ -1,0 +1,218 @@
+"""Running a target over many cases: in order on one driver, or on `jobs` drivers at once.
+
+Each case's golden file is read once for all its modes (`goldens`, by default parsed from disk;
+the pipeline passes its plan's cache), and `cancel` stops a run between calls. The unit of work
+is `harness.check.runner.run_case`.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from harness.check.results import FULL, CaseResult
+from harness.check.runner import run_case
+from harness.drive.base import Driver
+from harness.errors import RecordingError
+from harness.suite.cases import Case
+from harness.suite.golden import made_for, read_golden
+from harness.suite.recording import READ_WHOLE_BELOW, iter_payloads, read_info
+from harness.suite.sse import Payload
+
+
+def _cancelled(cancel: threading.Event | None) -> bool:
+    return cancel is not None and cancel.is_set()
+
+
+def _read_once(case: Case) -> list[Payload] | None:
+    """The recording's payloads, read once for every mode and outcome of the case; None for a
+    recording too large to hold (each pass then reads it as it goes, in constant memory)."""
+    try:
+        if case.recording.stat().st_size <= READ_WHOLE_BELOW:
+            return list(iter_payloads(case.recording))
+    except (OSError, RecordingError):
+        # Read as it goes instead, which says what is wrong where it always did (a pass that
+        # stops at an error step never reads a broken line after it).
+        pass
+    return None
+
+
+def _run_modes(
+    case: Case,
+    driver: Driver,
+    *,
+    modes: Sequence[str],
+    seed: int,
+    cancel: threading.Event | None,
+    require: dict[str, str] | None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+) -> Iterator[CaseResult]:
+    """One case in every mode, stopping when `cancel` is set: a result made while the run was
+    being stopped (its program killed under it) is not the target's, and is dropped."""
+    golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
+    payloads = _read_once(case)
+    for mode in modes:
+        if _cancelled(cancel):
+            return
+        try:
+            result = run_case(
+                case,
+                golden,
+                driver,
+                mode=mode,
+                seed=seed,
+                require=require,
+                level=level,
+                payloads=payloads,
+            )
+        except Exception:
+            if _cancelled(cancel):  # a program that cannot restart because the run is stopping
+                return
+            raise
+        if _cancelled(cancel):
+            return
+        yield result
+
+
+def run(
+    cases: Sequence[Case],
+    driver: Driver,
+    *,
+    modes: Sequence[str],
+    seed: int,
+    cancel: threading.Event | None = None,
+    require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+) -> Iterator[CaseResult]:
+    """Results for every case in every mode, in order; each golden file is read once.
+
+    Setting `cancel` (from a signal handler or another thread) ends the run after the call under
+    way returns: no further case or mode starts.
+    """
+    for case in cases:
+        if _cancelled(cancel):
+            return
+        yield from _run_modes(
+            case,
+            driver,
+            modes=modes,
+            seed=seed,
+            cancel=cancel,
+            require=require,
+            level=level,
+            goldens=goldens,
+        )
+
+
+DriverFactory = Callable[[], Driver]
+_WORKER_DONE = object()
+
+
+def run_parallel(
+    cases: Sequence[Case],
+    make_driver: DriverFactory,
+    *,
+    modes: Sequence[str],
+    seed: int,
+    jobs: int,
+    cancel: threading.Event | None = None,
+    require: dict[str, str] | None = None,
+    level: str = FULL,
+    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+) -> Iterator[CaseResult]:
+    """Results for every case in every mode from `jobs` drivers, as they complete.
+
+    Each worker thread makes and owns one driver and takes whole cases from a shared queue (so a
+    golden file is still read once). Threads suffice because a driver that runs its target in
+    another process waits on it there. Completion order depends on timing: `in_order` gives the
+    order reports use. A harness error in any worker (a stale golden file) stops the run and is
+    raised here, once every worker has stopped and closed its driver. Setting `cancel` stops
+    every worker after its call under way (as `run` does); errors after that are not raised.
+    """
+    if jobs <= 1:
+        driver = make_driver()
+        try:
+            yield from run(
+                cases,
+                driver,
+                modes=modes,
+                seed=seed,
+                cancel=cancel,
+                require=require,
+                level=level,
+                goldens=goldens,
+            )
+        finally:
+            driver.close()
+        return
+    pending: queue.SimpleQueue[Case] = queue.SimpleQueue()
+    for case in cases:
+        pending.put(case)
+    done: queue.SimpleQueue[object] = queue.SimpleQueue()
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            driver = make_driver()
+        except BaseException as exc:
+            done.put(exc)
+            done.put(_WORKER_DONE)
+            return
+        try:
+            while not stop.is_set() and not _cancelled(cancel):
+                try:
+                    case = pending.get_nowait()
+                except queue.Empty:
+                    break
+                for result in _run_modes(
+                    case,
+                    driver,
+                    modes=modes,
+                    seed=seed,
+                    cancel=cancel,
+                    require=require,
+                    level=level,
+                    goldens=goldens,
+                ):
+                    done.put(result)
+        except BaseException as exc:
+            done.put(exc)
+        finally:
+            driver.close()
+            done.put(_WORKER_DONE)
+
+    workers = [
+        threading.Thread(target=work, name=f"conform-worker-{n}", daemon=True)
+        for n in range(min(jobs, max(len(cases), 1)))
+    ]
+    for worker in workers:
+        worker.start()
+    running = len(workers)
+    try:
+        while running:
+            item = done.get()
+            if item is _WORKER_DONE:
+                running -= 1
+            elif isinstance(item, BaseException):
+                if not _cancelled(cancel):
+                    raise item
+            else:
+                assert isinstance(item, CaseResult)
+                yield item
+    finally:
+        stop.set()
+        for worker in workers:
+            worker.join()
+
+
+def in_order(
+    results: Iterable[CaseResult], cases: Sequence[Case], modes: Sequence[str]
+) -> list[CaseResult]:
+    """`results` sorted by case (in the order of `cases`), then mode (in the order of `modes`)."""
+    case_rank = {case.case_id: index for index, case in enumerate(cases)}
+    mode_rank = {mode: index for index, mode in enumerate(modes)}
+    return sorted(results, key=lambda r: (case_rank[r.case_id], mode_rank[r.mode]))

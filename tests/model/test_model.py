@@ -1,0 +1,157 @@
+"""The model of llama-server streams (harness/model/): its catalogue, its streams, its verdicts.
+
+The strategies are checked from outside: every stream's event stream reads back as the payloads
+it was built from, every feature of the catalogue is really generated (so the feature table of
+docs/spec.md lists nothing the model cannot make), the same seed gives the same streams, and the
+expected result of a stream that touches an implementation-defined point has an alternative.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
+
+from harness.errors import RecordingError
+from harness.model import fields
+from harness.model import streams as streams_module
+from harness.model.expect import expected, touched_points, write_case
+from harness.model.features import BY_NAME, FEATURES, GROUPS
+from harness.model.jsonwrite import Dup, Raw, dump
+from harness.model.streams import BREAKERS, Stream, streams
+from harness.suite.cases import Case
+from harness.suite.golden import build_golden
+from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
+from reference.choices import OUTCOMES
+
+#: Every rule tag a feature may name: the pin tags, and the points of contract version 3.
+_TAGS = {*PIN_TAGS, *OUTCOMES, "I5", "I6"}
+
+
+def _draw(count: int, *, seed: int, broken: bool | None = None) -> list[Stream]:
+    drawn: list[Stream] = []
+
+    @settings(
+        max_examples=count,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.generate,),
+    )
+    @hypothesis_seed(seed)
+    @given(streams(broken=broken))
+    def collect(stream: Stream) -> None:
+        drawn.append(stream)
+
+    collect()
+    return drawn
+
+
+def test_the_catalogue_is_well_formed() -> None:
+    assert len(BY_NAME) == len(FEATURES)
+    for feature in FEATURES:
+        assert feature.group in GROUPS, feature
+        assert feature.rules and set(feature.rules) <= _TAGS, feature
+        assert feature.description and feature.name.isidentifier(), feature
+    for field in (*fields.NEIGHBOUR_FIELDS, *fields.WRONG_TYPED_KNOWN):
+        assert field.feature in BY_NAME, field
+        assert field.level in fields.LEVELS and field.source and field.values, field
+
+
+def test_the_writer_keeps_raw_spellings_and_duplicate_keys() -> None:
+    chunk = {Dup("id"): "a", Dup("id"): "b", "n": Raw("1.0"), "t": "é\x00"}
+    assert dump(chunk) == '{"id":"a","id":"b","n":1.0,"t":"é\\u0000"}'
+
+
+def test_each_stream_reads_back_as_its_payloads(tmp_path: Path) -> None:
+    for number, stream in enumerate(_draw(40, seed=1, broken=None)):
+        path = tmp_path / f"s{number}.sse"
+        path.write_text(stream.sse(("a comment", "thinking_capped: true")), newline="")
+        assert [p.data for p in iter_payloads(path)] == list(stream.payloads), stream
+        assert read_info(path).thinking_capped
+
+
+def test_every_feature_of_the_catalogue_is_generated() -> None:
+    # Valid streams make every feature but the breakers' own; each breaker names its feature.
+    seen = {name for stream in _draw(300, seed=2, broken=False) for name in stream.features}
+    made_by_breakers = {*streams_module._WRONG_FEATURES.values(), "not_json"}
+    made_by_breakers |= set(streams_module._NOT_JSON_FEATURES.values())
+    assert made_by_breakers <= set(BY_NAME)
+    broken_group = {f.name for f in FEATURES if f.group == "broken"}
+    assert broken_group <= made_by_breakers
+    assert sorted(set(BY_NAME) - seen - made_by_breakers) == []
+
+
+def test_broken_streams_name_their_breaker() -> None:
+    drawn = _draw(40, seed=3, broken=True)
+    assert all(stream.broken in BREAKERS for stream in drawn)
+    assert len({stream.broken for stream in drawn}) > 10
+    assert not any(stream.broken for stream in _draw(20, seed=3, broken=False))
+
+
+def test_the_same_seed_gives_the_same_streams() -> None:
+    assert _draw(15, seed=4) == _draw(15, seed=4)
+    assert _draw(15, seed=4) != _draw(15, seed=5)
+
+
+def test_a_stream_touching_a_point_has_each_outcome(tmp_path: Path) -> None:
+    # `1.0` where an integer is read: I1 `integer` reads it, I1 `protocol` fails the payload.
+    stream = Stream(
+        payloads=(
+            '{"id":"c","choices":[{"delta":{"content":"a"}}],"prompt_progress":{"total":1.0}}',
+            '{"choices":[{"delta":{},"finish_reason":"stop"}]}',
+        ),
+        features=("integral_fraction",),
+    )
+    case = write_case(stream, tmp_path / "recordings", tmp_path / "golden", "fuzz/x")
+    assert touched_points(case.recording, capped=False) == ("I1",)
+    golden = expected(case)
+    assert golden["pins"] == ["I1"]
+    assert [alt["choices"] for alt in golden["alternatives"]] == [[{"I1": "protocol"}]]
+    assert golden["alternatives"][0]["steps"][0]["error"] == {"kind": "protocol"}
+
+
+def test_a_plain_stream_touches_no_point(tmp_path: Path) -> None:
+    stream = Stream(
+        payloads=('{"id":"c","choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}',),
+        features=("content_run",),
+    )
+    case = write_case(stream, tmp_path / "recordings", tmp_path / "golden", "fuzz/x")
+    assert touched_points(case.recording, capped=False) == ()
+    assert "alternatives" not in expected(case)
+
+
+_DEEP = "[" * 130 + "]" * 130
+
+
+def test_a_point_that_matters_only_beside_another_is_pinned_too(tmp_path: Path) -> None:
+    # Payload 0 holds an integer beyond 2^53: I2 `protocol` fails there. Only when it is read
+    # (I2 `exact`) does payload 1, nested too deep in an ignored member, meet I3. A target taking
+    # I2=exact and I3=ignore (Go's encoding/json does) must find its outcome among the golden's.
+    stream = Stream(
+        payloads=(
+            '{"id":"c","prompt_progress":{"total":9007199254740993}}',
+            '{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],"x":' + _DEEP + "}",
+        ),
+        features=("big_integer", "deep_ignored_value"),
+    )
+    case = write_case(stream, tmp_path / "recordings", tmp_path / "golden", "fuzz/x")
+    assert touched_points(case.recording, capped=False) == ("I2",)  # each point alone
+    assert touched_points(case.recording, capped=False, candidates=("I2", "I3")) == ("I2", "I3")
+    golden = expected(case)
+    assert golden["pins"] == ["I2", "I3"]
+    taken = [c for alt in golden["alternatives"] for c in alt["choices"]]
+    assert {"I2": "exact", "I3": "ignore"} in taken
+
+
+def test_a_pin_that_never_matters_is_still_refused(tmp_path: Path) -> None:
+    recording = tmp_path / "recordings" / "x.sse"
+    recording.parent.mkdir()
+    recording.write_text(
+        ': pins: I3\ndata: {"id":"c","choices":[{"delta":{},"finish_reason":"stop"}]}\n\n'
+    )
+    case = Case("x", recording, tmp_path / "golden" / "x.json")
+    with pytest.raises(RecordingError, match="pins I3, but every outcome of I3"):
+        build_golden(case)
