@@ -17,10 +17,11 @@ from hypothesis import seed as hypothesis_seed
 from harness.errors import RecordingError
 from harness.model import fields
 from harness.model import streams as streams_module
+from harness.model.breakers import BREAKERS
 from harness.model.expect import expected, touched_points, write_case
 from harness.model.features import BY_NAME, FEATURES, GROUPS
 from harness.model.jsonwrite import Dup, Raw, dump
-from harness.model.streams import BREAKERS, Stream, streams
+from harness.model.streams import Stream, streams
 from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
