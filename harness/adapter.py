@@ -319,7 +319,7 @@ def _error(seq: int | None, kind: str, message: str) -> dict[str, Any]:
 
 
 def _contract_error(seq: int, step: dict[str, Any]) -> dict[str, Any]:
-    # Messages of kinds other than `server` are not compared (harness.normalize), but reports
+    # Messages of kinds other than `server` are not compared (harness.drive.normalize), but reports
     # show them: the reply carries the assembler's own message whatever the kind.
     error = step["error"]
     said = step.get(SAID, "")

@@ -1,7 +1,7 @@
 """The `conform` command: each subcommand parses, calls one library function, renders, returns.
 
 How it ends, error by error, is `harness.cli_group` (the one place that prints `Error:` lines);
-the exit codes are the README's table.
+the exit codes are the README's one table (README.md#exit-codes).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The `unknown-fields` mode must only add names that no such server sends: a real field with a
 wrong-typed value (`logprobs: 7`) is a malformed chunk, which a client may rightly reject, not an
 unknown field it must ignore. This module is the one list of names that are *not* unknown, each
-with where it comes from; `harness.inject` checks its invented names against it, and
+with where it comes from; `harness.check.modes` checks its invented names against it, and
 tests/check/test_modes.py checks that no injected name is here.
 
 Sources (as of 2026):

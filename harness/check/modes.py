@@ -4,7 +4,7 @@
 - `unknown-fields` adds keys at every object level the chunk shape knows (top, each choice,
   `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`, `error`), with values
   of every JSON type, named only with names no OpenAI-compatible server sends
-  (`harness.known_fields` lists the names that are not unknown, and where each comes from).
+  (`harness.check.known_fields` lists the names that are not unknown, and where each comes from).
 - `hostile-keys` adds keys the same way, named like JavaScript's `Object.prototype` members and
   Python's dunders (`__proto__`, `constructor`, `toString`, `__class__`): unknown fields too, that
   break clients which copy members onto plain objects or attributes. A client may refuse a member
@@ -15,7 +15,7 @@
 - `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
   (surrogate pairs outside the BMP).
 - `truncated` pushes plain payloads but ends the recording after each payload in turn, expecting
-  what the reference returns on that prefix (`harness.truncated`).
+  what the reference returns on that prefix (`harness.check.runner`).
 
 The expected result is always the golden file (for `truncated`, its steps up to the cut). The last
 three rewrite the original text token by token (`harness.check.jsontext`), so numbers keep their
@@ -76,7 +76,7 @@ _READ_AT = {
     "error": {"message"},
 }
 #: The names `unknown-fields` adds: invented, so that no OpenAI-compatible server sends them
-#: (tests/check/test_modes.py checks them against `harness.known_fields.KNOWN_NAMES`).
+#: (tests/check/test_modes.py checks them against `harness.check.known_fields.KNOWN_NAMES`).
 UNKNOWN_NAMES: tuple[str, ...] = (
     "x_future",
     "x_conform_unknown",

@@ -8,13 +8,13 @@ reason, when it follows an entry):
     synthetic/r6_nesting_*  plain,whitespace   # nesting limit not done yet
     synthetic/r8_*                             # server errors: every mode
 
-Case globs follow the rule of `-k` (`harness.suite.case_matches`: a shell-style glob on the whole
-case id, or a folder of it); mode globs match whole mode names (`fnmatch`, case-sensitive); the
-modes are one glob or several separated by commas, and a missing mode means every mode. A
-matching failure (failed, crashed, timed out) becomes `xfailed`; a matching pass becomes
-`xpassed`, which fails the run, so the list can only shrink. The first line that matches a result
-is the one that applies. An entry that matches no case of the suite (or no mode) is a usage
-error, so a renamed case cannot leave a stale line behind.
+Case globs follow the rule of `-k` (`harness.suite.cases.case_matches`: a shell-style glob on the
+whole case id, or a folder of it); mode globs match whole mode names (`fnmatch`, case-sensitive);
+the modes are one glob or several separated by commas, and a missing mode means every mode. A
+matching failure (failed, crashed, timed out) becomes `xfailed`; a matching pass becomes `xpassed`,
+which fails the run, so the list can only shrink. The first line that matches a result is the one
+that applies. An entry that matches no case of the suite (or no mode) is a usage error, so a
+renamed case cannot leave a stale line behind.
 """
 
 from __future__ import annotations

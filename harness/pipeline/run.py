@@ -52,7 +52,7 @@ class RunRecord:
     @property
     def exit_code(self) -> int:
         """128 + the signal when interrupted, 3 after an error inside conform, 1 when a result
-        fails the run, else 0 (docs/exit-codes.md)."""
+        fails the run, else 0 (README.md#exit-codes)."""
         if self.signum is not None:
             return 128 + self.signum
         if self.failure is not None:

@@ -26,8 +26,8 @@ from harness.suite.recording import case_id_of, iter_payloads, read_info
 from reference import choices as choices_of
 from reference.choices import Choices
 
-#: The golden file schema (docs/golden.md). 2: `pins`; `choices` and `alternatives` in the cases
-#: that pin an implementation-defined point.
+#: The golden file schema (docs/golden-files.md). 2: `pins`; `choices` and `alternatives` in the
+#: cases that pin an implementation-defined point.
 SCHEMA = 2
 
 

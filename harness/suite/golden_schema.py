@@ -1,8 +1,8 @@
 """Checking a golden file against its JSON Schema (`harness/schemas/golden.schema.json`).
 
 The schema is the one statement of what a golden file may hold; `golden_problem` is the one
-function that applies it, whether a file is read whole (`harness.golden`) or a step at a time
-(`harness.golden_stream`). Anything the schema does not allow, an extra key inside a step
+function that applies it, whether a file is read whole (`harness.suite.golden`) or a step at a time
+(`harness.suite.golden_stream`). Anything the schema does not allow, an extra key inside a step
 included, is a setup error naming the file and the JSON path, never a mismatch blamed on the
 target.
 

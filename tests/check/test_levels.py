@@ -1,4 +1,4 @@
-"""Levels of conformance (docs/spec.md, section 6): `--level completion` judges only what every
+"""Levels of conformance (docs/spec.md, section 2): `--level completion` judges only what every
 client has, whether each push failed (and how) and the finish, and reports say the level."""
 
 from __future__ import annotations
