@@ -7,7 +7,8 @@ a usage chunk with `"choices": []`, sometimes a mid-stream server error; each ch
 fields neighbouring servers send (`harness.model.fields`) and edge values (Unicode, NUL, long and
 huge strings, numbers spelled `1.0` or beyond 2^53). `streams(broken=True)` also breaks each
 stream in exactly one place (one of R6's shape errors, or a rule that fails on purpose), chosen
-from `harness.model.breakers.BREAKERS`. Every stream lists the features it used (`harness.model.features`).
+from `harness.model.breakers.BREAKERS`. Every stream lists the features it used
+(`harness.model.features`).
 
 Nothing here says what a stream should give: the reference does (`harness.model.expect`), under
 every allowed outcome of the implementation-defined points, so the model never needs to know
