@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -21,10 +21,15 @@ from harness import cli_options as opt
 from harness.check.options import RunOptions
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.errors import ConformError
-from harness.fuzzing import SHRINK_STEPS, Finding, FuzzRecord, FuzzRequest, run_fuzz, save_finding
 from harness.reports.text import render
 from harness.safetext import printable, shorten
 from harness.seconds import Seconds
+
+if TYPE_CHECKING:  # the search (hypothesis) is imported when `conform fuzz` runs, not at start-up
+    from harness.fuzzing import Finding, FuzzRecord
+
+#: Streams tried while shrinking a difference, by default (`harness.fuzzing.SHRINK_STEPS`).
+SHRINK_DEFAULT = 150
 
 #: Characters of each recording line shown in the report (the saved recording has them all).
 _LINE_CHARS = 300
@@ -79,6 +84,8 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     lines.append(f"the stream, shrunk to {payloads} payload(s) (the .sse recording above):")
     lines += _stream_lines(finding)
     if save is not None:
+        from harness.fuzzing import save_finding
+
         case = save_finding(finding, save, seed=record.seed, label=label)
         lines.append(f"saved: {case.recording} and {case.golden}")
     else:
@@ -112,7 +119,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
 @click.option(
     "--time",
     "seconds",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(),
     metavar="SECONDS",
     help="Generate streams for this long instead (shrinking a difference takes a little more).",
 )
@@ -120,7 +127,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     "--shrink",
     "shrink_steps",
     type=click.IntRange(min=0),
-    default=SHRINK_STEPS,
+    default=SHRINK_DEFAULT,
     show_default=True,
     metavar="N",
     help="Streams tried while shrinking a difference (0: report the first stream as found).",
@@ -200,6 +207,8 @@ def fuzz_command(
         chosen_points=chosen_points,
         level=level,
     )
+    from harness.fuzzing import FuzzRequest, run_fuzz
+
     request = FuzzRequest(
         options=options,
         examples=200 if examples is None and seconds is None else examples,

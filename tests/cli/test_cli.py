@@ -203,6 +203,7 @@ def test_every_report_totals_per_rule(tmp_path: Path, monkeypatch: pytest.Monkey
     args = ("run", target, "--in-process", "--mode", "plain", "--rule", "I3", "--strict")
     code, output = conform(*args, "--junit-xml", str(junit))
     assert code == 1
-    assert "by rule (cases conforming): R6 0/4 FAIL, I3 0/4 FAIL" in output
-    assert '<property name="rule.I3" value="0/4 cases conforming" />' in junit.read_text()
-    assert "| I3 | 0/4 | ❌ |" in summary.read_text(encoding="utf-8")
+    line = "by rule (cases conforming): R1 1/1, R6 0/4 FAIL, R9 1/1, I2 1/1, I3 1/5 FAIL"
+    assert line in output
+    assert '<property name="rule.I3" value="1/5 cases conforming" />' in junit.read_text()
+    assert "| I3 | 1/5 | ❌ |" in summary.read_text(encoding="utf-8")

@@ -72,7 +72,7 @@ def test_a_planted_bug_is_found_and_shrunk(name: str) -> None:
         f"{MINIATURES}:{name}",
         "--in-process",
         "--examples",
-        "300",
+        "800",  # most are found in the first 250; the budget leaves room for a slow machine
         "--shrink",
         "20",
     )
@@ -161,3 +161,10 @@ def test_help_names_the_budget_options() -> None:
     assert code == 0
     for option in ("--time", "--examples", "--seed", "--save", "--exec", "-j", "--shrink"):
         assert option in output
+
+
+def test_the_shrink_default_is_the_searchs_own() -> None:
+    from harness.fuzz import SHRINK_DEFAULT
+    from harness.fuzzing import SHRINK_STEPS
+
+    assert SHRINK_DEFAULT == SHRINK_STEPS
