@@ -185,11 +185,20 @@ def _write_descriptor(path: Path, descriptor: int, data: str | bytes | Iterable[
 def _write_by_rename(
     path: Path, data: str | bytes | Iterable[str], *, replace: bool, mode: int | None
 ) -> None:
-    fd, tmp_name = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.conform-{os.getpid()}.", suffix=".tmp"
-    )
-    tmp = Path(tmp_name)
-    _live_temps.add(tmp)
+    # The file is made and registered with the signals conform handles held back: a signal in
+    # between would find a temporary file it does not know of, and leave it behind.
+    held = threading.current_thread() is threading.main_thread()
+    if held:
+        signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
+    try:
+        fd, tmp_name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.name}.conform-{os.getpid()}.", suffix=".tmp"
+        )
+        tmp = Path(tmp_name)
+        _live_temps.add(tmp)
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     try:
         # mkstemp makes 0600: a new file gets the usual mode, a replaced one keeps its own.
         os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
