@@ -5,6 +5,7 @@ the rules of which options go together live here once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +16,15 @@ from harness.drive.inprocess import Driver
 from harness.drive.spec import DriverSpec
 from harness.errors import ConformError
 from reference.choices import OUTCOMES, REFERENCE
+
+
+def unique_modes(modes: Sequence[str]) -> tuple[str, ...]:
+    """The modes to run, each once, in the order given (every mode when none are);
+    ConformError for a name that is not a mode."""
+    unknown = [mode for mode in modes if mode not in MODES]
+    if unknown:
+        raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
+    return tuple(dict.fromkeys(modes)) or MODES
 
 
 @dataclass(frozen=True)
@@ -47,14 +57,12 @@ class RunOptions:
             raise ConformError("-j runs worker processes; it does not go with --in-process")
         if self.level not in LEVELS:
             raise ConformError(f"{self.level!r} is not a level; the levels are {', '.join(LEVELS)}")
-        unknown = [mode for mode in self.modes if mode not in MODES]
-        if unknown:
-            raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
+        unique_modes(self.modes)
 
     @property
     def chosen_modes(self) -> tuple[str, ...]:
         """The modes to run, each once, in the order given (every mode when none was)."""
-        return tuple(dict.fromkeys(self.modes)) or MODES
+        return unique_modes(self.modes)
 
     @property
     def label(self) -> str:

@@ -13,7 +13,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -216,8 +216,3 @@ def run_targets(
     if failures:
         raise failures[0]
     return [runs[t.label] for t in targets]
-
-
-def with_label(record: RunRecord, label: str) -> RunRecord:
-    """`record` with its report naming the target `label`."""
-    return replace(record, report=replace(record.report, info=replace(record.info, target=label)))

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.modes import MODES
+from harness.check.options import unique_modes
 from harness.check.xfail import XfailList
 from harness.errors import ConformError
 from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, selected_cases
@@ -80,14 +81,6 @@ class Plan:
         expected = XfailList.load(path)
         expected.check(self.all_ids, MODES)
         return expected
-
-
-def unique_modes(modes: Sequence[str]) -> tuple[str, ...]:
-    """The modes to run, each once, in the order given (every mode when none are)."""
-    unknown = [mode for mode in modes if mode not in MODES]
-    if unknown:
-        raise ConformError(f"{unknown[0]!r} is not a mode; the modes are {', '.join(MODES)}")
-    return tuple(dict.fromkeys(modes)) or MODES
 
 
 def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
