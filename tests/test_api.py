@@ -33,6 +33,16 @@ def test_importing_harness_imports_none_of_its_stages() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_the_command_line_does_not_import_the_recorders_http_client() -> None:
+    # httpx is only for `conform record`: every other command would pay its import at start-up.
+    import subprocess
+    import sys
+
+    code = "import sys, harness.cli; print('httpx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 @pytest.mark.parametrize("package", [reference], ids=["reference"])
 def test_all_is_complete_and_sorted(package: types.ModuleType) -> None:
     public = {

@@ -11,7 +11,6 @@ from typing import Any
 
 import click
 
-from harness.capture import live as recorder
 from harness.errors import ConformError
 from harness.files import interruptible
 from harness.seconds import Seconds
@@ -27,6 +26,8 @@ class ServerURL(click.ParamType[str]):
     name = "URL"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from harness.capture import live as recorder  # httpx: only when `record` runs
+
         try:
             recorder.normalize_url(str(value))
         except ConformError as exc:
@@ -40,6 +41,8 @@ class RecordingName(click.ParamType[str]):
     name = "NAME"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from harness.capture import live as recorder  # httpx: only when `record` runs
+
         try:
             recorder.case_path(Path("."), str(value))
         except ConformError as exc:
@@ -57,6 +60,8 @@ class RequestFile(click.ParamType[tuple[str, dict[str, Any]]]):
     ) -> tuple[str, dict[str, Any]]:
         if isinstance(value, tuple):
             return value
+        from harness.capture import live as recorder  # httpx: only when `record` runs
+
         try:
             return str(value), recorder.load_request(Path(value))
         except ConformError as exc:
@@ -175,6 +180,8 @@ def record(
         "--thinking-capped": thinking_capped,
     }
     all_notes = (("thinking_capped: true",) if thinking_capped else ()) + notes
+    from harness.capture import live as recorder  # httpx: only when `record` runs
+
     progress = _Progress(name)
     with interruptible():
         try:
