@@ -449,8 +449,40 @@ class Assembler:
                         self._in_reasoning = False
                         events.append(Content(text))
                     pieces = delta.tool_calls
-                    if pieces:
-                        self._take_tool_calls(pieces, None if strict else data, events)
+                    if pieces:  # R2, inline: the loop most tool-call streams spend their time in
+                        calls = self._calls
+                        for piece in pieces:
+                            index = piece.index
+                            # The strict shape checked the index's range as it decoded.
+                            if type(index) is not int or (
+                                not strict and not 0 <= index <= MAX_SAFE_INTEGER
+                            ):
+                                index = self._index(piece, data)
+                            if index < len(calls):
+                                call = calls[index]
+                            elif index == len(calls):
+                                call = _CallBuilder()
+                                calls.append(call)
+                            else:
+                                raise _protocol(
+                                    f"tool call index {index} is out of order: "
+                                    f"{len(calls)} call(s) so far"
+                                )
+                            function = piece.function
+                            if function is None:
+                                name = None
+                                arguments = ""
+                            else:
+                                name = function.name
+                                arguments = function.arguments or ""
+                            piece_id = piece.id
+                            if piece_id and call.id is None:
+                                call.id = piece_id
+                            if name and call.name is None:
+                                call.name = name
+                            call.parts.append(arguments)
+                            events.append(ToolCallDelta(index, piece_id, name, arguments))
+                        self._in_reasoning = False
                 reason = choice.finish_reason
                 if reason is not None:
                     self._finish_reason = _FINISH_REASONS[reason]
@@ -505,44 +537,6 @@ class Assembler:
                 raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
             self._reasoning_tokens = tokens
         events.append(Reasoning(text))
-
-    def _take_tool_calls(
-        self, pieces: list[ToolCallPiece], payload: str | None, events: list[ChatEvent]
-    ) -> None:
-        """`payload` is None when the strict shape decoded it: its indexes are checked already."""
-        calls = self._calls
-        add_event = events.append
-        for piece in pieces:
-            index = piece.index
-            if payload is not None and (
-                type(index) is not int or not 0 <= index <= MAX_SAFE_INTEGER
-            ):
-                index = self._index(piece, payload)
-            assert type(index) is int
-            try:
-                call = calls[index]  # index is not negative: checked above, or by the decoder
-            except IndexError:
-                if index > len(calls):
-                    raise _protocol(
-                        f"tool call index {index} is out of order: {len(calls)} call(s) so far"
-                    ) from None
-                call = _CallBuilder()
-                calls.append(call)
-            function = piece.function
-            if function is None:
-                name = None
-                arguments = ""
-            else:
-                name = function.name
-                arguments = function.arguments or ""
-            piece_id = piece.id
-            if call.id is None and piece_id:
-                call.id = piece_id
-            if call.name is None and name:
-                call.name = name
-            call.parts.append(arguments)
-            add_event(ToolCallDelta(index, piece_id, name, arguments))
-        self._in_reasoning = False
 
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
