@@ -12,6 +12,7 @@ import json
 import re
 from collections.abc import Callable
 from decimal import Decimal
+from itertools import accumulate
 from typing import Any
 
 import msgspec
@@ -49,8 +50,9 @@ MAX_DEPTH = 128
 #: so only ignored values, or read ones already of the wrong type, are cut.
 _KEPT_DEPTH = 9
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
 _TOKEN = re.compile(
     r'[ \t\n\r]*(?:("(?:[^"\\\x00-\x1f]|\\.)*")'
@@ -67,14 +69,9 @@ def _protocol(message: str) -> InferError:
 
 def _nesting_depth(data: str) -> int:
     """The deepest nesting of arrays and objects in `data`, brackets inside strings not counted."""
-    depth = deepest = 0
-    for match in _BRACKET.finditer(_STRING.sub("", data)):
-        if match.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
+    # At C speed: the brackets alone, each a step of +1 or -1, the highest running sum.
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", data))
+    return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
 
 
 def _check_string(token: str) -> None:
