@@ -44,6 +44,9 @@ from harness.drive.normalize import TIMINGS_FIELDS
 _dumps = json.JSONEncoder(ensure_ascii=False).encode
 #: 16 digits in a row, a point maybe among them: the only numbers a re-serialization may change.
 _LONG_DIGITS = re.compile(r"[0-9.]{17}|[0-9]{16}")
+#: Each byte of UTF-8 text as "0" for a digit or a dot, " " for any other; `_RUN` of them is a hint.
+_DIGITS_AS_ZEROS = bytes(ord("0") if chr(i) in "0123456789." else ord(" ") for i in range(256))
+_RUN = b"0" * 16
 _STRINGS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
 _NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
@@ -128,7 +131,12 @@ def _numbers_survive(data: str) -> bool:
     target that reads integers exactly (I2 `exact`) would be given another number than the golden
     file's; a fraction that stays a fraction has the same double, which is all any reading takes.
     """
-    if _LONG_DIGITS.search(data) is None:  # the cheap test, strings included: most payloads
+    # The cheap tests, strings included, for most payloads: a run of 16 digits or dots found at C
+    # speed (the pattern alone costs 60 ms on a 1 MiB payload), then the pattern.
+    if (
+        _RUN not in data.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
+        or _LONG_DIGITS.search(data) is None
+    ):
         return True
     for token in _NUMBER.findall(_STRINGS.sub('""', data)):
         mantissa = token.lstrip("-").replace("E", "e").split("e")[0]
