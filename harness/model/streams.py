@@ -17,10 +17,16 @@ which streams are valid, only to produce the space of them.
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers as hypothesis_providers
 
 from harness.model import fields as neighbours
 from harness.model.breakers import (
@@ -55,6 +61,56 @@ Draw = st.DrawFn
 
 #: SSE framing choices: the line end and whether `data:` is followed by a space.
 LINE_ENDS = ("\n", "\r\n", "\r")
+
+
+def cache_directory() -> Path:
+    """Where hypothesis keeps its caches (its Unicode tables) while streams are drawn:
+    `$HYPOTHESIS_STORAGE_DIRECTORY` when set, else `conform/hypothesis` in the user's cache
+    directory (`$XDG_CACHE_HOME`, or `~/.cache`); never a `.hypothesis/` in the current folder."""
+    where = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+    if where:
+        return Path(where)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "conform" / "hypothesis"
+
+
+@contextlib.contextmanager
+def drawing() -> Iterator[None]:
+    """The conditions streams are drawn under, for as long as the block runs (then restored).
+
+    - Hypothesis's storage is `cache_directory()`, so that drawing writes no `.hypothesis/`
+      folder where it runs (the example database is off wherever streams are drawn).
+    - Hypothesis's "local constants" are off: it would otherwise scan the source of every module
+      loaded from the current folder (the target's own, for one) and sometimes draw its literals,
+      so the streams of a seed would depend on which target is loaded and from where, and the scan
+      costs time and writes a cache of its own.
+    """
+    home, scan = "__hypothesis_home_directory", "_get_local_constants"  # private to hypothesis
+    before = getattr(hypothesis_configuration, home, None)
+    local = getattr(hypothesis_providers, scan, None)
+    hypothesis_configuration.set_hypothesis_home_dir(cache_directory())
+    if local is not None:
+        setattr(hypothesis_providers, scan, _no_local_constants)
+    _forget_constants()  # the pools already drawn from (local constants included)
+    try:
+        yield
+    finally:
+        hypothesis_configuration.set_hypothesis_home_dir(before)
+        if local is not None:
+            setattr(hypothesis_providers, scan, local)
+        _forget_constants()
+
+
+def _forget_constants() -> None:
+    cache = getattr(getattr(hypothesis_providers, "CONSTANTS_CACHE", None), "cache", None)
+    if cache is not None:
+        cache.clear()
+
+
+def _no_local_constants() -> Any:
+    from hypothesis.internal.constants_ast import Constants
+
+    return Constants()
 
 
 @dataclass(frozen=True)
