@@ -9,6 +9,7 @@ expected result of a stream that touches an implementation-defined point has an 
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,3 +183,32 @@ def test_a_pin_that_never_matters_is_still_refused(tmp_path: Path) -> None:
     case = Case("x", recording, tmp_path / "golden" / "x.json")
     with pytest.raises(RecordingError, match="pins I3, but every outcome of I3"):
         build_golden(case)
+
+
+def test_the_streams_of_a_seed_do_not_depend_on_the_modules_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hypothesis would draw literals of the modules loaded from outside site-packages (a target's
+    # own): the same seed must give the same streams whatever target is loaded, and from where.
+    before = _draw(6, seed=8)
+    literals = "\n".join(
+        f"N{i} = {i * 7919 + 3}\nS{i} = 'literal {i} of a target'" for i in range(300)
+    )
+    (tmp_path / "target_with_literals.py").write_text(literals + "\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("target_with_literals")
+    assert _draw(6, seed=8) == before
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_drawing_keeps_hypothesis_storage_out_of_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hypothesis.configuration import storage_directory
+
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    outside = storage_directory("x").path
+    with drawing():
+        assert storage_directory("x").path == tmp_path / "conform" / "hypothesis" / "x"
+    assert storage_directory("x").path == outside
