@@ -109,7 +109,13 @@ def test_no_shrinking_reports_the_stream_as_found() -> None:
 
 def test_the_same_seed_gives_the_same_report() -> None:
     # Seed 1 finds MergesTimings in its third stream; 10 steps shrink it (the same way twice).
-    args = ("fuzz", f"{MINIATURES}:MergesTimings", "--in-process", "--examples", "40")
+    args: tuple[str, ...] = (
+        "fuzz",
+        f"{MINIATURES}:MergesTimings",
+        "--in-process",
+        "--examples",
+        "40",
+    )
     args += ("--seed", "1", "--shrink", "10")
     first, second = conform(*args), conform(*args)
     assert first[0] == 1, first[1]
