@@ -91,15 +91,15 @@ def test_a_planted_bug_is_found_whatever_the_seed() -> None:
 
 
 def test_no_shrinking_reports_the_stream_as_found() -> None:
-    # Seed 6 finds LastToolCallIdWins in a 39-payload stream that 10 steps shrink to 3.
-    args = ("fuzz", f"{MINIATURES}:LastToolCallIdWins", "--in-process", "--seed", "6", "--shrink")
+    # Seed 6 finds DropsServerMessage in its fifth stream, of 7 payloads; 10 steps shrink it to 1.
+    args = ("fuzz", f"{MINIATURES}:DropsServerMessage", "--in-process", "--seed", "6", "--shrink")
     code, raw = conform(*args, "0")
     assert code == 1, raw
     code, shrunk = conform(*args, "10")
     assert code == 1, shrunk
     for output in (raw, shrunk):  # reported like a `conform run` failure, then the stream
         assert output.startswith("FAIL fuzz/stream ["), output
-        assert f"fuzz: {MINIATURES}:LastToolCallIdWins differs from the reference" in output
+        assert f"fuzz: {MINIATURES}:DropsServerMessage differs from the reference" in output
 
     def size(output: str) -> int:
         return int(output.split("the stream, shrunk to ")[1].split(" ")[0])
