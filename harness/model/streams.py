@@ -18,6 +18,7 @@ which streams are valid, only to produce the space of them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,10 +48,12 @@ from harness.model.pieces import (
     _tool_pieces,
 )
 from harness.model.values import (
+    BOOLEANS,
     _ints,
     _pick,
     _progress,
     _rarely,
+    _sets,
     _spread,
     _timings,
     _uniform,
@@ -154,16 +157,24 @@ def _add_neighbours(draw: Draw, objects: dict[str, list[dict[str, Any]]], used: 
             if not _rarely(draw, 3):
                 continue
             wrong = _rarely(draw, 9)
-            choices = neighbours.at_level(level, wrong_typed=wrong)
-            if not choices:
+            if not neighbours.at_level(level, wrong_typed=wrong):
                 continue
-            for item in draw(
-                st.lists(_pick(choices), min_size=1, max_size=3, unique_by=lambda f: f.name)
-            ):
+            for item in draw(_some_fields(level, wrong)):
                 if item.name in obj:
                     continue
                 obj[item.name] = draw(_pick(item.values))
                 used.add(item.feature)
+
+
+def _name(field: neighbours.NeighbourField) -> str:
+    return field.name
+
+
+@functools.cache
+def _some_fields(level: str, wrong: bool) -> st.SearchStrategy[list[Any]]:
+    """One to three of the fields at `level`, no name twice; made once (as `values._ints`)."""
+    choices = neighbours.at_level(level, wrong_typed=wrong)
+    return st.lists(_pick(choices), min_size=1, max_size=3, unique_by=_name)
 
 
 def _chunk(
@@ -180,7 +191,7 @@ def _chunk(
 ) -> dict[str, Any]:
     chunk: dict[str, Any] = {}
     if no_choices:
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             chunk["choices"] = []
         else:
             used.add("choices_absent")
@@ -246,7 +257,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     def timings_now() -> dict[str, Any] | None:
         nonlocal predicted
         predicted += int(draw(_ints(0, 3)))
-        if timing_policy == "every" or (timing_policy == "some" and draw(st.booleans())):
+        if timing_policy == "every" or (timing_policy == "some" and draw(BOOLEANS)):
             return _timings(draw, used, predicted)
         return None
 
@@ -267,7 +278,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     has_calls = bool(calls)
     reason = draw(_pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length")))
     finish_style = draw(_pick(("own", "own", "merged", "none", "twice")))
-    if finish_style == "none" and draw(st.booleans()):
+    if finish_style == "none" and draw(BOOLEANS):
         finish_style = "own"
     if finish_style == "merged" and values and values[-1].get("group"):
         values[-1]["finish"] = reason
@@ -301,7 +312,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
             "prompt_tokens": 12,
             "total_tokens": predicted + 12,
         }
-        values.append({"usage": usage, "timings": last_timings if draw(st.booleans()) else None})
+        values.append({"usage": usage, "timings": last_timings if draw(BOOLEANS) else None})
     if any(
         v.get("delta") and "reasoning_content" in v["delta"] and v.get("timings") is None
         for v in values
@@ -373,7 +384,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
 
 
 def _style(draw: Draw, used: set[str]) -> Style:
-    ascii = bool(draw(st.booleans()))
+    ascii = bool(draw(BOOLEANS))
     if ascii:
         used.add("escaped_text")
     if not _rarely(draw, 4):
@@ -402,7 +413,7 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
         if at == len(chunks):
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
             texts.append(None)
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             how = _wrong_shape(draw, chunks[at])
             used.add(_WRONG_FEATURES[how])
         else:
@@ -417,10 +428,10 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
     line_end = str(draw(_pick(("\n", "\n", "\n", "\r\n", "\r"))))
     if line_end != "\n":
         used.add("sse_line_ends")
-    pings = frozenset(draw(st.sets(_ints(0, count - 1), max_size=2)))
+    pings = frozenset(draw(_sets(_ints(0, count - 1), 2)))
     if pings:
         used.add("sse_comments")
-    other = frozenset(draw(st.sets(_ints(0, count - 1), max_size=1)) if _rarely(draw, 5) else ())
+    other = frozenset(draw(_sets(_ints(0, count - 1), 1)) if _rarely(draw, 5) else ())
     if other:
         used.add("sse_other_fields")
     space = not _rarely(draw, 5)
