@@ -39,7 +39,7 @@ from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
 from harness.errors import ConformError
 from harness.model.expect import expected, write_case
-from harness.model.streams import Stream, streams
+from harness.model.streams import Stream, drawing, streams
 from harness.suite import golden as golden_files
 from harness.suite.cases import Case, writable_root
 
@@ -113,6 +113,10 @@ class FuzzRecord:
     seed: int
     finding: Finding | None = None
     features: dict[str, int] = field(default_factory=dict)  # streams using each feature
+    #: Streams whose expected result pins each implementation-defined point (has alternatives).
+    points: dict[str, int] = field(default_factory=dict)
+    #: How big the finding was when first found, before shrinking (payloads, characters).
+    found_size: tuple[int, int] | None = None
 
 
 def modes_of(modes: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
@@ -126,8 +130,12 @@ def modes_of(modes: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
     return st.sampled_from(others).map(lambda mode: (*first, mode))
 
 
-class _OutOfTime(Exception):
-    """The search's time is up (raised inside the test, so hypothesis stops at once)."""
+class _Stop(BaseException):
+    """The search is over: its budget or time is spent, or shrinking has used its steps.
+
+    A BaseException that is not a failure to hypothesis (not an Exception), so it leaves the
+    engine at once: hypothesis neither shrinks it as a failure nor tries more streams.
+    """
 
 
 class _Found(Exception):
@@ -144,6 +152,7 @@ class _Search:
         self.root = Path(tempfile.mkdtemp(prefix="conform-fuzz-"))
         self.driver: Driver | None = None
         self.best: Finding | None = None
+        self.found_size: tuple[int, int] | None = None
         self.shrink_deadline: float | None = None
         self.shrink_left = request.shrink_steps
         #: Streams this worker may still try (its share of `examples`).
@@ -154,6 +163,8 @@ class _Search:
         #: While shrinking, only the mode that failed first is run (a stream that still fails
         #: there is a smaller example of the same difference).
         self.shrink_modes: tuple[str, ...] = ()
+        #: What the last stream checked pins.
+        self.pins: tuple[str, ...] = ()
 
     def check(self, stream: Stream, modes: Sequence[str], *, every: bool = False) -> Finding | None:
         """Run `stream` through the target in `modes` (stopping at the first failing mode unless
@@ -161,6 +172,7 @@ class _Search:
         assert self.driver is not None
         case = write_case(stream, self.root / "recordings", self.root / "golden", CASE_ID)
         golden = expected(case)
+        self.pins = tuple(golden["pins"])
         failed: list[CaseResult] = []
         for mode in modes:
             result = run_case(
@@ -188,12 +200,12 @@ class _Search:
         now = time.monotonic()
         if self.best is None:
             if shared.stop.is_set() or now > shared.deadline or self.quota <= 0:
-                raise _OutOfTime
+                raise _Stop
             self.quota -= 1
         elif self.shrink_left <= 0 or (
             self.shrink_deadline is not None and now > self.shrink_deadline
         ):
-            return  # shrinking is over: the best finding so far stands
+            raise _Stop  # shrinking is over: the best finding so far stands
         else:
             self.shrink_left -= 1
         try:
@@ -202,10 +214,11 @@ class _Search:
             self.problem = exc  # a bug in conform, or a setup error: reported as such
             raise
         if self.best is None:
-            shared.note(stream)  # streams searched; the shrinking's reruns are not counted
+            shared.note(stream, self.pins)  # streams searched; the shrinking's are not counted
         if finding is None:
             return
         if self.best is None:
+            self.found_size = finding.size
             self.shrink_deadline = time.monotonic() + SHRINK_SECONDS
             self.shrink_modes = (finding.results[0].mode,)
             shared.stop.set()
@@ -240,7 +253,7 @@ class _Search:
                 # hypothesis's note on a large example's repr: the report shows it, shortened
                 warnings.simplefilter("ignore", HypothesisWarning)
                 property_holds()
-        except (_Found, _OutOfTime):
+        except (_Found, _Stop):
             pass
         except Exception as exc:  # hypothesis's own (flaky, ...) once shrinking was cut short
             if self.problem is None and self.best is None:
@@ -274,14 +287,17 @@ class _Shared:
         self.stop = threading.Event()
         self.count = 0
         self.features: dict[str, int] = {}
+        self.points: dict[str, int] = {}
         self._lock = threading.Lock()
         self._on_stream = on_stream
 
-    def note(self, stream: Stream) -> None:
+    def note(self, stream: Stream, pins: Sequence[str]) -> None:
         with self._lock:
             self.count += 1
             for name in stream.features:
                 self.features[name] = self.features.get(name, 0) + 1
+            for pin in pins:  # a scratch stream pins implementation-defined points only
+                self.points[pin] = self.points.get(pin, 0) + 1
             count = self.count
         if self._on_stream is not None:
             self._on_stream(count)
@@ -296,32 +312,37 @@ def run_fuzz(request: FuzzRequest, *, on_stream: Callable[[int], None] | None = 
     # The first driver is made up front, so that a target that cannot start stops here.
     request.make_driver().close()
     searches = [_Search(request, number=n, shared=shared) for n in range(max(request.jobs, 1))]
-    try:
-        if len(searches) == 1:
-            searches[0].run()
-        else:
-            threads = [threading.Thread(target=s.run, daemon=True) for s in searches]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        for search in searches:
-            if search.problem is not None and search.best is None:
-                raise search.problem
-        found = [s for s in searches if s.best is not None]
-        finding = None
-        if found:
-            best = min(found, key=lambda s: s.best.size if s.best else (0, 0))
-            finding = best.finish()
-    finally:
-        for search in searches:
-            search.close()
+    with drawing():
+        try:
+            if len(searches) == 1:
+                searches[0].run()
+            else:
+                threads = [threading.Thread(target=s.run, daemon=True) for s in searches]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            for search in searches:
+                if search.problem is not None and search.best is None:
+                    raise search.problem
+            found = [s for s in searches if s.best is not None]
+            finding = None
+            found_size = None
+            if found:
+                best = min(found, key=lambda s: s.best.size if s.best else (0, 0))
+                finding = best.finish()
+                found_size = best.found_size
+        finally:
+            for search in searches:
+                search.close()
     return FuzzRecord(
         streams=shared.count,
         seconds=time.monotonic() - started,
         seed=request.seed,
         finding=finding,
         features=dict(sorted(shared.features.items())),
+        points=dict(sorted(shared.points.items())),
+        found_size=found_size,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.model.jsonwrite import Dup, Raw
-from harness.model.values import _pick, _rarely, _uniform
+from harness.model.values import BOOLEANS, _pick, _rarely, _uniform
 
 Draw = st.DrawFn
 
@@ -61,7 +61,7 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
         if name in chunk:
             value = chunk.pop(name)
             other = "chatcmpl-other" if name == "id" else value
-            first, second = (value, other) if draw(st.booleans()) else (other, value)
+            first, second = (value, other) if draw(BOOLEANS) else (other, value)
             chunk[Dup(name)] = first
             chunk[Dup(name)] = second
         else:

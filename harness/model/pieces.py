@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.model.values import _arguments, _ints, _pick, _rarely, _split, text
+from harness.model.values import BOOLEANS, _arguments, _ints, _pick, _rarely, _split, text
 
 Draw = st.DrawFn
 
@@ -26,9 +26,13 @@ class _Piece:
     call: dict[str, Any] = field(default_factory=dict)
 
 
+#: How many tool calls: mostly up to 3, sometimes up to 14 (more than ten: index 10 after 9).
+_CALL_COUNTS = st.one_of(_ints(0, 3), _ints(0, 3), _ints(4, 14))
+
+
 def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
     """Each tool call's pieces, in order (the first creates the call)."""
-    count = int(draw(st.one_of(_ints(0, 3), _ints(0, 3), _ints(4, 14))))
+    count = int(draw(_CALL_COUNTS))
     if count:
         used.add("tool_call")
     if count >= 2:
@@ -57,14 +61,14 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
                 used.add("tool_call_repeated_id_name")
                 piece["id"] = draw(_pick((call_id, "other", "", None)))
                 function["name"] = draw(_pick((name, "other", "", None)))
-            elif number == 0 and late and draw(st.booleans()):
+            elif number == 0 and late and draw(BOOLEANS):
                 piece["id"] = draw(_pick(("", None)))
-            if args or draw(st.booleans()):
+            if args or draw(BOOLEANS):
                 function["arguments"] = args
             if _rarely(draw, 3):
                 piece["type"] = "function"
                 used.add("tool_call_type")
-            bare = bool(draw(st.booleans()))
+            bare = bool(draw(BOOLEANS))
             if function or bare:
                 piece["function"] = function
             pieces.append(_Piece("tool", call=piece))

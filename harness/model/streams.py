@@ -17,10 +17,17 @@ which streams are valid, only to produce the space of them.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers as hypothesis_providers
 
 from harness.model import fields as neighbours
 from harness.model.breakers import (
@@ -41,10 +48,12 @@ from harness.model.pieces import (
     _tool_pieces,
 )
 from harness.model.values import (
+    BOOLEANS,
     _ints,
     _pick,
     _progress,
     _rarely,
+    _sets,
     _spread,
     _timings,
     _uniform,
@@ -55,6 +64,56 @@ Draw = st.DrawFn
 
 #: SSE framing choices: the line end and whether `data:` is followed by a space.
 LINE_ENDS = ("\n", "\r\n", "\r")
+
+
+def cache_directory() -> Path:
+    """Where hypothesis keeps its caches (its Unicode tables) while streams are drawn:
+    `$HYPOTHESIS_STORAGE_DIRECTORY` when set, else `conform/hypothesis` in the user's cache
+    directory (`$XDG_CACHE_HOME`, or `~/.cache`); never a `.hypothesis/` in the current folder."""
+    where = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
+    if where:
+        return Path(where)
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "conform" / "hypothesis"
+
+
+@contextlib.contextmanager
+def drawing() -> Iterator[None]:
+    """The conditions streams are drawn under, for as long as the block runs (then restored).
+
+    - Hypothesis's storage is `cache_directory()`, so that drawing writes no `.hypothesis/`
+      folder where it runs (the example database is off wherever streams are drawn).
+    - Hypothesis's "local constants" are off: it would otherwise scan the source of every module
+      loaded from the current folder (the target's own, for one) and sometimes draw its literals,
+      so the streams of a seed would depend on which target is loaded and from where, and the scan
+      costs time and writes a cache of its own.
+    """
+    home, scan = "__hypothesis_home_directory", "_get_local_constants"  # private to hypothesis
+    before = getattr(hypothesis_configuration, home, None)
+    local = getattr(hypothesis_providers, scan, None)
+    hypothesis_configuration.set_hypothesis_home_dir(cache_directory())
+    if local is not None:
+        setattr(hypothesis_providers, scan, _no_local_constants)
+    _forget_constants()  # the pools already drawn from (local constants included)
+    try:
+        yield
+    finally:
+        hypothesis_configuration.set_hypothesis_home_dir(before)
+        if local is not None:
+            setattr(hypothesis_providers, scan, local)
+        _forget_constants()
+
+
+def _forget_constants() -> None:
+    cache = getattr(getattr(hypothesis_providers, "CONSTANTS_CACHE", None), "cache", None)
+    if cache is not None:
+        cache.clear()
+
+
+def _no_local_constants() -> Any:
+    from hypothesis.internal.constants_ast import Constants
+
+    return Constants()
 
 
 @dataclass(frozen=True)
@@ -98,16 +157,24 @@ def _add_neighbours(draw: Draw, objects: dict[str, list[dict[str, Any]]], used: 
             if not _rarely(draw, 3):
                 continue
             wrong = _rarely(draw, 9)
-            choices = neighbours.at_level(level, wrong_typed=wrong)
-            if not choices:
+            if not neighbours.at_level(level, wrong_typed=wrong):
                 continue
-            for item in draw(
-                st.lists(_pick(choices), min_size=1, max_size=3, unique_by=lambda f: f.name)
-            ):
+            for item in draw(_some_fields(level, wrong)):
                 if item.name in obj:
                     continue
                 obj[item.name] = draw(_pick(item.values))
                 used.add(item.feature)
+
+
+def _name(field: neighbours.NeighbourField) -> str:
+    return field.name
+
+
+@functools.cache
+def _some_fields(level: str, wrong: bool) -> st.SearchStrategy[list[Any]]:
+    """One to three of the fields at `level`, no name twice; made once (as `values._ints`)."""
+    choices = neighbours.at_level(level, wrong_typed=wrong)
+    return st.lists(_pick(choices), min_size=1, max_size=3, unique_by=_name)
 
 
 def _chunk(
@@ -124,7 +191,7 @@ def _chunk(
 ) -> dict[str, Any]:
     chunk: dict[str, Any] = {}
     if no_choices:
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             chunk["choices"] = []
         else:
             used.add("choices_absent")
@@ -190,7 +257,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     def timings_now() -> dict[str, Any] | None:
         nonlocal predicted
         predicted += int(draw(_ints(0, 3)))
-        if timing_policy == "every" or (timing_policy == "some" and draw(st.booleans())):
+        if timing_policy == "every" or (timing_policy == "some" and draw(BOOLEANS)):
             return _timings(draw, used, predicted)
         return None
 
@@ -211,7 +278,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     has_calls = bool(calls)
     reason = draw(_pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length")))
     finish_style = draw(_pick(("own", "own", "merged", "none", "twice")))
-    if finish_style == "none" and draw(st.booleans()):
+    if finish_style == "none" and draw(BOOLEANS):
         finish_style = "own"
     if finish_style == "merged" and values and values[-1].get("group"):
         values[-1]["finish"] = reason
@@ -245,7 +312,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
             "prompt_tokens": 12,
             "total_tokens": predicted + 12,
         }
-        values.append({"usage": usage, "timings": last_timings if draw(st.booleans()) else None})
+        values.append({"usage": usage, "timings": last_timings if draw(BOOLEANS) else None})
     if any(
         v.get("delta") and "reasoning_content" in v["delta"] and v.get("timings") is None
         for v in values
@@ -317,7 +384,7 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
 
 
 def _style(draw: Draw, used: set[str]) -> Style:
-    ascii = bool(draw(st.booleans()))
+    ascii = bool(draw(BOOLEANS))
     if ascii:
         used.add("escaped_text")
     if not _rarely(draw, 4):
@@ -346,7 +413,7 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
         if at == len(chunks):
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
             texts.append(None)
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             how = _wrong_shape(draw, chunks[at])
             used.add(_WRONG_FEATURES[how])
         else:
@@ -361,10 +428,10 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
     line_end = str(draw(_pick(("\n", "\n", "\n", "\r\n", "\r"))))
     if line_end != "\n":
         used.add("sse_line_ends")
-    pings = frozenset(draw(st.sets(_ints(0, count - 1), max_size=2)))
+    pings = frozenset(draw(_sets(_ints(0, count - 1), 2)))
     if pings:
         used.add("sse_comments")
-    other = frozenset(draw(st.sets(_ints(0, count - 1), max_size=1)) if _rarely(draw, 5) else ())
+    other = frozenset(draw(_sets(_ints(0, count - 1), 1)) if _rarely(draw, 5) else ())
     if other:
         used.add("sse_other_fields")
     space = not _rarely(draw, 5)

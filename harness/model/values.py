@@ -21,6 +21,24 @@ def _ints(low: int, high: int) -> st.SearchStrategy[int]:
     return st.integers(low, high)
 
 
+#: `st.booleans()`, made once (hypothesis caches it too, at a cost on every call).
+BOOLEANS = st.booleans()
+
+
+@functools.cache
+def _lists(
+    of: st.SearchStrategy[Any], low: int, high: int | None = None
+) -> st.SearchStrategy[list[Any]]:
+    """`st.lists`, each made once (as `_ints`)."""
+    return st.lists(of, min_size=low, max_size=high)
+
+
+@functools.cache
+def _sets(of: st.SearchStrategy[Any], high: int | None = None) -> st.SearchStrategy[Any]:
+    """`st.sets`, each made once (as `_ints`)."""
+    return st.sets(of, max_size=high)
+
+
 def _pick(values: Sequence[Any]) -> st.SearchStrategy[Any]:
     """`st.sampled_from`, made once per tuple of hashable values."""
     try:
@@ -102,6 +120,13 @@ def text(draw: Draw, used: set[str]) -> str:
     return _text_kind(draw, used)
 
 
+_ARGUMENT_OBJECTS = st.dictionaries(
+    _pick(("path", "city", "query", "n", "files", "a")),
+    st.one_of(_ints(-5, 99), _pick(("a.txt", "Paris", "é", "x y"))),
+    max_size=3,
+)
+
+
 def _arguments(draw: Draw, used: set[str]) -> str:
     """A tool call's whole arguments text (JSON mostly, as models write it)."""
     if _rarely(draw, 60):
@@ -109,14 +134,8 @@ def _arguments(draw: Draw, used: set[str]) -> str:
         return '{"content":"' + "x" * int(draw(_pick((70_000, 140_000)))) + '"}'
     kind = draw(_pick(("object", "object", "empty", "number", "text")))
     if kind == "object":
-        value = draw(
-            st.dictionaries(
-                _pick(("path", "city", "query", "n", "files", "a")),
-                st.one_of(_ints(-5, 99), _pick(("a.txt", "Paris", "é", "x y"))),
-                max_size=3,
-            )
-        )
-        return json.dumps(value, ensure_ascii=bool(draw(st.booleans())))
+        value = draw(_ARGUMENT_OBJECTS)
+        return json.dumps(value, ensure_ascii=bool(draw(BOOLEANS)))
     if kind == "empty":
         return str(draw(_pick(("", "{}"))))
     if kind == "number":
@@ -128,7 +147,7 @@ def _split(draw: Draw, whole: str, pieces: int) -> list[str]:
     """`whole` cut into `pieces` parts at any characters (empty parts allowed)."""
     if pieces <= 1:
         return [whole]
-    cuts = sorted(draw(st.lists(_ints(0, len(whole)), min_size=pieces - 1, max_size=pieces - 1)))
+    cuts = sorted(draw(_lists(_ints(0, len(whole)), pieces - 1, pieces - 1)))
     bounds = [0, *cuts, len(whole)]
     return [whole[a:b] for a, b in itertools.pairwise(bounds)]
 
@@ -158,13 +177,13 @@ def _timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
         "predicted_per_token_ms": 12.05,
         "predicted_per_second": 83.0,
     }
-    if draw(st.booleans()):
+    if draw(BOOLEANS):
         values |= {"draft_n": 4, "draft_n_accepted": 3}
     if _rarely(draw, 4):
         used.add("timings_partial")
-        kept = draw(st.sets(_pick(names)))
+        kept = draw(_sets(_pick(names)))
         values = {k: v for k, v in values.items() if k in kept}
-        if draw(st.booleans()):
+        if draw(BOOLEANS):
             values["predicted_n"] = None
             used.add("predicted_n_null")
         if not values:
@@ -185,7 +204,7 @@ def _progress(draw: Draw, used: set[str]) -> dict[str, Any]:
         "time_ms": int(draw(_ints(0, 900))),
     }
     if _rarely(draw, 5):
-        kept = draw(st.sets(_pick(tuple(progress))))
+        kept = draw(_sets(_pick(tuple(progress))))
         progress = {k: v for k, v in progress.items() if k in kept}
         if not progress:
             used.add("empty_objects")

@@ -8,6 +8,9 @@ expected result of a stream that touches an implementation-defined point has an 
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,7 @@ from harness.model.breakers import BREAKERS
 from harness.model.expect import expected, touched_points, write_case
 from harness.model.features import BY_NAME, FEATURES, GROUPS
 from harness.model.jsonwrite import Dup, Raw, dump
-from harness.model.streams import Stream, streams
+from harness.model.streams import Stream, drawing, streams
 from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
@@ -31,7 +34,19 @@ from reference.choices import OUTCOMES
 _TAGS = {*PIN_TAGS, *OUTCOMES, "I5", "I6"}
 
 
-def _draw(count: int, *, seed: int, broken: bool | None = None) -> list[Stream]:
+class _Enough(BaseException):
+    """Raised to stop drawing (not an Exception, so hypothesis does not shrink it)."""
+
+
+def _draw(
+    count: int,
+    *,
+    seed: int,
+    broken: bool | None = None,
+    enough: Callable[[list[Stream]], bool] | None = None,
+) -> list[Stream]:
+    """The first `count` streams of `seed`, as `conform fuzz` draws them; fewer when `enough`
+    says the streams drawn so far suffice."""
     drawn: list[Stream] = []
 
     @settings(
@@ -45,8 +60,11 @@ def _draw(count: int, *, seed: int, broken: bool | None = None) -> list[Stream]:
     @given(streams(broken=broken))
     def collect(stream: Stream) -> None:
         drawn.append(stream)
+        if enough is not None and enough(drawn):
+            raise _Enough
 
-    collect()
+    with drawing(), contextlib.suppress(_Enough):
+        collect()
     return drawn
 
 
@@ -76,25 +94,38 @@ def test_each_stream_reads_back_as_its_payloads(tmp_path: Path) -> None:
 
 def test_every_feature_of_the_catalogue_is_generated() -> None:
     # Valid streams make every feature but the breakers' own; each breaker names its feature.
-    seen = {name for stream in _draw(300, seed=2, broken=False) for name in stream.features}
+    # Drawing stops once every feature has been seen (at most 300 streams).
     made_by_breakers = {*streams_module._WRONG_FEATURES.values(), "not_json"}
     made_by_breakers |= set(streams_module._NOT_JSON_FEATURES.values())
     assert made_by_breakers <= set(BY_NAME)
     broken_group = {f.name for f in FEATURES if f.group == "broken"}
     assert broken_group <= made_by_breakers
-    assert sorted(set(BY_NAME) - seen - made_by_breakers) == []
+    wanted = set(BY_NAME) - made_by_breakers
+    seen: set[str] = set()
+
+    def all_seen(drawn: list[Stream]) -> bool:
+        seen.update(drawn[-1].features)
+        return wanted <= seen
+
+    drawn = _draw(300, seed=2, broken=False, enough=all_seen)
+    assert sorted(wanted - seen) == [], f"not generated in {len(drawn)} streams"
 
 
 def test_broken_streams_name_their_breaker() -> None:
-    drawn = _draw(40, seed=3, broken=True)
+    # Drawing stops once more than 10 breakers have been seen (23 streams, at most 40).
+    def varied(drawn: list[Stream]) -> bool:
+        return len({stream.broken for stream in drawn}) > 10
+
+    drawn = _draw(40, seed=6, broken=True, enough=varied)
     assert all(stream.broken in BREAKERS for stream in drawn)
-    assert len({stream.broken for stream in drawn}) > 10
-    assert not any(stream.broken for stream in _draw(20, seed=3, broken=False))
+    assert varied(drawn), f"{len({stream.broken for stream in drawn})} breakers in 40 streams"
+    assert not any(stream.broken for stream in _draw(10, seed=3, broken=False))
 
 
 def test_the_same_seed_gives_the_same_streams() -> None:
-    assert _draw(15, seed=4) == _draw(15, seed=4)
-    assert _draw(15, seed=4) != _draw(15, seed=5)
+    first = _draw(10, seed=4)
+    assert first == _draw(10, seed=4)
+    assert first != _draw(10, seed=5)
 
 
 def test_a_stream_touching_a_point_has_each_outcome(tmp_path: Path) -> None:
@@ -156,3 +187,32 @@ def test_a_pin_that_never_matters_is_still_refused(tmp_path: Path) -> None:
     case = Case("x", recording, tmp_path / "golden" / "x.json")
     with pytest.raises(RecordingError, match="pins I3, but every outcome of I3"):
         build_golden(case)
+
+
+def test_the_streams_of_a_seed_do_not_depend_on_the_modules_loaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Hypothesis would draw literals of the modules loaded from outside site-packages (a target's
+    # own): the same seed must give the same streams whatever target is loaded, and from where.
+    before = _draw(6, seed=8)
+    literals = "\n".join(
+        f"N{i} = {i * 7919 + 3}\nS{i} = 'literal {i} of a target'" for i in range(300)
+    )
+    (tmp_path / "target_with_literals.py").write_text(literals + "\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("target_with_literals")
+    assert _draw(6, seed=8) == before
+    assert not (tmp_path / ".hypothesis").exists()
+
+
+def test_drawing_keeps_hypothesis_storage_out_of_the_current_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hypothesis.configuration import storage_directory
+
+    monkeypatch.delenv("HYPOTHESIS_STORAGE_DIRECTORY", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    outside = storage_directory("x").path
+    with drawing():
+        assert storage_directory("x").path == tmp_path / "conform" / "hypothesis" / "x"
+    assert storage_directory("x").path == outside
