@@ -11,7 +11,7 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 
 import click
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 collect_ignore_glob = ["fuzz/*"]
 
 
-def _keep_bytecode(environ: os._Environ[str]) -> None:
+def keep_bytecode(environ: MutableMapping[str, str]) -> None:
     """Under PYTHONDONTWRITEBYTECODE, let the processes this run starts (xdist workers, conform's
     workers, inner pytest runs) keep their bytecode in a cache folder outside the tree instead.
 
@@ -44,7 +44,7 @@ def _keep_bytecode(environ: os._Environ[str]) -> None:
     del environ["PYTHONDONTWRITEBYTECODE"]
 
 
-_keep_bytecode(os.environ)
+keep_bytecode(os.environ)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -102,7 +102,7 @@ def conform(*args: str | Path, env: Mapping[str, str | None] | None = None) -> t
     return result.exit_code, result.output
 
 
-def _foreign_plugins() -> tuple[str, ...]:
+def foreign_plugins() -> tuple[str, ...]:
     """`-p no:NAME` for every pytest plugin installed by a distribution other than conform and
     pytest-xdist (hypothesis, langsmith, anyio, syrupy: the `clients` and `test` extras)."""
     from importlib.metadata import entry_points
@@ -117,7 +117,7 @@ def _foreign_plugins() -> tuple[str, ...]:
 #: Options for a pytest run in a fresh process that tests conform's own plugin: the other plugins
 #: installed beside it are kept out, since importing them costs about 2 s of CPU per process
 #: (langsmith's alone 1 s, hypothesis 0.9 s) and no such run uses them.
-FOREIGN_PLUGINS_OFF = _foreign_plugins()
+FOREIGN_PLUGINS_OFF = foreign_plugins()
 
 
 # -- suites ---------------------------------------------------------------------------------------
