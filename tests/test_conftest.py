@@ -1,12 +1,15 @@
 """The shared test support itself: the CLI helper fails a test on an exception that escaped the
-command (CliRunner alone reports it as exit 1, which reads like a conformance failure)."""
+command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
+processes a run starts keep their bytecode; inner pytest runs leave out the other plugins."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 import pytest
 
-from tests.conftest import conform, invoke
+from tests.conftest import FOREIGN_PLUGINS_OFF, conform, invoke, keep_bytecode
 
 
 @click.command()
@@ -38,3 +41,39 @@ def test_conform_gives_the_exit_status_and_the_output() -> None:
     assert code == 0 and "Usage:" in output
     code, output = conform("no-such-command")
     assert code == 2 and "No such command" in output
+
+
+def test_under_dontwritebytecode_the_bytecode_goes_to_a_cache_folder(tmp_path: Path) -> None:
+    environ = {"PYTHONDONTWRITEBYTECODE": "1", "XDG_CACHE_HOME": str(tmp_path)}
+    keep_bytecode(environ)
+    assert environ == {
+        "XDG_CACHE_HOME": str(tmp_path),
+        "PYTHONPYCACHEPREFIX": str(tmp_path / "conform" / "pycache"),
+    }
+
+
+@pytest.mark.parametrize(
+    "environ",
+    [
+        {},
+        {"PYTHONDONTWRITEBYTECODE": ""},
+        {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPYCACHEPREFIX": "/x"},
+    ],
+    ids=["unset", "empty", "own-prefix"],
+)
+def test_otherwise_the_environment_is_left_alone(environ: dict[str, str]) -> None:
+    before = dict(environ)
+    keep_bytecode(environ)
+    assert environ == before
+
+
+def test_inner_pytest_runs_keep_conform_and_xdist_only() -> None:
+    from importlib.metadata import entry_points
+
+    names = {e.name: e.dist.name if e.dist else "" for e in entry_points(group="pytest11")}
+    off = set(FOREIGN_PLUGINS_OFF[1::2])
+    assert set(FOREIGN_PLUGINS_OFF[0::2]) <= {"-p"}
+    assert off == {
+        f"no:{n}" for n, dist in names.items() if dist not in ("conform", "pytest-xdist")
+    }
+    assert "no:conform" not in off and "no:xdist" not in off

@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import FOREIGN_PLUGINS_OFF
+
 LISTING = """
 import json, os, sys
 
@@ -30,7 +32,16 @@ def loaded_modules(folder: Path, *options: str) -> list[str]:
     (folder / "test_plain.py").write_text("def test_plain():\n    assert True\n", encoding="utf-8")
     out = folder / "modules.json"
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *options],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *FOREIGN_PLUGINS_OFF,
+            *options,
+        ],
         cwd=folder,
         env={**_environment(), "CONFORM_MODULES_OUT": str(out)},
         capture_output=True,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.suite.cases import Suite
-from tests.conftest import invoke
+from tests.conftest import FOREIGN_PLUGINS_OFF, invoke
 from tests.programs.mini_suite import write_mini_suite
 
 TARGET = f"{Path(__file__).parent / 'targets.py'}:Daemonizes"
@@ -75,7 +75,7 @@ def test_a_daemon_ends_with_a_conform_process(mini: Suite, tmp_path: Path) -> No
 def test_a_daemon_ends_with_a_pytest_session(mini: Suite, tmp_path: Path) -> None:
     env = {**os.environ, "HOSTILE_MARKS": str(tmp_path)}
     command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *FOREIGN_PLUGINS_OFF,
         "--rootdir", str(tmp_path), "--conform-target", TARGET, "--conform-suite", str(mini.root),
         "--conform-mode", "plain",
     ]  # fmt: skip

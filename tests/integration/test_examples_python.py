@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.check.runner import FAILED, PASSED, XFAILED
+from harness.check.runner import FAILED, PASSED
+from harness.check.xfail import XfailList
 from tests.conftest import invoke
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "python"
@@ -39,11 +40,9 @@ def test_without_them_it_fails_exactly_the_listed_cases(tmp_path: Path) -> None:
     assert all(r["status"] in (PASSED, FAILED) for r in results)
     # Under --strict it fails only cases that pin an implementation-defined point.
     assert all(any(p.startswith("I") for p in r["pins"]) for r in results if r["status"] != PASSED)
-    code, judged = run_json(tmp_path, "--in-process", "--strict", "--xfail", str(XFAIL))
-    assert code == 0
-    results = judged["results"]
-    assert isinstance(results, list)
-    assert {(r["case"], r["mode"]) for r in results if r["status"] == XFAILED} == failing
+    # The runs its file lists are exactly those (the test above runs the gate with the file).
+    listed = XfailList.load(XFAIL)
+    assert {(r["case"], r["mode"]) for r in results if listed.find(r["case"], r["mode"])} == failing
 
 
 def test_by_default_it_passes_taking_the_other_outcome(tmp_path: Path) -> None:

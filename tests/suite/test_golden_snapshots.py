@@ -19,9 +19,14 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = Suite.open(ROOT).cases()
 
 
+#: One extension class for every test: syrupy reads a class's snapshot files once (a new class per
+#: test would read the whole golden folder again for each case).
+EXTENSION = GoldenExtension.for_suite(ROOT)
+
+
 @pytest.fixture
 def golden_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
-    return snapshot.use_extension(GoldenExtension.for_suite(ROOT))
+    return snapshot.use_extension(EXTENSION)
 
 
 def test_the_suite_has_the_promised_cases() -> None:

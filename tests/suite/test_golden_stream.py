@@ -150,7 +150,9 @@ def test_no_finish(big: Path) -> None:
 
 
 def test_update_and_check_stream_long_recordings(suite_copy: Suite, streaming: None) -> None:
-    cases = suite_copy.cases()
+    # Every tenth case: update and check take the streaming path on each alike (the streamed text
+    # of every case is test_the_streamed_text_is_the_serializers').
+    cases = suite_copy.cases()[::10]
     assert {c.status for c in update(cases)} == {"unchanged"}
     assert check(suite_copy, cases) == []
     deleted, edited = cases[0], cases[1]

@@ -7,6 +7,7 @@ pinned point must change the outcome) is enforced when golden files are built.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 from pathlib import Path
@@ -16,24 +17,31 @@ import pytest
 from harness.errors import RecordingError
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import build_golden
-from reference.choices import OUTCOMES, REFERENCE
+from reference.choices import OUTCOMES, REFERENCE, Choices
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_CASES = Suite(ROOT).cases()
 
 
 def _outcome(case: Case, point: str, value: str, base: dict[str, str] | None = None) -> str:
+    return _outcome_under(case.recording, REFERENCE.replace({**(base or {}), point: value}))
+
+
+@functools.lru_cache(maxsize=64)
+def _outcome_under(recording: Path, choices: Choices) -> str:
+    """The reference's steps and finish on `recording` under `choices`, as JSON text (the same
+    choices are reached from many points and bases: each is run once)."""
     import reference
     from harness.drive.inprocess import finish_step, push_step
     from harness.suite.recording import iter_payloads, read_info
 
-    assembler = reference.Assembler(REFERENCE.replace({**(base or {}), point: value}))
+    assembler = reference.Assembler(choices)
     steps = []
-    for payload in iter_payloads(case.recording):
+    for payload in iter_payloads(recording):
         steps.append(push_step(assembler, payload.data, payload.line))
         if "error" in steps[-1]:
             return json.dumps(steps)
-    return json.dumps([steps, finish_step(assembler, read_info(case.recording).thinking_capped)])
+    return json.dumps([steps, finish_step(assembler, read_info(recording).thinking_capped)])
 
 
 @pytest.mark.parametrize("case", SUITE_CASES, ids=lambda c: c.case_id)
