@@ -14,7 +14,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +273,17 @@ class InProcessDriver:
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         return push_step(self._assembler, data, line, say=True)
+
+    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
+        """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
+        first error step; on a crash, `out` holds the steps made before it."""
+        assembler = self._assembler
+        append = out.append
+        for data, line in zip(pushes, lines, strict=True):
+            step = push_step(assembler, data, line, say=True)
+            append(step)
+            if "error" in step:
+                return
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)
