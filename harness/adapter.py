@@ -35,6 +35,7 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.normalize import SAID
+from harness.drive.pipes import keep_freed_memory
 from harness.drive.process import FAST_PROTOCOL, PROTOCOL_VERSION
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
@@ -364,6 +365,7 @@ def main(target: str, max_memory: int) -> None:
     requests, replies = _claim_stdio()
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     _limit_memory(max_memory)
+    keep_freed_memory()  # each large payload reuses the last one's pages
     factory: Factory | None = None
     load_error: str | None = None
     try:

@@ -149,7 +149,15 @@ def test_a_recording_is_read_once_for_every_mode(
         reads.append(path)
         return real(path)
 
-    for module in (runner, parallel, outcomes):  # every reader of recordings the run goes through
+    real_whole = parallel.read_recording
+
+    def whole(path: Path) -> Any:  # its head and payloads, in one read
+        reads.append(path)
+        return real_whole(path)
+
+    # Every reader of recordings the run goes through.
+    monkeypatch.setattr(parallel, "read_recording", whole)
+    for module in (runner, outcomes):
         monkeypatch.setattr(module, "iter_payloads", counting)
     cases = suite.cases((PLAIN, I3))
     results = list(parallel.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=7))
