@@ -301,7 +301,9 @@ class Session:
         position = 0
         pieces: list[Any] = []
         for text, ref in texts:
-            if not value.startswith(text, position):  # compared in place: no copy of the text
+            # Compared in place (no copy of the text); the completion's text may be the one event's
+            # text itself (a join of one piece), which needs no comparison.
+            if not (text is value and position == 0) and not value.startswith(text, position):
                 return value
             position += len(text)
             if ref is not None:
