@@ -198,8 +198,8 @@ def _simple_payloads(
     `body.split(b"\n\n")` without a line break, on line `first + 2 * i`; a piece that is not a
     `data` field (a comment, `event:`) carries no data. The file is split as bytes and each
     piece decoded on its own, so that one emoji does not widen the whole text to four bytes a
-    character (an ASCII file, the usual one, is decoded whole). With `info` (an `.sse` file that
-    is all ASCII), its `read_info` is appended to it too, from the same bytes. Anything else,
+    character (an ASCII file, the usual one, is decoded whole). With `info` (an `.sse` file),
+    its `read_info` is appended to it too, from the same bytes. Anything else,
     and any problem reading the file, goes to the line-by-line reader,
     which names the problem (tests/suite/test_recording_fast.py checks both give the same payloads).
     """
@@ -254,11 +254,12 @@ def _simple_payloads(
         if "[DONE]" in datas:
             del datas[datas.index("[DONE]") :]
         if info is not None and path.suffix == ".sse":
-            # The head's lines are the file's first (the whole file is ASCII: valid UTF-8).
+            # The head's lines are the file's first (all of it is ASCII, so UTF-8).
             comments = head[: len(head) - len(raw)].decode("ascii").split("\n")[:-1]
             info.append(_info_of(path, comments))
         return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
     payloads: list[Payload] = []
+    done = len(pieces)
     try:
         for index, piece in enumerate(pieces):
             if piece[:5] == b"data:":
@@ -269,8 +270,16 @@ def _simple_payloads(
                 piece.decode("utf-8")  # no data, but the file must still be UTF-8
                 continue
             if data == "[DONE]":
+                done = index + 1
                 break
             payloads.append(Payload(first + 2 * index, data))
+        if info is not None and path.suffix == ".sse":
+            # The head's lines are the file's first, when all of it is UTF-8 (as `read_info`
+            # reads it): the rest after `[DONE]` too.
+            for piece in pieces[done:]:
+                piece.decode("utf-8")
+            comments = head[: len(head) - len(raw)].decode("utf-8").split("\n")[:-1]
+            info.append(_info_of(path, comments))
     except UnicodeDecodeError:
         return None
     return payloads

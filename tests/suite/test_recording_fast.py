@@ -148,7 +148,7 @@ def test_the_head_and_the_payloads_read_together_are_those_read_apart(
             together += 1
         together += bool(found)
     if suffix == ".sse":
-        assert together > 40  # the one-read path was taken, not only the fallback
+        assert together > 60  # the one-read path was taken, not only the fallback
     else:
         assert together == 0  # an .http file's head is read by read_info
 
@@ -156,3 +156,18 @@ def test_the_head_and_the_payloads_read_together_are_those_read_apart(
 def test_every_shipped_recording_reads_the_same_together() -> None:
     for path in sorted((ROOT / "recordings").rglob("*.*")):
         assert _together(path) == _apart(path), path
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b": thinking_capped: true\ndata: \xc3\xa9\n\ndata: [DONE]\n\n\xff",  # bad UTF-8 after [DONE]
+        b": thinking_capped: \xff\ndata: a\n\n",  # in the head
+        b": pins: I3\ndata: \xf0\x9f\x98\x80\n\n",
+    ],
+    ids=["after-done", "in-head", "emoji"],
+)
+def test_a_head_read_together_is_read_from_utf_8_only(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "x.sse"
+    path.write_bytes(raw)
+    assert _together(path) == _apart(path)
