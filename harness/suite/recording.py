@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import RecordingError
 from harness.suite.sse import EventDecoder, Payload
@@ -236,10 +237,13 @@ def _simple_payloads(
         raw = raw[end + 1 :]
         first += 1
     ascii = head.isascii()  # the usual recording: decoded whole, no piece on its own
-    texts = raw.decode("ascii").split("\n\n") if ascii else []
-    pieces = [] if ascii else raw.split(b"\n\n")
-    if raw.count(b"\n") != 2 * (len(texts or pieces) - 1):  # some event spans lines: not plain
+    # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout is plain
+    # when every other line is blank, and the events are the lines between.
+    split: list[Any] = raw.decode("ascii").split("\n") if ascii else raw.split(b"\n")
+    if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
         return None
+    texts: list[str] = split[0::2] if ascii else []
+    pieces: list[bytes] = [] if ascii else split[0::2]
     if ascii:
         datas = [
             t[6:]
