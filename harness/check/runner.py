@@ -418,8 +418,9 @@ def run_case(
             combos=combos,
             level=level,
             payloads=payloads,
+            pins=pins,
+            narrowed=narrowed,
         )
-        result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
         if closest is None or _reach(result) > _reach(closest):
@@ -438,6 +439,8 @@ def _attempt(
     combos: tuple[dict[str, str], ...],
     level: str,
     payloads: Sequence[Payload] | None,
+    pins: tuple[str, ...],
+    narrowed: bool,
 ) -> CaseResult:
     started = time.perf_counter()
     play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
@@ -475,4 +478,7 @@ def _attempt(
         seed=seed if mode in SEEDED else None,
         cut=play.cut if status != PASSED else None,
         stderr=logged or None,
+        pins=pins,
+        choice=combos,
+        narrowed=narrowed,
     )
