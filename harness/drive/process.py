@@ -5,7 +5,9 @@ each `push` and `finish` into one request line and one reply line. Everything ou
 is a result, never a harness failure: a program that dies, writes a line that is not a reply,
 answers out of order, reports a crash or says nothing for longer than the time allowed fails that
 case (`TargetCrash` or `TargetTimeout`, with the tail of what it wrote to stderr) and is replaced
-before the next case.
+before the next case. Protocols 2 and 3 (framed payloads, text references, planned cases, and
+in 3 large payloads through a file both sides map: `harness.drive.pipes.SharedPayloads`) are
+offered in `hello` and spoken when the program answers with one of them.
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ class ProcessDriver:
         self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
         self._request: dict[str, Any] = {}
-        self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
+        self._offer = True  # offer protocols 2 and 3 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
         self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
         self._slices: Slices = {}  # texts of this case's references, resolved once
