@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
@@ -237,6 +238,9 @@ class SharedPayloads:
         import tempfile
 
         self._fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
+        # Removed however this object ends: closed, dropped with its driver (a run stopped by a
+        # signal, a program that never answered `hello`), or at the interpreter's exit.
+        self._remove = weakref.finalize(self, _remove_shared, self.path, self._fd)
         self._map: mmap.mmap | None = None
         self._size = 0  # bytes reserved and mapped
         self._used = 0  # bytes of the case's payloads so far
@@ -280,12 +284,17 @@ class SharedPayloads:
             os.unlink(self.path)
 
     def close(self) -> None:
-        self.unlink()
         if self._map is not None:
             self._map.close()
             self._map = None
-        with contextlib.suppress(OSError):
-            os.close(self._fd)
+        self._remove()
+
+
+def _remove_shared(path: str, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _widen_pipe(fd: int) -> None:

@@ -125,3 +125,14 @@ def test_shared_pushes_the_worker_refuses(tmp_path: Path) -> None:
     ]:
         reply, _ = v3.answer(line)
         assert reply["error"]["kind"] == "bad_request" and problem in reply["error"]["message"]
+
+
+def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
+    import gc
+
+    shared = SharedPayloads.make()
+    assert shared is not None and os.path.exists(shared.path)
+    path = shared.path
+    del shared  # dropped without close (a program that never answered hello, a stopped run)
+    gc.collect()
+    assert not os.path.exists(path)
