@@ -4,9 +4,12 @@ One case of two payloads, the first carrying SIZE bytes of answer text (`"x" * S
 `delta.content`), is run through the reference in-process (`InProcessDriver`) and in a worker
 (`python -m harness.adapter reference:Assembler`, as `conform run` starts it): `new`, both pushes,
 `finish`, as the runner drives a case (it tells the driver the case first: `plan_case`). The
-worker is started before timing. Repeats are interleaved so both sides see the same machine load;
-the figures are medians, and the ratio is worker / in-process (the goal, issue 22: within 2x on
-large payloads, where the pipes rather than the per-request round trip decide).
+worker is started before timing (it speaks protocol 3 where /dev/shm exists: a payload this large
+then lies in the file both sides map, docs/protocol.md); both sides run in this one process, after
+the worker's start set the allocator to keep freed memory (`pipes.keep_freed_memory`). Repeats are
+interleaved so both sides see the same machine load; the figures are medians, and the ratio is
+worker / in-process (the goal, issue 22: within 2x on large payloads, where the pipes rather than
+the per-request round trip decide).
 
 Run: `python benchmarks/bench_pipes.py` (`--sizes 1,50` MiB, `--repeats 5`, `--check` to exit 1
 when a ratio is above `--goal`).

@@ -17,6 +17,7 @@ import contextlib
 import faulthandler
 import json
 import math
+import mmap
 import os
 import sys
 from collections.abc import Callable
@@ -35,7 +36,8 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.normalize import SAID
-from harness.drive.process import FAST_PROTOCOL, PROTOCOL_VERSION
+from harness.drive.pipes import keep_freed_memory
+from harness.drive.process import FAST_PROTOCOL, PROTOCOL_VERSION, SHARED_PROTOCOL
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
 
@@ -108,6 +110,8 @@ class Session:
         self._texts: dict[Channel, list[tuple[str, list[int] | None]]] = {}
         self._ended = False  # the case had its error or its finish: skip what was planned after
         self._frame = bytearray()  # the buffer framed payloads are read into
+        self._shared: int | None = None  # protocol 3: the shared file, open for reading
+        self._shared_map: mmap.mmap | None = None  # and mapped, as far as it was needed
 
     def answer(self, line: bytes, source: IO[bytes] | None = None) -> tuple[dict[str, Any], bool]:
         """The reply to one request line (`source` holds the bytes of a framed payload after
@@ -121,7 +125,10 @@ class Session:
             return _error(None, "bad_request", 'every request needs an integer "seq"'), False
         if request.get("op") == "push" and "bytes" in request:
             try:
-                request["data"] = self._framed(request["bytes"], source)
+                if "at" in request:
+                    request["data"] = self._from_shared(request["bytes"], request["at"])
+                else:
+                    request["data"] = self._framed(request["bytes"], source)
             except _BadRequest as exc:
                 return _error(seq, "bad_request", str(exc)), False
         try:
@@ -139,7 +146,7 @@ class Session:
         They are read into one buffer kept from push to push (no fresh allocation of a large
         payload's size each time), and decoded from there.
         """
-        if self.protocol != FAST_PROTOCOL or source is None:
+        if self.protocol < FAST_PROTOCOL or source is None:
             raise _BadRequest('"bytes" is protocol 2, which was not agreed in "hello"')
         if type(size) is not int or not 0 <= size <= _MAX_FRAME:
             raise _BadRequest('"bytes" must be a non-negative integer')
@@ -154,6 +161,40 @@ class Session:
         except UnicodeDecodeError as exc:
             raise _BadRequest(f"the framed payload is not UTF-8: {exc}") from None
 
+    def _from_shared(self, size: Any, at: Any) -> str:
+        """The payload of a protocol-3 push: `size` bytes of UTF-8 at offset `at` of the shared
+        file (mapped again when the harness has grown it)."""
+        if self.protocol != SHARED_PROTOCOL or self._shared is None:
+            raise _BadRequest('"at" is protocol 3, which was not agreed in "hello"')
+        if type(size) is not int or type(at) is not int or size < 0 or at < 0:
+            raise _BadRequest('"bytes" and "at" must be non-negative integers')
+        end = at + size
+        found = self._shared_map
+        if found is None or len(found) < end:
+            length = os.fstat(self._shared).st_size
+            if length < end:
+                raise _BadRequest(f"bytes {at} to {end} are beyond the shared file's {length}")
+            if found is not None:
+                found.close()
+            self._shared_map = found = mmap.mmap(self._shared, length, access=mmap.ACCESS_READ)
+        with memoryview(found) as view, view[at:end] as part:
+            try:
+                return str(part, "utf-8")
+            except UnicodeDecodeError as exc:
+                raise _BadRequest(f"the shared payload is not UTF-8: {exc}") from None
+
+    def _open_shared(self, path: Any) -> bool:
+        """Open the shared file `hello` names (protocol 3); False when there is none to open."""
+        if self._shared is not None:
+            return True
+        if not isinstance(path, str):
+            return False
+        try:
+            self._shared = os.open(path, os.O_RDONLY)
+        except (OSError, ValueError):
+            return False
+        return True
+
     def _dispatch(self, seq: int, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         op = request.get("op")
         if op == "hello":
@@ -165,10 +206,14 @@ class Session:
             if self._version is None:
                 self._version = _version_of(self._factory)
             accept = request.get("accept")
-            fast = isinstance(accept, list) and any(
-                v == FAST_PROTOCOL and type(v) is int for v in accept
-            )
-            self.protocol = FAST_PROTOCOL if fast else PROTOCOL_VERSION
+            accepted = accept if isinstance(accept, list) else []
+            spoken = [v for v in accepted if type(v) is int]
+            if SHARED_PROTOCOL in spoken and self._open_shared(request.get("shared")):
+                self.protocol = SHARED_PROTOCOL
+            elif FAST_PROTOCOL in spoken:
+                self.protocol = FAST_PROTOCOL
+            else:
+                self.protocol = PROTOCOL_VERSION
             hello = {"name": self._spec, "version": self._version, "language": "python"}
             return {"seq": seq, **hello, "protocol": self.protocol}, False
         if op == "new":
@@ -183,28 +228,28 @@ class Session:
             data = request.get("data")
             if not isinstance(data, str):
                 raise _BadRequest('"push" needs a string "data"')
-            if self._ended and self.protocol == FAST_PROTOCOL:
+            if self._ended and self.protocol >= FAST_PROTOCOL:
                 return {"seq": seq, "skipped": True}, False
             step = push_step(self._open_assembler(), data, 0, say=True)
             if "error" in step:
                 self._ended = True
                 return _contract_error(seq, step), False
             events = step["events"]
-            if self.protocol == FAST_PROTOCOL:
+            if self.protocol >= FAST_PROTOCOL:
                 events = [self._referenced(seq, data, event) for event in events]
             return {"seq": seq, "events": events, "state": step["state"]}, False
         if op == "finish":
             capped = request.get("thinking_capped")
             if not isinstance(capped, bool):
                 raise _BadRequest('"finish" needs a boolean "thinking_capped"')
-            if self._ended and self.protocol == FAST_PROTOCOL:
+            if self._ended and self.protocol >= FAST_PROTOCOL:
                 return {"seq": seq, "skipped": True}, False
             self._ended = True
             done = finish_step(self._open_assembler(), capped, say=True)
             if "error" in done:
                 return _contract_error(seq, done), False
             completion = done["completion"]
-            if self.protocol == FAST_PROTOCOL and self._texts:
+            if self.protocol >= FAST_PROTOCOL and self._texts:
                 completion = self._joined_completion(completion)
             return {"seq": seq, "completion": completion}, False
         if op == "bye":
@@ -256,7 +301,9 @@ class Session:
         position = 0
         pieces: list[Any] = []
         for text, ref in texts:
-            if not value.startswith(text, position):  # compared in place: no copy of the text
+            # Compared in place (no copy of the text); the completion's text may be the one event's
+            # text itself (a join of one piece), which needs no comparison.
+            if not (text is value and position == 0) and not value.startswith(text, position):
                 return value
             position += len(text)
             if ref is not None:
@@ -275,7 +322,7 @@ class Session:
             return encode_line(reply, ascii_only=False)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             problem = f"{type(exc).__name__}: {exc}"
-        if self.protocol == FAST_PROTOCOL:
+        if self.protocol >= FAST_PROTOCOL:
             with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
                 return encode_line(_numbers_marked(reply), ascii_only=False)
         message = f"the assembler's result cannot be sent as JSON ({problem})"
@@ -364,6 +411,7 @@ def main(target: str, max_memory: int) -> None:
     requests, replies = _claim_stdio()
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     _limit_memory(max_memory)
+    keep_freed_memory()  # each large payload reuses the last one's pages
     factory: Factory | None = None
     load_error: str | None = None
     try:

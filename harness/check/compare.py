@@ -20,6 +20,9 @@ from harness.safetext import ABSENT
 # msgpack, not JSON: it keeps int, float and bool apart as JSON text does, and skips the number
 # formatting and string escaping (a fifth faster on a step).
 _encode = msgspec.msgpack.encode
+#: The encoding `same_step` compares (equal encodings of JSON values are equal values): a whole
+#: pass's steps may be encoded at once, and compared one by one only when they differ.
+encode_step = _encode
 
 
 @dataclass(frozen=True, slots=True)

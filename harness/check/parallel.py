@@ -15,28 +15,13 @@ from typing import Any
 from harness.check.results import FULL, CaseResult
 from harness.check.runner import run_case
 from harness.drive.base import Driver
-from harness.errors import RecordingError
 from harness.suite.cases import Case
 from harness.suite.golden import made_for, read_golden
-from harness.suite.recording import READ_WHOLE_BELOW, iter_payloads, read_info
-from harness.suite.sse import Payload
+from harness.suite.recording import read_recording
 
 
 def _cancelled(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
-
-
-def _read_once(case: Case) -> list[Payload] | None:
-    """The recording's payloads, read once for every mode and outcome of the case; None for a
-    recording too large to hold (each pass then reads it as it goes, in constant memory)."""
-    try:
-        if case.recording.stat().st_size <= READ_WHOLE_BELOW:
-            return list(iter_payloads(case.recording))
-    except (OSError, RecordingError):
-        # Read as it goes instead, which says what is wrong where it always did (a pass that
-        # stops at an error step never reads a broken line after it).
-        pass
-    return None
 
 
 def _run_modes(
@@ -52,8 +37,10 @@ def _run_modes(
 ) -> Iterator[CaseResult]:
     """One case in every mode, stopping when `cancel` is set: a result made while the run was
     being stopped (its program killed under it) is not the target's, and is dropped."""
-    golden = made_for(case, read_info(case.recording).thinking_capped, goldens(case))
-    payloads = _read_once(case)
+    # The recording's payloads are read once for every mode and outcome of the case (None for
+    # one too large to hold: each pass then reads it as it goes, in constant memory).
+    info, payloads = read_recording(case.recording)
+    golden = made_for(case, info.thinking_capped, goldens(case))
     for mode in modes:
         if _cancelled(cancel):
             return

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 import reference
-from harness.check.compare import Difference, differences, same_step
+from harness.check.compare import Difference, differences, encode_step, same_step
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
 from harness.check.outcomes import Outcome, outcomes, proto_outcomes
 from harness.check.outcomes import _reach as _reach
@@ -54,6 +54,8 @@ from harness.suite.cases import Case
 from harness.suite.recording import iter_payloads
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
+
+_encode = encode_step
 
 
 def _stale(case: Case, why: str) -> GoldenError:
@@ -122,6 +124,14 @@ class _Play:
         ahead: list[str] = []  # what a plan sent ahead for each payload
         if planned is not None:
             payloads, ahead = planned
+        if (
+            not completion
+            and isinstance(payloads, list)
+            and isinstance(expected_steps, list)
+            and hasattr(driver, "push_steps")
+            and (mutate is None or (limit is not None and len(ahead) >= limit))
+        ):
+            return self._push_batch(expected_steps, payloads, ahead, limit=limit, prefix=prefix)
         # The loop runs once per payload: where it is (for a crash's report) is kept in locals
         # and handed to `self` only when the target fails.
         index, line, pushed = 0, 0, None
@@ -165,6 +175,102 @@ class _Play:
         if limit is None and next(expected_iter, None) is not None:
             raise _stale(case, f"the golden file has more steps than the {count} payload(s)")
         return False
+
+    def _push_batch(
+        self,
+        expected_steps: list[dict[str, Any]],
+        payloads: list[Payload],
+        ahead: list[str],
+        *,
+        limit: int | None,
+        prefix: str,
+    ) -> bool:
+        """`push_all` for a driver that takes many pushes in one call (`push_steps`): the same
+        pushes, checks, stale errors and mismatches, but the usual equal pass is compared whole,
+        in one encoding of each side.
+
+        The pass pushes up to the first payload where the golden file is out of date with the
+        recording (raised once the payloads before it are pushed and compared, as `push_all`
+        does), the golden file's error step, or the target's first error (the driver stops there).
+        """
+        case, mutate = self.case, self.mutate
+        assert mutate is None or (limit is not None and len(ahead) >= limit)
+        read = payloads if limit is None else payloads[:limit]
+        count = len(read)
+        expected = expected_steps[:count]
+        stale: GoldenError | None = None
+        lines = [payload.line for payload in read]
+        if len(expected) < count or lines != [step["line"] for step in expected]:
+            for index, line in enumerate(lines):
+                if index == len(expected):
+                    stale = _stale(case, f"the recording has more than {index} payloads")
+                    break
+                if expected[index]["line"] != line:
+                    stale = _stale(
+                        case, f"step {index} is at line {line}, not {expected[index]['line']}"
+                    )
+                    break
+            count = len(lines) if stale is None else index
+            del lines[count:]
+        stop = next((i for i, step in enumerate(expected[:count]) if "error" in step), None)
+        if stop is not None:
+            count = stop + 1
+            del lines[count:]
+        datas = [payload.data for payload in read[:count]]
+        # Unchanged, or changed beforehand (a plan): changing each payload costs far more than
+        # a push, so a mode that changes them as they go takes `push_all`'s loop.
+        pushes = datas if mutate is None else ahead[:count]
+        actual: list[dict[str, Any]] = []
+        try:
+            self.driver.push_steps(pushes, lines, actual)  # type: ignore[attr-defined]
+        except TargetCrash:
+            index = len(actual)
+            self._compare_steps(expected, actual, datas, pushes, prefix=prefix)
+            self.step, self.line, self.at = index, lines[index], PUSH
+            self.pushed = None if pushes[index] == datas[index] else pushes[index]
+            raise
+        erred = self._compare_steps(expected, actual, datas, pushes, prefix=prefix)
+        if erred is not None:
+            return erred
+        if stale is not None:
+            raise stale
+        if limit is None and len(expected_steps) > len(read):
+            raise _stale(case, f"the golden file has more steps than the {len(read)} payload(s)")
+        return False
+
+    def _compare_steps(
+        self,
+        expected: list[dict[str, Any]],
+        actual: list[dict[str, Any]],
+        datas: list[str],
+        pushes: list[str],
+        *,
+        prefix: str,
+    ) -> bool | None:
+        """Compare the steps a batch made with the golden ones; True or False when the pass ended
+        at an error step (True: the target erred where the golden file did not), else None."""
+        said = actual[-1].pop(SAID, None) if actual else None
+        if not actual:
+            return None
+        try:
+            equal = _encode(expected[: len(actual)]) == _encode(actual)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            equal = False
+        if not equal:
+            for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
+                if same_step(want, got):
+                    continue
+                self.found += _mismatches(
+                    differences(want, got, prefix=f"{prefix}steps[{index}]"),
+                    step=index,
+                    line=expected[index]["line"],
+                    payload=None if pushes[index] == datas[index] else pushes[index],
+                    said=said if index == len(actual) - 1 else None,
+                )
+        want, got = expected[len(actual) - 1], actual[-1]
+        if "error" in want or "error" in got:
+            return "error" in got and "error" not in want
+        return None
 
     def _plan(
         self,
@@ -312,8 +418,9 @@ def run_case(
             combos=combos,
             level=level,
             payloads=payloads,
+            pins=pins,
+            narrowed=narrowed,
         )
-        result = replace(result, pins=pins, choice=combos, narrowed=narrowed)
         if result.status != FAILED:
             return result
         if closest is None or _reach(result) > _reach(closest):
@@ -332,6 +439,8 @@ def _attempt(
     combos: tuple[dict[str, str], ...],
     level: str,
     payloads: Sequence[Payload] | None,
+    pins: tuple[str, ...],
+    narrowed: bool,
 ) -> CaseResult:
     started = time.perf_counter()
     play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
@@ -369,4 +478,7 @@ def _attempt(
         seed=seed if mode in SEEDED else None,
         cut=play.cut if status != PASSED else None,
         stderr=logged or None,
+        pins=pins,
+        choice=combos,
+        narrowed=narrowed,
     )

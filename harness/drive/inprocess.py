@@ -14,12 +14,13 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harness.drive.base import Driver
 from harness.drive.normalize import (
+    REFERENCE_EVENTS,
     SAID,
     NormalizeError,
     error_said,
@@ -224,6 +225,11 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
         raise
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
         return {"line": line, **_error_step(exc, "push", say=say)}
+    return _step_of(assembler, events, line)
+
+
+def _step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
+    """The step of a push that returned `events` (TargetCrash when they cannot be read)."""
     try:
         normalized = normalize_events(events)
     except NormalizeError as exc:
@@ -232,8 +238,13 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
         raise
     except BaseException as exc:  # a property of an event that raises
         raise _crash(exc, "reading the events push returned") from None
+    return {"line": line, "events": normalized, "state": _state_of(assembler)}
+
+
+def _state_of(assembler: Any) -> dict[str, Any]:
+    """`read_state`, its failures as TargetCrash."""
     try:
-        return {"line": line, "events": normalized, "state": read_state(assembler)}
+        return read_state(assembler)
     except NormalizeError as exc:
         raise TargetCrash(f"the state after push is something conform cannot read: {exc}") from None
     except KeyboardInterrupt:
@@ -273,6 +284,28 @@ class InProcessDriver:
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         return push_step(self._assembler, data, line, say=True)
+
+    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
+        """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
+        first error step; on a crash, `out` holds the steps made before it."""
+        assembler = self._assembler
+        append = out.append
+        fast = REFERENCE_EVENTS
+        for data, line in zip(pushes, lines, strict=True):
+            # `push_step`, written out for the usual push: a list of the reference's own events
+            # (anything else, and every failure, takes `push_step`'s own ways, which say why).
+            try:
+                events = assembler.push(data)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # as `push_step` takes it
+                append({"line": line, **_error_step(exc, "push", say=True)})
+                return
+            if type(events) is list and all(type(event) in fast for event in events):
+                normalized = [fast[type(event)](event) for event in events]
+                append({"line": line, "events": normalized, "state": _state_of(assembler)})
+            else:
+                append(_step_of(assembler, events, line))
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)

@@ -171,6 +171,10 @@ _FAST: dict[type, Any] = {
 }
 
 
+#: The reference's event types, each with its reader (what `normalize_event` does for them).
+REFERENCE_EVENTS: dict[type, Any] = _FAST
+
+
 def normalize_event(event: Any) -> dict[str, Any]:
     """One event as the golden schema's object."""
     fast = _FAST.get(type(event))

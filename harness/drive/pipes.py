@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import mmap
 import os
 import secrets
 import signal
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
@@ -189,6 +191,112 @@ def allow_programs() -> None:
     _GROUPS.reopen()
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameters (glibc's malloc.h)
+_TRIM_ABOVE = 256 * 2**20  # freed memory kept at the top of the heap, at most
+_KEEPING: list[bool] = []
+
+
+def keep_freed_memory() -> None:
+    """Have glibc's malloc keep freed memory (up to `_TRIM_ABOVE`) for reuse; once per process.
+
+    A large message is several buffers of its size (the request, the payload decoded, its text,
+    the reply), made and freed again for every message. By default glibc maps each block of more
+    than a few hundred KiB on its own and unmaps it when it is freed, so the next message's first
+    touch of each page is a page fault: at 1 MiB that cost three times the reference's own work
+    on the payload, at 50 MiB twice. From the heap, and kept there, the pages are reused. A no-op
+    elsewhere than glibc on Linux.
+    """
+    if _KEEPING or not sys.platform.startswith("linux"):
+        return
+    _KEEPING.append(True)
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        import ctypes
+
+        mallopt = ctypes.CDLL(None).mallopt
+        mallopt(_M_MMAP_MAX, 0)
+        mallopt(_M_TRIM_THRESHOLD, _TRIM_ABOVE)
+
+
+#: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe.
+SHARED_FROM = 64 * 1024
+_SHARED_DIR = "/dev/shm"  # memory, not a disk: a shared file there is only pages both sides map
+_SHARED_LEAST = 2**20  # the shared file's first size
+
+
+class SharedPayloads:
+    """The file a protocol-3 program reads the large payloads of the case under way from.
+
+    The harness writes each payload after the ones before it in the case (`put`) and starts again
+    at 0 with each case (`reset`, once every reply of the last case is read); the program maps
+    the same file read-only. The file lives in /dev/shm and is unlinked as soon as the program
+    has opened it (`unlink`, after the reply to `hello`), so nothing is left behind. Its room is
+    reserved before it is written (`posix_fallocate`): a full /dev/shm is a payload sent through
+    the pipe instead, never a SIGBUS.
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        self._fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
+        # Removed however this object ends: closed, dropped with its driver (a run stopped by a
+        # signal, a program that never answered `hello`), or at the interpreter's exit.
+        self._remove = weakref.finalize(self, _remove_shared, self.path, self._fd)
+        self._map: mmap.mmap | None = None
+        self._size = 0  # bytes reserved and mapped
+        self._used = 0  # bytes of the case's payloads so far
+
+    @classmethod
+    def make(cls) -> SharedPayloads | None:
+        """A new shared file; None where there is no /dev/shm (protocol 3 is then not offered)."""
+        if not hasattr(os, "posix_fallocate") or not os.path.isdir(_SHARED_DIR):
+            return None
+        try:
+            return cls()
+        except OSError:
+            return None
+
+    def put(self, raw: bytes) -> int | None:
+        """Write `raw` after the case's payloads so far; its offset, or None when there is no room
+        (the payload then goes through the pipe)."""
+        at, end = self._used, self._used + len(raw)
+        if end > self._size:
+            size = max(end, 2 * self._size, _SHARED_LEAST)
+            try:
+                os.posix_fallocate(self._fd, 0, size)
+            except OSError:
+                return None
+            if self._map is not None:
+                self._map.close()
+            self._map = mmap.mmap(self._fd, size)
+            self._size = size
+        assert self._map is not None
+        self._map[at:end] = raw
+        self._used = end
+        return at
+
+    def reset(self) -> None:
+        """A new case: its payloads may take the place of the last case's."""
+        self._used = 0
+
+    def unlink(self) -> None:
+        """Remove the file's name (the mappings, and the program's, stay)."""
+        with contextlib.suppress(OSError):
+            os.unlink(self.path)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        self._remove()
+
+
+def _remove_shared(path: str, fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
 def _widen_pipe(fd: int) -> None:
     if sys.platform == "linux":
         import fcntl
@@ -204,6 +312,7 @@ class Worker:
         self, command: Sequence[str], env: Mapping[str, str] | None, *, family: str
     ) -> None:
         _become_subreaper()
+        keep_freed_memory()  # this side's requests and replies are as large as the program's
         self.family = family
         try:
             self.proc = subprocess.Popen(

@@ -5,7 +5,9 @@ each `push` and `finish` into one request line and one reply line. Everything ou
 is a result, never a harness failure: a program that dies, writes a line that is not a reply,
 answers out of order, reports a crash or says nothing for longer than the time allowed fails that
 case (`TargetCrash` or `TargetTimeout`, with the tail of what it wrote to stderr) and is replaced
-before the next case.
+before the next case. Protocols 2 and 3 (framed payloads, text references, planned cases, and
+in 3 large payloads through a file both sides map: `harness.drive.pipes.SharedPayloads`) are
+offered in `hello` and spoken when the program answers with one of them.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from harness.drive.normalize import ERROR_KINDS, SAID
 from harness.drive.pipes import (
     GRACE,
     QUOTED_CHARS,
+    SHARED_FROM,
+    SharedPayloads,
     Worker,
     allow_programs,
     new_family,
@@ -47,6 +51,7 @@ from harness.safetext import shorten
 __all__ = [
     "DEFAULT_TIMEOUT",
     "PROTOCOL_VERSION",
+    "SHARED_PROTOCOL",
     "ProcessDriver",
     "ProgramInfo",
     "allow_programs",
@@ -57,7 +62,8 @@ __all__ = [
 
 PROTOCOL_VERSION = 1  # what every program speaks
 FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
-_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL)
+SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
+_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL)
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
@@ -125,12 +131,14 @@ class ProcessDriver:
         self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
         self._request: dict[str, Any] = {}
-        self._offer = True  # offer protocol 2 in `hello` (until a program refuses the offer)
+        self._offer = True  # offer protocols 2 and 3 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
         self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
         self._slices: Slices = {}  # texts of this case's references, resolved once
         self._ahead: deque[_Sent] = deque()  # requests sent ahead of their replies (`plan`)
         self._new: _Sent | None = None  # the case's `new`, sent but its reply not yet read
+        self._shared: SharedPayloads | None = None  # protocol 3: the running program's file
+        self._offered: tuple[int, ...] = (PROTOCOL_VERSION,)  # in the last `hello`
         self.program: ProgramInfo | None = None
 
     @classmethod
@@ -162,12 +170,18 @@ class ProcessDriver:
             self._case_mark = 0
             self.protocol = PROTOCOL_VERSION
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
+            self._offered = (PROTOCOL_VERSION,)
             if self._offer:
-                hello["accept"] = list(_SPOKEN)
+                self._shared = SharedPayloads.make()
+                self._offered = _SPOKEN if self._shared else _SPOKEN[:-1]
+                hello["accept"] = list(self._offered)
+                if self._shared is not None:
+                    hello["shared"] = self._shared.path
             try:
                 reply = self._exchange("hello", hello, time_allowed=max(self._timeout, _HELLO_TIME))
                 self.program = self._read_hello(reply)
             except _Refused as exc:
+                self._close_shared()
                 if self._own_errors:  # the adapter's own words for a target that cannot load
                     raise TargetError(exc.reason) from None
                 if self._offer:  # a strict version-1 program may refuse the offer: ask again
@@ -195,7 +209,9 @@ class ProcessDriver:
         self._case_mark = self._worker.stderr_mark()
         self._case_data = {}
         self._slices = {}
-        if self.protocol == FAST_PROTOCOL:  # its reply is read with the plan (or the first call)
+        if self._shared is not None:  # every reply of the last case is read: its room is free
+            self._shared.reset()
+        if self.protocol >= FAST_PROTOCOL:  # its reply is read with the plan (or the first call)
             self._new = self._send("new", {}, now=False)
         else:
             self._call("new", {})
@@ -210,7 +226,7 @@ class ProcessDriver:
         """Say what this case will push (and `finish` with, unless None): in protocol 2 they
         are all sent now, ahead of their replies, which `push` and `finish` then read in order.
         The program skips what comes after an error (docs/protocol.md, Planned cases)."""
-        if self.protocol != FAST_PROTOCOL or self._worker is None or self._ahead:
+        if self.protocol < FAST_PROTOCOL or self._worker is None or self._ahead:
             return
         for data in pushes:
             self._ahead.append(self._send_push(data, now=False))
@@ -219,12 +235,18 @@ class ProcessDriver:
         self._await_new()  # here, so a factory that fails is reported at `new`
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
-        if self.protocol == FAST_PROTOCOL:
+        if self.protocol >= FAST_PROTOCOL:
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
                 pass
             else:
+                shared = self._shared
+                if shared is not None and len(raw) >= SHARED_FROM:
+                    at = shared.put(raw)
+                    if at is not None:  # else no room: framed in the pipe
+                        fields = {"bytes": len(raw), "at": at}
+                        return self._send("push", fields, data=data, now=now)
                 return self._send("push", {"bytes": len(raw)}, raw=raw, data=data, now=now)
         return self._send("push", {"data": data}, now=now)
 
@@ -276,6 +298,7 @@ class ProcessDriver:
 
     def close(self) -> None:
         """Say `bye` and let the program exit (killing it after a grace period)."""
+        self._close_shared()
         worker, self._worker = self._worker, None
         if worker is None:
             return
@@ -384,9 +407,9 @@ class ProcessDriver:
             )
         if "error" in reply and not is_error_reply(reply):
             raise self._garbage(reply, "'error' must be an object")
-        if self.protocol == FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
+        if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
-        if self.protocol == FAST_PROTOCOL and "error" not in reply:
+        if self.protocol >= FAST_PROTOCOL and "error" not in reply:
             problem = resolve_texts(op, reply, self._case_data, self._slices)
             if problem is None and NUMBER_MARK in raw:
                 problem = resolve_numbers(reply)
@@ -444,14 +467,21 @@ class ProcessDriver:
         raise TargetCrash(f"the program {what} in {op}: {headline}", details=details)
 
     def _read_hello(self, reply: dict[str, Any]) -> ProgramInfo:
+        if self._shared is not None:
+            self._shared.unlink()  # the program opened it while answering, if it speaks 3
         if "error" in reply:
             raise TargetCrash(f"it answered with an error: {reply['error'].get('message')}")
         protocol = reply.get("protocol")
-        spoken = _SPOKEN if self._offer else (PROTOCOL_VERSION,)
+        spoken = self._offered
         if protocol not in spoken or isinstance(protocol, bool):
-            offered = " or ".join(str(version) for version in spoken)
+            versions = [str(version) for version in spoken]
+            offered = " or ".join(
+                [", ".join(versions[:-1]), versions[-1]] if versions[1:] else versions
+            )
             raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {offered}")
-        self.protocol = FAST_PROTOCOL if protocol == FAST_PROTOCOL else PROTOCOL_VERSION
+        self.protocol = protocol
+        if protocol != SHARED_PROTOCOL:
+            self._close_shared()
         fields = [reply.get(name) for name in ("name", "version", "language")]
         texts = [value for value in fields if isinstance(value, str) and value]
         if len(texts) != len(fields):
@@ -492,9 +522,15 @@ class ProcessDriver:
             f"bad reply to {op}: {why}", details=self._details(stderr=stderr, reply=shown)
         )
 
+    def _close_shared(self) -> None:
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.close()
+
     def _discard(self) -> None:
         self._ahead.clear()
         self._new = None
+        self._close_shared()
         worker, self._worker = self._worker, None
         if worker is not None:
             worker.stop(kill=True)

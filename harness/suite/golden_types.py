@@ -5,9 +5,11 @@ module compiles it, once, into msgspec Structs (an object with `additionalProper
 Struct that forbids unknown fields; `const` and `enum` are `Literal`s; `minimum` is a `Meta`
 bound; a `oneOf` of objects that share a constant member is a tagged union). msgspec cannot hold
 a union of objects told apart only by their keys (a step is `events` + `state` or `error`), so
-such a `oneOf` becomes one Struct of every branch's members, all optional, whose `__post_init__`
-checks that the members present are one branch's. `decoder(part)` decodes a whole golden file or
-one of the schema's definitions (a streamed file's `step`).
+such a `oneOf` becomes one Struct of every branch's members, all optional; once the document is
+decoded, the members present in each such object are checked to be one branch's, in a few C calls
+per list of them (`check(part)`; a schema where such an object stands where this walk cannot reach
+it gets a `__post_init__` that checks each object as it is made instead). `decoder(part)` decodes
+a whole golden file or one of the schema's definitions (a streamed file's `step`).
 
 A document these types accept is one the schema allows (`tests/suite/test_golden_types.py` checks
 both ways on every shipped golden file and on broken ones); what they refuse is then explained by
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import keyword
 import operator
+from collections.abc import Callable
 from functools import cache
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 from msgspec.structs import astuple
@@ -39,10 +42,14 @@ _UNSET = msgspec.UNSET
 class _Compiler:
     """Builds one msgspec type per schema node; each `$defs` entry is built once."""
 
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: dict[str, Any], *, post_init: bool = False) -> None:
         self._root = root
         self._defs: dict[str, Any] = {}
         self._names: set[str] = set()
+        self._post_init = post_init  # check each merged Struct as it is made (else: `check`)
+        #: Each merged Struct: the member names (in order) of each shape it may take.
+        self.shapes: dict[Any, frozenset[tuple[str, ...]]] = {}
+        self.checks: dict[str | None, Any] = {}  # `_compiled`'s, by part
 
     def resolve(self, schema: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in schema:
@@ -154,7 +161,7 @@ class _Compiler:
         }
         attributes = tuple(_py(key) for key in keys)
         check = _post_init(attributes, frozenset(patterns), name)
-        return msgspec.defstruct(
+        struct = msgspec.defstruct(
             self._unique(name),
             fields,
             rename={_py(k): k for k in keys if _py(k) != k} or None,
@@ -163,8 +170,13 @@ class _Compiler:
             ),
             gc=False,
             kw_only=True,
-            namespace={"__post_init__": check},
+            namespace={"__post_init__": check} if self._post_init else None,
         )
+        # As `to_builtins` writes the object: its members in order, the unset ones left out.
+        self.shapes[struct] = frozenset(
+            tuple(k for k, f in zip(keys, flags, strict=True) if f) for flags in patterns
+        )
+        return struct
 
 
 def _py(key: str) -> str:
@@ -220,15 +232,88 @@ def _tag_of(branches: list[dict[str, Any]]) -> str | None:
     return None
 
 
+class _Unreachable(Exception):
+    """A merged Struct stands where `_checker` cannot reach it (inside a union)."""
+
+
+Check = Callable[[Any], bool]
+
+
+def _checker(compiler: _Compiler, kind: Any, within: tuple[Any, ...] = ()) -> Check | None:
+    """A check that every merged Struct within a value of type `kind` (in `to_builtins` form)
+    has one of its shapes; None when no merged Struct can be within one. `_Unreachable` when
+    one may stand where this walk does not go."""
+    if kind in within:
+        raise _Unreachable(kind)  # a recursive schema: each object is checked as it is made
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        inner = [
+            (field.encode_name, found)
+            for field in msgspec.structs.fields(kind)
+            if (found := _checker(compiler, field.type, (*within, kind))) is not None
+        ]
+        shapes = compiler.shapes.get(kind)
+        if shapes is None and not inner:
+            return None
+
+        def check_struct(value: Any) -> bool:
+            if shapes is not None and tuple(value) not in shapes:
+                return False
+            return all(check(value[name]) for name, check in inner if name in value)
+
+        return check_struct
+    origin, args = get_origin(kind), get_args(kind)
+    if origin is list:
+        (item,) = args
+        check = _checker(compiler, item, within)
+        if check is None:
+            return None
+        shapes = compiler.shapes.get(item)
+        flat = shapes is not None and all(
+            _checker(compiler, field.type, (*within, item)) is None
+            for field in msgspec.structs.fields(item)
+        )
+        if flat:
+            # The usual list (a golden file's steps): each item's members, as a tuple, in C.
+            assert shapes is not None
+            return lambda value: set(map(tuple, value)) <= shapes
+        return lambda value: all(map(check, value))
+    if origin is Annotated:
+        return _checker(compiler, args[0], within)
+    if any(_checker(compiler, arg, within) is not None for arg in args):
+        raise _Unreachable(kind)  # which member a value is would have to be worked out
+    return None
+
+
 @cache
 def _compiler() -> _Compiler:
     return _Compiler(golden_schema())
 
 
 @cache
+def _checking_compiler() -> _Compiler:
+    """The compiler for a schema whose merged objects `_checker` cannot all reach."""
+    return _Compiler(golden_schema(), post_init=True)
+
+
+def _compiled(part: str | None) -> tuple[_Compiler, Check | None]:
+    """The compiler whose types decode `part`, and the check its documents then need."""
+    compiler = _compiler()
+    found = compiler.checks.get(part, _UNSET)
+    if found is _UNSET:
+        kind = compiler.type_of(
+            golden_schema() if part is None else {"$ref": f"#/$defs/{part}"}, part or "golden"
+        )
+        try:
+            found = compiler.checks[part] = (compiler, _checker(compiler, kind))
+        except _Unreachable:
+            found = compiler.checks[part] = (_checking_compiler(), None)
+    return found  # type: ignore[no-any-return]
+
+
+@cache
 def golden_type(part: str | None = None) -> Any:
     """The msgspec type of a golden document, or of one `$defs` entry of its schema (`step`)."""
-    compiler = _compiler()
+    compiler, _ = _compiled(part)
     if part is None:
         return compiler.type_of(golden_schema(), "golden")
     return compiler.type_of({"$ref": f"#/$defs/{part}"}, part)
@@ -236,8 +321,14 @@ def golden_type(part: str | None = None) -> Any:
 
 @cache
 def decoder(part: str | None = None) -> msgspec.json.Decoder[Any]:
-    """A JSON decoder that validates against `golden_type(part)` as it decodes."""
+    """A JSON decoder that validates against `golden_type(part)` as it decodes (but for the
+    shapes of merged objects: `check(part)`)."""
     return msgspec.json.Decoder(golden_type(part))
+
+
+def check(part: str | None = None) -> Check | None:
+    """What a document `decoder(part)` accepted must pass too: its merged objects' shapes."""
+    return _compiled(part)[1]
 
 
 _to_builtins = msgspec.to_builtins
@@ -247,6 +338,8 @@ def decode_typed(data: bytes, part: str | None = None) -> Any:
     """A golden document (or `part` of one) as plain JSON values, or None when the types refuse
     it (not JSON, not UTF-8, or off the schema: `harness.suite.golden_schema` then says why)."""
     try:
-        return _to_builtins(decoder(part).decode(data))
+        document = _to_builtins(decoder(part).decode(data))
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
+    shaped = check(part)
+    return document if shaped is None or shaped(document) else None

@@ -7,9 +7,10 @@ constant memory.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness.errors import RecordingError
 from harness.suite.sse import EventDecoder, Payload
@@ -76,10 +77,15 @@ def _is_comment(path: Path, line: str) -> bool:
 
 def read_info(path: Path) -> RecordingInfo:
     """The leading comment lines of a recording and the directives among them."""
+    return _info_of(path, (line for _, line in _numbered_lines(path)))
+
+
+def _info_of(path: Path, lines: Iterable[str]) -> RecordingInfo:
+    """`read_info` of a recording whose lines (without their ends) are `lines`."""
     comments: list[str] = []
     capped = False
     pins: set[str] = set()
-    for _, line in _numbered_lines(path):
+    for line in lines:
         line = line.removeprefix("\ufeff") if not comments else line
         if not _is_comment(path, line):
             break
@@ -160,7 +166,31 @@ def iter_payloads(path: Path) -> Iterator[Payload]:
         yield from fast
 
 
-def _simple_payloads(path: Path) -> list[Payload] | None:
+def read_recording(path: Path) -> tuple[RecordingInfo, list[Payload] | None]:
+    """`read_info` and, for a recording of at most `READ_WHOLE_BELOW` bytes, all its payloads
+    (None for a longer one, or one whose reading fails: `iter_payloads` then says why).
+
+    An ASCII `.sse` recording in the plain layout is read in one go for both; any other reads
+    its head, then its payloads, as `read_info` and `iter_payloads` do.
+    """
+    info: list[RecordingInfo] = []  # the fast path's, when it read the head too
+    payloads = _simple_payloads(path, info=info)
+    if info:
+        return info[0], payloads
+    found = read_info(path)
+    try:
+        if payloads is None and path.stat().st_size <= READ_WHOLE_BELOW:
+            payloads = list(_decoded_payloads(path))
+    except (OSError, RecordingError):
+        # Read as it goes instead, which says what is wrong where it always did (a pass that
+        # stops at an error step never reads a broken line after it).
+        payloads = None
+    return found, payloads
+
+
+def _simple_payloads(
+    path: Path, *, info: list[RecordingInfo] | None = None
+) -> list[Payload] | None:
     """The payloads of a recording in the plain layout, read in a few C calls; None otherwise.
 
     The plain layout is what llama-server sends and what most recordings hold: LF line ends,
@@ -169,7 +199,9 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
     `body.split(b"\n\n")` without a line break, on line `first + 2 * i`; a piece that is not a
     `data` field (a comment, `event:`) carries no data. The file is split as bytes and each
     piece decoded on its own, so that one emoji does not widen the whole text to four bytes a
-    character. Anything else, and any problem reading the file, goes to the line-by-line reader,
+    character (an ASCII file, the usual one, is decoded whole). With `info` (an `.sse` file),
+    its `read_info` is appended to it too, from the same bytes. Anything else,
+    and any problem reading the file, goes to the line-by-line reader,
     which names the problem (tests/suite/test_recording_fast.py checks both give the same payloads).
     """
     try:
@@ -197,16 +229,41 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
         raw = raw[cut + 1 :]
     if raw.startswith(b"\xef\xbb\xbf"):  # the stream's byte order mark: the decoder drops it
         return None
+    head = raw
     while raw.startswith(b":"):  # leading comment lines (an .sse file's directives)
         end = raw.find(b"\n")
         if end < 0:
             return None
         raw = raw[end + 1 :]
         first += 1
-    pieces = raw.split(b"\n\n")
-    if raw.count(b"\n") != 2 * (len(pieces) - 1):  # some event spans lines: not plain
+    ascii = head.isascii()  # the usual recording: decoded whole, no piece on its own
+    # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout is plain
+    # when every other line is blank, and the events are the lines between.
+    split: list[Any] = raw.decode("ascii").split("\n") if ascii else raw.split(b"\n")
+    if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
         return None
+    texts: list[str] = split[0::2] if ascii else []
+    pieces: list[bytes] = [] if ascii else split[0::2]
+    if ascii:
+        datas = [
+            t[6:]
+            if t[:6] == "data: "
+            else t[5:]
+            if t[:5] == "data:"
+            else ""
+            if t == "data"
+            else None
+            for t in texts
+        ]
+        if "[DONE]" in datas:
+            del datas[datas.index("[DONE]") :]
+        if info is not None and path.suffix == ".sse":
+            # The head's lines are the file's first (all of it is ASCII, so UTF-8).
+            comments = head[: len(head) - len(raw)].decode("ascii").split("\n")[:-1]
+            info.append(_info_of(path, comments))
+        return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
     payloads: list[Payload] = []
+    done = len(pieces)
     try:
         for index, piece in enumerate(pieces):
             if piece[:5] == b"data:":
@@ -217,8 +274,16 @@ def _simple_payloads(path: Path) -> list[Payload] | None:
                 piece.decode("utf-8")  # no data, but the file must still be UTF-8
                 continue
             if data == "[DONE]":
+                done = index + 1
                 break
             payloads.append(Payload(first + 2 * index, data))
+        if info is not None and path.suffix == ".sse":
+            # The head's lines are the file's first, when all of it is UTF-8 (as `read_info`
+            # reads it): the rest after `[DONE]` too.
+            for piece in pieces[done:]:
+                piece.decode("utf-8")
+            comments = head[: len(head) - len(raw)].decode("utf-8").split("\n")[:-1]
+            info.append(_info_of(path, comments))
     except UnicodeDecodeError:
         return None
     return payloads

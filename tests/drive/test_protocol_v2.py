@@ -14,6 +14,7 @@ import pytest
 
 from harness.adapter import Session
 from harness.drive.inprocess import InProcessDriver, load_target
+from harness.drive.pipes import SharedPayloads
 from harness.drive.process import (
     FAST_PROTOCOL,
     PROTOCOL_VERSION,
@@ -46,7 +47,8 @@ def _case(driver: object) -> tuple[list[dict], dict]:
     return steps, driver.finish(False)  # type: ignore[attr-defined]
 
 
-def test_the_worker_speaks_2_and_agrees_with_in_process() -> None:
+def test_the_worker_speaks_2_and_agrees_with_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SharedPayloads, "make", classmethod(lambda cls: None))  # 3 not offered
     expected = _case(InProcessDriver(load_target("reference:Assembler")))
     with python_target_driver("reference:Assembler") as worker:
         worker.start()

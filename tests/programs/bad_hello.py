@@ -1,4 +1,4 @@
-"""Claims to speak protocol 3 (never offered) in its handshake."""
+"""Claims to speak protocol 9 (never offered) in its handshake."""
 
 from __future__ import annotations
 
@@ -7,5 +7,5 @@ import sys
 
 for line in sys.stdin:
     request = json.loads(line)
-    hello = {"name": "bad-hello", "version": "0", "language": "python", "protocol": 3}
+    hello = {"name": "bad-hello", "version": "0", "language": "python", "protocol": 9}
     print(json.dumps({"seq": request["seq"], **hello}), flush=True)

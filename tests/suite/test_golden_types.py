@@ -124,3 +124,33 @@ def test_types_follow_the_schema_file(monkeypatch: pytest.MonkeyPatch) -> None:
         for cached in (golden_types._compiler, golden_types.golden_type, golden_types.decoder):
             cached.cache_clear()
     assert decode_typed(step, "step") is None
+
+
+def test_merged_objects_the_walk_cannot_reach_are_checked_as_they_are_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A step inside a union (here: a step or null) is checked by its Struct's `__post_init__`
+    instead of the walk after decoding: the same documents are refused."""
+    from harness.suite import golden_schema, golden_types
+
+    schema = copy.deepcopy(golden_schema.golden_schema())
+    schema["properties"]["steps"]["items"] = {"oneOf": [{"$ref": "#/$defs/step"}, {"type": "null"}]}
+    caches = (golden_types._compiler, golden_types._checking_compiler, golden_types.golden_type,
+              golden_types.decoder)  # fmt: skip
+    for cached in caches:
+        cached.cache_clear()
+    monkeypatch.setattr(golden_types, "golden_schema", lambda: schema)
+    try:
+        document = json.loads((GOLDEN / f"{SAMPLES[0]}.json").read_text())
+        assert decode_typed(_encode(document)) == document
+        assert golden_types.check() is None  # the walk cannot reach them: no walk
+        document["steps"][0]["error"] = {"kind": "protocol"}  # both shapes at once
+        assert decode_typed(_encode(document)) is None
+        del document["steps"][0]["error"]
+        document["steps"].append(None)
+        assert decode_typed(_encode(document)) == document
+    finally:
+        monkeypatch.undo()
+        for cached in caches:
+            cached.cache_clear()
+    assert golden_types.check() is not None

@@ -99,3 +99,75 @@ def test_a_large_recording_is_read_line_by_line(
     monkeypatch.setattr(recording, "READ_WHOLE_BELOW", 50)
     assert recording._simple_payloads(path) is None
     assert [p.line for p in iter_payloads(path)] == list(range(1, 21, 2))
+
+
+DIRECTIVES = [
+    ": thinking_capped: true\n",
+    ": thinking_capped: maybe\n",
+    ": pins: R6 I3\n",
+    ": pins: R99\n",
+    ":plain comment\n",
+    "\ufeff: thinking_capped: true\n",
+]
+
+
+def _apart(path: Path) -> object:
+    """`read_info` and then the payloads, each as its own reader says (or its error)."""
+    try:
+        info = recording.read_info(path)
+    except RecordingError as exc:
+        return f"error: {exc}"
+    return info, both(path)[1]
+
+
+def _together(path: Path) -> object:
+    try:
+        info, payloads = recording.read_recording(path)
+    except RecordingError as exc:
+        return f"error: {exc}"
+    if payloads is None:  # read as it goes, by iter_payloads, which names the problem
+        return info, both(path)[0]
+    return info, [(p.line, p.data) for p in payloads]
+
+
+@pytest.mark.parametrize("suffix", [".sse", ".http"])
+def test_the_head_and_the_payloads_read_together_are_those_read_apart(
+    tmp_path: Path, suffix: str
+) -> None:
+    path = tmp_path / f"x{suffix}"
+    together = 0
+    rng = random.Random(7)
+    for text in texts()[::3]:
+        head = "".join(rng.sample(DIRECTIVES, rng.randrange(3)))
+        path.write_bytes(((HEAD if suffix == ".http" else head) + text).encode())
+        assert _together(path) == _apart(path), repr(head + text)
+        found: list[recording.RecordingInfo] = []
+        try:
+            recording._simple_payloads(path, info=found)
+        except RecordingError:  # it read the head in the same go, and refused a directive
+            together += 1
+        together += bool(found)
+    if suffix == ".sse":
+        assert together > 60  # the one-read path was taken, not only the fallback
+    else:
+        assert together == 0  # an .http file's head is read by read_info
+
+
+def test_every_shipped_recording_reads_the_same_together() -> None:
+    for path in sorted((ROOT / "recordings").rglob("*.*")):
+        assert _together(path) == _apart(path), path
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b": thinking_capped: true\ndata: \xc3\xa9\n\ndata: [DONE]\n\n\xff",  # bad UTF-8 after [DONE]
+        b": thinking_capped: \xff\ndata: a\n\n",  # in the head
+        b": pins: I3\ndata: \xf0\x9f\x98\x80\n\n",
+    ],
+    ids=["after-done", "in-head", "emoji"],
+)
+def test_a_head_read_together_is_read_from_utf_8_only(tmp_path: Path, raw: bytes) -> None:
+    path = tmp_path / "x.sse"
+    path.write_bytes(raw)
+    assert _together(path) == _apart(path)

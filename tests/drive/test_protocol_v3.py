@@ -1,0 +1,138 @@
+"""Protocol 3 (docs/protocol.md): offered where a shared file can be made, spoken by conform's own
+worker; large payloads read from the file both sides map, the rest framed as in version 2."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.adapter import Session
+from harness.drive import pipes
+from harness.drive.inprocess import InProcessDriver, load_target
+from harness.drive.pipes import SHARED_FROM, SharedPayloads
+from harness.drive.process import FAST_PROTOCOL, SHARED_PROTOCOL
+from harness.drive.spec import python_target_driver
+
+pytestmark = pytest.mark.skipif(SharedPayloads.make() is None, reason="no /dev/shm here")
+
+
+def _payloads(size: int) -> list[str]:
+    big = {"id": "c1", "choices": [{"index": 0, "delta": {"content": "é" + "x" * size}}]}
+    args = {"index": 0, "id": "t", "function": {"name": "f", "arguments": "y" * size}}
+    tool = {"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [args]}}]}
+    small = {"id": "c1", "choices": [{"index": 0, "delta": {"content": "a"}}]}
+    last = {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return [json.dumps(p, ensure_ascii=False) for p in (small, big, tool, big, last)]
+
+
+def _case(driver: Any, payloads: list[str]) -> tuple[list[dict], dict]:
+    driver.start_case()
+    steps = [driver.push(data, n) for n, data in enumerate(payloads, 1)]
+    return steps, driver.finish(False)
+
+
+def _sent(driver: Any) -> list[dict]:
+    """Spy on the requests `driver` queues: each one's fields, as sent."""
+    found: list[dict] = []
+    real = driver._send
+
+    def send(op: str, fields: dict, **options: Any) -> Any:
+        found.append({"op": op, **fields})
+        return real(op, fields, **options)
+
+    driver._send = send
+    return found
+
+
+def test_the_worker_speaks_3_and_agrees_with_in_process() -> None:
+    in_process = InProcessDriver(load_target("reference:Assembler"))
+    with python_target_driver("reference:Assembler") as worker:
+        worker.start()
+        assert worker.protocol == SHARED_PROTOCOL
+        assert not os.path.exists(worker._shared.path)  # unlinked once the program opened it
+        sent = _sent(worker)
+        # Small, then past the file's first MiB (it grows, and the program maps it again), then
+        # small again: each case starts at offset 0.
+        for size in (SHARED_FROM, 3 * 2**20, 10):
+            payloads = _payloads(size)
+            assert _case(worker, payloads) == _case(in_process, payloads), size
+        shared = [r for r in sent if "at" in r]
+        assert len(shared) == 6  # the three big payloads of the first two cases, and only those
+        assert shared[0]["at"] == shared[3]["at"] == 0  # each case from the start of the file
+        assert [r["at"] for r in shared[3:]] == [
+            0,
+            shared[3]["bytes"],
+            shared[4]["at"] + shared[4]["bytes"],
+        ]
+
+
+def test_a_payload_without_room_in_the_shared_file_is_framed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def full(fd: int, offset: int, size: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    in_process = InProcessDriver(load_target("reference:Assembler"))
+    with python_target_driver("reference:Assembler") as worker:
+        worker.start()
+        monkeypatch.setattr(pipes.os, "posix_fallocate", full)
+        sent = _sent(worker)
+        payloads = _payloads(2 * 2**20)
+        assert _case(worker, payloads) == _case(in_process, payloads)
+        assert not any("at" in r for r in sent) and any("bytes" in r for r in sent)
+
+
+def test_without_a_shared_file_2_is_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SharedPayloads, "make", classmethod(lambda cls: None))
+    with python_target_driver("reference:Assembler") as worker:
+        assert worker.start() is not None and worker.protocol == FAST_PROTOCOL
+
+
+def _hello(session: Session, shared: object) -> int:
+    line = {"seq": 1, "op": "hello", "protocol": 1, "accept": [1, 2, 3], "shared": shared}
+    reply, _ = session.answer(json.dumps(line).encode())
+    return int(reply["protocol"])
+
+
+def test_a_program_that_cannot_open_the_file_speaks_2(tmp_path: Path) -> None:
+    session = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    assert _hello(session, str(tmp_path / "gone")) == FAST_PROTOCOL
+    session = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    assert _hello(session, 7) == FAST_PROTOCOL
+
+
+def test_shared_pushes_the_worker_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "shared"
+    path.write_bytes(b'{"id":"c1","choices":[]}' + b"\xff")
+    v2 = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    v2.answer(b'{"seq":1,"op":"hello","protocol":1,"accept":[1,2]}')
+    v2.answer(b'{"seq":2,"op":"new"}')
+    reply, _ = v2.answer(b'{"seq":3,"op":"push","bytes":2,"at":0}')
+    assert "protocol 3, which was not agreed" in reply["error"]["message"]
+    v3 = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    assert _hello(v3, str(path)) == SHARED_PROTOCOL
+    v3.answer(b'{"seq":2,"op":"new"}')
+    ok, _ = v3.answer(b'{"seq":3,"op":"push","bytes":24,"at":0}')
+    assert ok["state"]["id"] == "c1"
+    for line, problem in [
+        (b'{"seq":4,"op":"push","bytes":24,"at":9}', "beyond the shared file's 25"),
+        (b'{"seq":5,"op":"push","bytes":1,"at":24}', "not UTF-8"),
+        (b'{"seq":6,"op":"push","bytes":-1,"at":0}', "non-negative integers"),
+    ]:
+        reply, _ = v3.answer(line)
+        assert reply["error"]["kind"] == "bad_request" and problem in reply["error"]["message"]
+
+
+def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
+    import gc
+
+    shared = SharedPayloads.make()
+    assert shared is not None and os.path.exists(shared.path)
+    path = shared.path
+    del shared  # dropped without close (a program that never answered hello, a stopped run)
+    gc.collect()
+    assert not os.path.exists(path)
