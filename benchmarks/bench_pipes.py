@@ -5,11 +5,11 @@ One case of two payloads, the first carrying SIZE bytes of answer text (`"x" * S
 (`python -m harness.adapter reference:Assembler`, as `conform run` starts it): `new`, both pushes,
 `finish`, as the runner drives a case (it tells the driver the case first: `plan_case`). The
 worker is started before timing (it speaks protocol 3 where /dev/shm exists: a payload this large
-then lies in the file both sides map, docs/protocol.md); both sides run in this one process, after
-the worker's start set the allocator to keep freed memory (`pipes.keep_freed_memory`). Repeats are
-interleaved so both sides see the same machine load; the figures are medians, and the ratio is
-worker / in-process (the goal, issue 22: within 2x on large payloads, where the pipes rather than
-the per-request round trip decide).
+then lies in the file both sides map, docs/protocol.md); both sides run in this one process,
+whose allocator keeps freed memory as the `conform` command's does (`pipes.keep_freed_memory`).
+Repeats are interleaved so both sides see the same machine load; the figures are medians, and
+the ratio is worker / in-process (the goal, issue 22: within 2x on large payloads, where the pipes
+rather than the per-request round trip decide).
 
 Run: `python benchmarks/bench_pipes.py` (`--sizes 1,50` MiB, `--repeats 5`, `--check` to exit 1
 when a ratio is above `--goal`).
@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.drive.base import plan_case  # noqa: E402
 from harness.drive.inprocess import Driver, InProcessDriver, load_target  # noqa: E402
+from harness.drive.pipes import keep_freed_memory  # noqa: E402
 from harness.drive.spec import python_target_driver  # noqa: E402
 
 
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a ratio misses --goal")
     args = parser.parse_args(argv)
     sizes = [float(size) for size in args.sizes.split(",")]
+    keep_freed_memory()  # as the `conform` command does
     in_process = InProcessDriver(load_target("reference:Assembler"))
     worker = python_target_driver("reference:Assembler", timeout=600)
     worker.start()

@@ -269,8 +269,10 @@ def measure_suite(options: Options) -> Iterator[Figure]:
 
 def measure_pipes(options: Options) -> Iterator[Figure]:
     from harness.drive.inprocess import InProcessDriver, load_target
+    from harness.drive.pipes import keep_freed_memory
     from harness.drive.spec import python_target_driver
 
+    keep_freed_memory()  # as the `conform` command does
     repeats = options.pick(5, 2)
     in_process = InProcessDriver(load_target("reference:Assembler"))
     worker = python_target_driver("reference:Assembler", timeout=600)

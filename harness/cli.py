@@ -17,6 +17,7 @@ from harness import cli_options as opt
 from harness.capture.command import record as record_command
 from harness.check.options import RunOptions
 from harness.cli_group import ConformGroup
+from harness.drive.pipes import keep_freed_memory
 from harness.errors import ConformError
 from harness.files import check_outputs as check_written
 from harness.files import interruptible, write_report
@@ -47,6 +48,7 @@ from harness.suite.cases import Case, Suite, open_suites, writable_root
 @click.version_option(package_name="conform", prog_name="conform")
 def main() -> None:
     """Golden-file conformance harness for assemblers of llama-server chat streams."""
+    keep_freed_memory()  # this process's requests to workers are as large as their payloads
 
 
 @main.command("run")

@@ -205,6 +205,9 @@ def keep_freed_memory() -> None:
     touch of each page is a page fault: at 1 MiB that cost three times the reference's own work
     on the payload, at 50 MiB twice. From the heap, and kept there, the pages are reused. A no-op
     elsewhere than glibc on Linux.
+
+    A setting of the whole process: the `conform` command and its worker make it; a process that
+    only imports the harness (the pytest plugin, the API) keeps its allocator as it was.
     """
     if _KEEPING or not sys.platform.startswith("linux"):
         return
@@ -312,7 +315,6 @@ class Worker:
         self, command: Sequence[str], env: Mapping[str, str] | None, *, family: str
     ) -> None:
         _become_subreaper()
-        keep_freed_memory()  # this side's requests and replies are as large as the program's
         self.family = family
         try:
             self.proc = subprocess.Popen(
