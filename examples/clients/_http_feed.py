@@ -21,6 +21,10 @@ it holds only the feed and what the adapter collects.
 Both httpx flavours are served: a sync client iterates the body, an async one iterates it
 asynchronously (on its event loop in the client's thread; waiting for the next event blocks that
 loop, which runs nothing else).
+
+A client object is made once per process, as an application makes it, not once per case: its
+transport is `shared_transport()`, which serves the feed whose client runs in the calling thread
+(building a LangChain `ChatOpenAI` or a Pydantic AI model costs more than reading a short stream).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 import httpx
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_running = threading.local()  # `feed`: the HttpFeed whose client runs in this thread
 
 
 def sse_event(data: str) -> bytes:
@@ -108,11 +113,13 @@ class HttpFeed:
         """Runs the client (`run` reads the whole stream) in a thread of its own."""
 
         def main() -> None:
+            _running.feed = self
             try:
                 self.result = run()
             except BaseException as exc:  # handed over to the caller of write or end
                 self.error = exc
             finally:
+                _running.feed = None
                 with self._lock:
                     self._ended = True
                     self._lock.notify_all()
@@ -142,3 +149,15 @@ class HttpFeed:
         self.close()
         if self._thread is not None:
             self._thread.join()
+
+
+def _respond_running(request: Any) -> Any:
+    feed = getattr(_running, "feed", None)
+    if feed is None:
+        raise RuntimeError("no HttpFeed runs its client in this thread (HttpFeed.start)")
+    return feed._respond(request)
+
+
+def shared_transport(http: ModuleType = httpx) -> Any:
+    """A transport for a client kept across cases: it serves the feed running in this thread."""
+    return http.MockTransport(_respond_running)

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed
+from _http_feed import HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -63,17 +63,21 @@ def _map(exc: BaseException) -> BaseException:
     return exc
 
 
+#: The client, made once as an application makes it: its transport serves the running case's feed.
+_LLM = ChatOpenAI(
+    model="llama",
+    api_key="unused",  # type: ignore[arg-type]
+    base_url="http://127.0.0.1:9/v1",
+    max_retries=0,
+    http_client=httpx.Client(transport=shared_transport()),
+)
+
+
 class _Reader:
     """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
 
-    def __init__(self, feed: HttpFeed) -> None:
-        self.llm = ChatOpenAI(
-            model="llama",
-            api_key="unused",  # type: ignore[arg-type]
-            base_url="http://127.0.0.1:9/v1",
-            max_retries=0,
-            http_client=httpx.Client(transport=feed.transport),
-        )
+    def __init__(self) -> None:
+        self.llm = _LLM
         self.chunks: list[Any] = []  # LangChain's chunks since the last push
         self.gathered: Any = None
 
@@ -89,7 +93,7 @@ class Assembler:
 
     def __init__(self) -> None:
         self._feed = HttpFeed()
-        self._reader = _Reader(self._feed)
+        self._reader = _Reader()
         self._llama = ReasoningState()
         self._reasoning: str | None = None
         self._id: str | None = None

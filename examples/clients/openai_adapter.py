@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed
+from _http_feed import HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -55,16 +55,20 @@ def _extra(model: Any, name: str) -> Any:
     return (getattr(model, "model_extra", None) or {}).get(name)
 
 
+#: The client, made once as an application makes it: its transport serves the running case's feed.
+_CLIENT = openai.OpenAI(
+    api_key="unused",
+    base_url="http://127.0.0.1:9/v1",
+    max_retries=0,
+    http_client=httpx.Client(transport=shared_transport()),
+)
+
+
 class _Reader:
     """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
 
-    def __init__(self, feed: HttpFeed) -> None:
-        self.client = openai.OpenAI(
-            api_key="unused",
-            base_url="http://127.0.0.1:9/v1",
-            max_retries=0,
-            http_client=httpx.Client(transport=feed.transport),
-        )
+    def __init__(self) -> None:
+        self.client = _CLIENT
         self.chunks: list[Any] = []  # the client's parsed chunks since the last push
 
     def read(self) -> None:
@@ -80,7 +84,7 @@ class Assembler:
 
     def __init__(self) -> None:
         self._feed = HttpFeed()
-        self._reader = _Reader(self._feed)
+        self._reader = _Reader()
         self._state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
         self._started = False
         self._llama = ReasoningState()
