@@ -40,6 +40,9 @@ from typing import Any
 import httpx
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: Seconds a push waits for the client before giving up: conform's --timeout bounds a worker, but
+#: an in-process run (`--in-process`, the tests) has no other guard against a client that hangs.
+HANG = 60.0
 _running = threading.local()  # `feed`: the HttpFeed whose client runs in this thread
 
 
@@ -138,7 +141,8 @@ class HttpFeed:
             wanted = self._writes + 1  # the read after the one that takes this event
         self._queue.put(sse_event(data))
         with self._lock:
-            self._lock.wait_for(lambda: self._reads >= wanted or self._ended)
+            if not self._lock.wait_for(lambda: self._reads >= wanted or self._ended, HANG):
+                raise TimeoutError(f"the client did not read the next event in {HANG:g} s")
 
     def close(self) -> None:
         """Ends the body without waiting: the client's thread ends on its own."""
@@ -148,7 +152,9 @@ class HttpFeed:
         """Ends the body (the server closed the stream) and waits for the client to finish."""
         self.close()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(HANG)
+            if self._thread.is_alive():
+                raise TimeoutError(f"the client did not end in {HANG:g} s")
 
 
 def _respond_running(request: Any) -> Any:
