@@ -37,6 +37,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+import greenlet
 import httpx
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -167,3 +168,91 @@ def _respond_running(request: Any) -> Any:
 def shared_transport(http: ModuleType = httpx) -> Any:
     """A transport for a client kept across cases: it serves the feed running in this thread."""
     return http.MockTransport(_respond_running)
+
+
+class InlineFeed(HttpFeed):
+    """An HttpFeed for a sync client that runs it in a greenlet of the caller's thread.
+
+    The same turn-taking as HttpFeed's, without a thread per case or two thread switches per
+    payload (each a wait for the scheduler on a busy machine): `write` switches into the client,
+    which runs until it asks for bytes that are not there yet (then switches back) or ends. The
+    client's code runs unchanged, only on another stack. For sync clients only: an async one
+    suspended mid-stream would leave its event loop marked running in the thread.
+
+    A feed closed mid-stream (its case dropped) cannot be resumed from `__del__`; the next feed
+    started in the thread resumes it first, so that its client sees the end of the body and ends,
+    as a thread would.
+    """
+
+    def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
+        super().__init__(status=status, http=http)
+        self._pending: list[bytes | None] = []
+        self._client: greenlet.greenlet | None = None
+        self._unfinished = _unfinished_here()  # this thread's: only it can resume the client
+
+    def _next(self) -> bytes | None:
+        self._reads += 1
+        while not self._pending:
+            assert self._client is not None and self._client.parent is not None
+            self._client.parent.switch()  # back to `write`: the client waits for more bytes
+        return self._pending.pop(0)
+
+    def _resume(self) -> None:
+        client = self._client
+        if client is None or client.dead:
+            return
+        previous, _running.feed = getattr(_running, "feed", None), self
+        try:
+            client.switch()
+        finally:
+            _running.feed = previous
+
+    def start(self, run: Callable[[], Any]) -> None:
+        """Runs the client up to its first read of the body, in a greenlet of this thread."""
+        while self._unfinished:  # feeds dropped mid-stream: let their clients end first
+            self._unfinished.pop()._resume()
+
+        def main() -> None:
+            try:
+                self.result = run()
+            except greenlet.GreenletExit:
+                raise
+            except BaseException as exc:  # handed over to the caller of write or end
+                self.error = exc
+            finally:
+                self._ended = True
+
+        self._client = greenlet.greenlet(main)
+        self._resume()
+
+    def write(self, data: str) -> None:
+        """Sends one payload; returns when the client waits for more bytes or has ended."""
+        self._writes += 1
+        self._pending.append(sse_event(data))
+        self._resume()
+
+    def close(self) -> None:
+        """Ends the body without waiting: the next feed started here lets the client end."""
+        if not self._ended and self._client is not None and None not in self._pending:
+            self._pending.append(None)
+            self._unfinished.append(self)
+
+    def end(self) -> None:
+        """Ends the body (the server closed the stream) and lets the client finish."""
+        if None not in self._pending:
+            self._pending.append(None)
+        while self._client is not None and not self._client.dead:
+            self._resume()
+        if self in self._unfinished:
+            self._unfinished.remove(self)
+
+
+_threads = threading.local()  # `unfinished`: this thread's inline feeds closed mid-stream
+
+
+def _unfinished_here() -> list[InlineFeed]:
+    """The inline feeds of this thread closed mid-stream whose clients have not ended yet."""
+    if not hasattr(_threads, "unfinished"):
+        _threads.unfinished = []
+    unfinished: list[InlineFeed] = _threads.unfinished
+    return unfinished

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed, shared_transport
+from _http_feed import HttpFeed, InlineFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -74,7 +74,7 @@ _LLM = ChatOpenAI(
 
 
 class _Reader:
-    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+    """The client's side, run by the feed (in a greenlet); it holds nothing of the Assembler."""
 
     def __init__(self) -> None:
         self.llm = _LLM
@@ -92,7 +92,7 @@ class Assembler:
     """One stream, read and added up by LangChain's ChatOpenAI."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed()
+        self._feed: HttpFeed = InlineFeed()
         self._reader = _Reader()
         self._llama = ReasoningState()
         self._reasoning: str | None = None
@@ -100,7 +100,7 @@ class Assembler:
         self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
-        self._feed.close()  # dropped mid-stream: let the client's thread end
+        self._feed.close()  # dropped mid-stream: let the client end
 
     @property
     def _gathered(self) -> Any:
@@ -128,7 +128,7 @@ class Assembler:
     # -- push ------------------------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> BaseException:
-        self._feed.end()  # the case ends here: let the client's thread go
+        self._feed.end()  # the case ends here: let the client go
         return _map(exc)
 
     def push(self, data: str) -> list[Any]:

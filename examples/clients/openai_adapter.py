@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed, shared_transport
+from _http_feed import HttpFeed, InlineFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -65,7 +65,7 @@ _CLIENT = openai.OpenAI(
 
 
 class _Reader:
-    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+    """The client's side, run by the feed (in a greenlet); it holds nothing of the Assembler."""
 
     def __init__(self) -> None:
         self.client = _CLIENT
@@ -83,7 +83,7 @@ class Assembler:
     """One stream, read by openai-python's own HTTP stack and folded by its stream state."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed()
+        self._feed: HttpFeed = InlineFeed()
         self._reader = _Reader()
         self._state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
         self._started = False
@@ -91,7 +91,7 @@ class Assembler:
         self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
-        self._feed.close()  # dropped mid-stream: let the client's thread end
+        self._feed.close()  # dropped mid-stream: let the client end
 
     # -- state readers: id and is_finished from the client's snapshot ----------------------------
 
@@ -122,7 +122,7 @@ class Assembler:
         self._reader.chunks = []
         self._feed.write(data)  # after a payload starting with [DONE] the client reads no more
         if self._feed.error is not None:
-            self._feed.end()  # the case ends here: let the client's thread go
+            self._feed.end()  # the case ends here: let the client go
             raise _map(self._feed.error) from self._feed.error
         try:
             events: list[Any] = []
