@@ -30,6 +30,7 @@ transport is `shared_transport()`, which serves the feed whose client runs in th
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import re
 import threading
@@ -45,6 +46,7 @@ _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 #: an in-process run (`--in-process`, the tests) has no other guard against a client that hangs.
 HANG = 60.0
 _running = threading.local()  # `feed`: the HttpFeed whose client runs in this thread
+_task_feed: contextvars.ContextVar[HttpFeed] = contextvars.ContextVar("feed")  # AsyncInlineFeed's
 
 
 def sse_event(data: str) -> bytes:
@@ -70,7 +72,7 @@ def _body_class(http: ModuleType) -> type:
                 yield item
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            while (item := self._feed._next()) is not None:
+            while (item := await self._feed._anext()) is not None:
                 yield item
                 await asyncio.sleep(0)  # let the client's tasks run between events
 
@@ -112,6 +114,9 @@ class HttpFeed:
             self._reads += 1
             self._lock.notify_all()
         return self._queue.get()
+
+    async def _anext(self) -> bytes | None:
+        return self._next()  # blocks the client's loop, which runs in its own thread
 
     def start(self, run: Callable[[], Any]) -> None:
         """Runs the client (`run` reads the whole stream) in a thread of its own."""
@@ -159,7 +164,7 @@ class HttpFeed:
 
 
 def _respond_running(request: Any) -> Any:
-    feed = getattr(_running, "feed", None)
+    feed = _task_feed.get(None) or getattr(_running, "feed", None)
     if feed is None:
         raise RuntimeError("no HttpFeed runs its client in this thread (HttpFeed.start)")
     return feed._respond(request)
@@ -256,3 +261,89 @@ def _unfinished_here() -> list[InlineFeed]:
         _threads.unfinished = []
     unfinished: list[InlineFeed] = _threads.unfinished
     return unfinished
+
+
+class AsyncInlineFeed(HttpFeed):
+    """An HttpFeed for an async client that runs it on one event loop of the caller's thread.
+
+    The same turn-taking, without a thread and an `asyncio.run` per case: `start(run)` makes the
+    client's coroutine (`run()`) a task on this thread's loop, kept for every case, and `write`
+    runs that loop only until the client awaits bytes that are not there yet, or ends. Between
+    pushes no loop runs. A feed closed mid-stream gets the end of its body at once; its client
+    ends the next time the loop runs (the next case's first push).
+    """
+
+    def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
+        super().__init__(status=status, http=http)
+        self._loop = _loop_here()
+        self._pending: list[bytes | None] = []
+        self._wake: asyncio.Future[None] | None = None  # the client awaits it for more bytes
+        self._idle: asyncio.Future[None] | None = None  # done when it waits, or has ended
+        self._task: asyncio.Task[None] | None = None
+
+    def _next(self) -> bytes | None:
+        raise RuntimeError("AsyncInlineFeed serves async clients only")
+
+    async def _anext(self) -> bytes | None:
+        self._reads += 1
+        while not self._pending:
+            self._settle()
+            self._wake = self._loop.create_future()
+            await self._wake
+        return self._pending.pop(0)
+
+    def _settle(self) -> None:
+        if self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    def _drive(self) -> None:
+        assert self._task is not None
+        self._idle = self._loop.create_future()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        self._loop.run_until_complete(self._idle)
+
+    def start(self, run: Callable[[], Any]) -> None:
+        """Starts the client's coroutine `run()`; returns when it first waits for the body."""
+
+        async def main() -> None:
+            try:
+                self.result = await run()
+            except BaseException as exc:  # handed over to the caller of write or end
+                self.error = exc
+            finally:
+                self._ended = True
+                self._settle()
+
+        context = contextvars.copy_context()
+        context.run(_task_feed.set, self)  # shared_transport() serves this task's feed
+        self._task = self._loop.create_task(main(), context=context)
+        self._drive()
+
+    def write(self, data: str) -> None:
+        """Sends one payload; returns when the client waits for more bytes or has ended."""
+        self._writes += 1
+        self._pending.append(sse_event(data))
+        if not self._ended:
+            self._drive()
+
+    def close(self) -> None:
+        """Ends the body without running the loop: the client ends when it next runs."""
+        if None not in self._pending:
+            self._pending.append(None)
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def end(self) -> None:
+        """Ends the body (the server closed the stream) and lets the client finish."""
+        self.close()
+        if self._task is not None and not self._task.done():
+            self._loop.run_until_complete(self._task)
+
+
+def _loop_here() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for AsyncInlineFeed, made once."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_threads, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _threads.loop = asyncio.new_event_loop()
+    return loop

@@ -23,9 +23,11 @@ to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed o
 The stream comes from openai-python's own HTTP stack: its `http_client` (the transport hook) is an
 httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads, one
 server-sent event each. litellm iterates its source itself and may read several chunks before it
-yields one, so the wrapper runs inside the feed (`InlineFeed`, a greenlet); a push returns once
-litellm waits for the next event. Chunks litellm yields only when the stream ends appear at
-`finish` (no events).
+yields one, so the wrapper runs in the feed's thread; a push returns once litellm waits for the
+next event. (Not inline in a greenlet, as the openai-python and LangChain adapters are: litellm
+hands the exceptions it raised, with their tracebacks' frames on the client's stack, to logging
+threads of its own, and a worker running it inline once died of SIGSEGV, not seen again.) Chunks
+litellm yields only when the stream ends appear at `finish` (no events).
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
@@ -50,7 +52,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
-from _http_feed import HttpFeed, InlineFeed, shared_transport
+from _http_feed import HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -89,7 +91,7 @@ def _extra(model: Any, name: str) -> Any:
 
 
 #: The feed of the stream being assembled. conform runs one case at a time per worker and calls
-#: no `finish` after an error, so a new stream closes the last one's feed and its client ends.
+#: no `finish` after an error, so a new stream closes the last one's feed and its thread ends.
 _OPEN: list[HttpFeed] = []
 
 
@@ -124,7 +126,7 @@ class Assembler:
     def __init__(self) -> None:
         while _OPEN:
             _OPEN.pop().close()
-        self._feed: HttpFeed = InlineFeed()
+        self._feed = HttpFeed()  # a thread: litellm's own logging threads hold its exceptions
         _OPEN.append(self._feed)
         self._lock = threading.Lock()
         self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops

@@ -35,14 +35,13 @@ left alone, so conform reports it as a crash with the client's traceback.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import warnings
 from typing import Any
 
 import httpx2
 import openai
-from _http_feed import HttpFeed, shared_transport
+from _http_feed import AsyncInlineFeed, HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -137,12 +136,11 @@ class Assembler:
     """One streamed model request, read and accumulated by Pydantic AI."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed(http=httpx2)
+        self._feed: HttpFeed = AsyncInlineFeed(http=httpx2)
         self._reader = _Reader()
         self._llama = ReasoningState()
         self._tool_parts: dict[int, int] = {}  # Pydantic AI's part index -> tool-call index
-        reader = self._reader
-        self._feed.start(lambda: asyncio.run(reader.read()))
+        self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
         self._feed.close()  # dropped mid-stream: let the client's thread end

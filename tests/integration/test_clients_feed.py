@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "clients"))
-from _http_feed import HttpFeed, InlineFeed, shared_transport, sse_event
+from _http_feed import AsyncInlineFeed, HttpFeed, InlineFeed, shared_transport, sse_event
 
 SYNC_FEEDS = pytest.mark.parametrize("feed_class", [HttpFeed, InlineFeed])
 
@@ -93,6 +93,46 @@ def test_write_returns_after_an_async_client_dealt_with_the_event() -> None:
     feed.end()
     assert feed.error is None
     assert seen == ["a", "b"]
+
+
+def test_an_async_client_on_the_threads_loop_takes_one_event_a_write() -> None:
+    seen: list[str] = []
+    client = httpx.AsyncClient(transport=shared_transport())
+
+    def reader(name: str) -> Any:
+        async def read() -> str:
+            async with client.stream("POST", "http://127.0.0.1:9/v1") as response:
+                async for data in _events_async(response.aiter_lines()):
+                    await asyncio.sleep(0)  # work between reads: write must wait for it
+                    seen.append(f"{name}:{data}")
+            return name
+
+        return read
+
+    dropped = AsyncInlineFeed()
+    dropped.start(reader("dropped"))
+    dropped.write("x")
+    assert seen == ["dropped:x"]
+    dropped.close()  # its case was dropped: it ends when the loop next runs
+    feed = AsyncInlineFeed()
+    feed.start(reader("case"))
+    assert dropped.ended and dropped.result == "dropped"
+    feed.write("one")
+    assert seen == ["dropped:x", "case:one"]
+    feed.write("two")
+    assert seen[-1] == "case:two" and not feed.ended
+    feed.end()
+    assert feed.result == "case" and feed.error is None and len(feed.requests) == 1
+
+
+async def _events_async(lines: Any) -> Any:
+    data: list[str] = []
+    async for line in lines:
+        if line == "":
+            yield "\n".join(data)
+            data = []
+        elif line.startswith("data: "):
+            data.append(line[len("data: ") :])
 
 
 @SYNC_FEEDS
