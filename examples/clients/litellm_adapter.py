@@ -24,10 +24,10 @@ The stream comes from openai-python's own HTTP stack: its `http_client` (the tra
 httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads, one
 server-sent event each. litellm iterates its source itself and may read several chunks before it
 yields one, so the wrapper runs in the feed's thread; a push returns once litellm waits for the
-next event. (Not inline in a greenlet, as the openai-python and LangChain adapters are: litellm
-hands the exceptions it raised, with their tracebacks' frames on the client's stack, to logging
-threads of its own, and a worker running it inline once died of SIGSEGV, not seen again.) Chunks
-litellm yields only when the stream ends appear at `finish` (no events).
+next event. (It stays on a thread rather than inline in a greenlet, as the openai-python and
+LangChain adapters run: litellm hands the exceptions it raised, with their tracebacks' frames on
+the client's stack, to logging threads of its own.) Chunks litellm yields only when the stream
+ends appear at `finish` (no events).
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
