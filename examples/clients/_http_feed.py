@@ -21,11 +21,16 @@ it holds only the feed and what the adapter collects.
 Both httpx flavours are served: a sync client iterates the body, an async one iterates it
 asynchronously (on its event loop in the client's thread; waiting for the next event blocks that
 loop, which runs nothing else).
+
+A client object is made once per process, as an application makes it, not once per case: its
+transport is `shared_transport()`, which serves the feed whose client runs in the calling thread
+(building a LangChain `ChatOpenAI` or a Pydantic AI model costs more than reading a short stream).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import re
 import threading
@@ -33,9 +38,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
+import greenlet
 import httpx
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: Seconds a push waits for the client before giving up: conform's --timeout bounds a worker, but
+#: an in-process run (`--in-process`, the tests) has no other guard against a client that hangs.
+HANG = 60.0
+_running = threading.local()  # `feed`: the HttpFeed whose client runs in this thread
+_task_feed: contextvars.ContextVar[HttpFeed] = contextvars.ContextVar("feed")  # AsyncInlineFeed's
 
 
 def sse_event(data: str) -> bytes:
@@ -61,7 +72,7 @@ def _body_class(http: ModuleType) -> type:
                 yield item
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
-            while (item := self._feed._next()) is not None:
+            while (item := await self._feed._anext()) is not None:
                 yield item
                 await asyncio.sleep(0)  # let the client's tasks run between events
 
@@ -104,15 +115,20 @@ class HttpFeed:
             self._lock.notify_all()
         return self._queue.get()
 
+    async def _anext(self) -> bytes | None:
+        return self._next()  # blocks the client's loop, which runs in its own thread
+
     def start(self, run: Callable[[], Any]) -> None:
         """Runs the client (`run` reads the whole stream) in a thread of its own."""
 
         def main() -> None:
+            _running.feed = self
             try:
                 self.result = run()
             except BaseException as exc:  # handed over to the caller of write or end
                 self.error = exc
             finally:
+                _running.feed = None
                 with self._lock:
                     self._ended = True
                     self._lock.notify_all()
@@ -131,7 +147,8 @@ class HttpFeed:
             wanted = self._writes + 1  # the read after the one that takes this event
         self._queue.put(sse_event(data))
         with self._lock:
-            self._lock.wait_for(lambda: self._reads >= wanted or self._ended)
+            if not self._lock.wait_for(lambda: self._reads >= wanted or self._ended, HANG):
+                raise TimeoutError(f"the client did not read the next event in {HANG:g} s")
 
     def close(self) -> None:
         """Ends the body without waiting: the client's thread ends on its own."""
@@ -141,4 +158,192 @@ class HttpFeed:
         """Ends the body (the server closed the stream) and waits for the client to finish."""
         self.close()
         if self._thread is not None:
-            self._thread.join()
+            self._thread.join(HANG)
+            if self._thread.is_alive():
+                raise TimeoutError(f"the client did not end in {HANG:g} s")
+
+
+def _respond_running(request: Any) -> Any:
+    feed = _task_feed.get(None) or getattr(_running, "feed", None)
+    if feed is None:
+        raise RuntimeError("no HttpFeed runs its client in this thread (HttpFeed.start)")
+    return feed._respond(request)
+
+
+def shared_transport(http: ModuleType = httpx) -> Any:
+    """A transport for a client kept across cases: it serves the feed running in this thread."""
+    return http.MockTransport(_respond_running)
+
+
+class InlineFeed(HttpFeed):
+    """An HttpFeed for a sync client that runs it in a greenlet of the caller's thread.
+
+    The same turn-taking as HttpFeed's, without a thread per case or two thread switches per
+    payload (each a wait for the scheduler on a busy machine): `write` switches into the client,
+    which runs until it asks for bytes that are not there yet (then switches back) or ends. The
+    client's code runs unchanged, only on another stack. For sync clients only: an async one
+    suspended mid-stream would leave its event loop marked running in the thread.
+
+    A feed closed mid-stream (its case dropped) cannot be resumed from `__del__`; the next feed
+    started in the thread resumes it first, so that its client sees the end of the body and ends,
+    as a thread would.
+    """
+
+    def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
+        super().__init__(status=status, http=http)
+        self._pending: list[bytes | None] = []
+        self._client: greenlet.greenlet | None = None
+        self._unfinished = _unfinished_here()  # this thread's: only it can resume the client
+
+    def _next(self) -> bytes | None:
+        self._reads += 1
+        while not self._pending:
+            assert self._client is not None and self._client.parent is not None
+            self._client.parent.switch()  # back to `write`: the client waits for more bytes
+        return self._pending.pop(0)
+
+    def _resume(self) -> None:
+        client = self._client
+        if client is None or client.dead:
+            return
+        previous, _running.feed = getattr(_running, "feed", None), self
+        try:
+            client.switch()
+        finally:
+            _running.feed = previous
+
+    def start(self, run: Callable[[], Any]) -> None:
+        """Runs the client up to its first read of the body, in a greenlet of this thread."""
+        while self._unfinished:  # feeds dropped mid-stream: let their clients end first
+            self._unfinished.pop()._resume()
+
+        def main() -> None:
+            try:
+                self.result = run()
+            except greenlet.GreenletExit:
+                raise
+            except BaseException as exc:  # handed over to the caller of write or end
+                self.error = exc
+            finally:
+                self._ended = True
+
+        self._client = greenlet.greenlet(main)
+        self._resume()
+
+    def write(self, data: str) -> None:
+        """Sends one payload; returns when the client waits for more bytes or has ended."""
+        self._writes += 1
+        self._pending.append(sse_event(data))
+        self._resume()
+
+    def close(self) -> None:
+        """Ends the body without waiting: the next feed started here lets the client end."""
+        if not self._ended and self._client is not None and None not in self._pending:
+            self._pending.append(None)
+            self._unfinished.append(self)
+
+    def end(self) -> None:
+        """Ends the body (the server closed the stream) and lets the client finish."""
+        if None not in self._pending:
+            self._pending.append(None)
+        while self._client is not None and not self._client.dead:
+            self._resume()
+        if self in self._unfinished:
+            self._unfinished.remove(self)
+
+
+_threads = threading.local()  # `unfinished`: this thread's inline feeds closed mid-stream
+
+
+def _unfinished_here() -> list[InlineFeed]:
+    """The inline feeds of this thread closed mid-stream whose clients have not ended yet."""
+    if not hasattr(_threads, "unfinished"):
+        _threads.unfinished = []
+    unfinished: list[InlineFeed] = _threads.unfinished
+    return unfinished
+
+
+class AsyncInlineFeed(HttpFeed):
+    """An HttpFeed for an async client that runs it on one event loop of the caller's thread.
+
+    The same turn-taking, without a thread and an `asyncio.run` per case: `start(run)` makes the
+    client's coroutine (`run()`) a task on this thread's loop, kept for every case, and `write`
+    runs that loop only until the client awaits bytes that are not there yet, or ends. Between
+    pushes no loop runs. A feed closed mid-stream gets the end of its body at once; its client
+    ends the next time the loop runs (the next case's first push).
+    """
+
+    def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
+        super().__init__(status=status, http=http)
+        self._loop = _loop_here()
+        self._pending: list[bytes | None] = []
+        self._wake: asyncio.Future[None] | None = None  # the client awaits it for more bytes
+        self._idle: asyncio.Future[None] | None = None  # done when it waits, or has ended
+        self._task: asyncio.Task[None] | None = None
+
+    def _next(self) -> bytes | None:
+        raise RuntimeError("AsyncInlineFeed serves async clients only")
+
+    async def _anext(self) -> bytes | None:
+        self._reads += 1
+        while not self._pending:
+            self._settle()
+            self._wake = self._loop.create_future()
+            await self._wake
+        return self._pending.pop(0)
+
+    def _settle(self) -> None:
+        if self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    def _drive(self) -> None:
+        assert self._task is not None
+        self._idle = self._loop.create_future()
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+        self._loop.run_until_complete(self._idle)
+
+    def start(self, run: Callable[[], Any]) -> None:
+        """Starts the client's coroutine `run()`; returns when it first waits for the body."""
+
+        async def main() -> None:
+            try:
+                self.result = await run()
+            except BaseException as exc:  # handed over to the caller of write or end
+                self.error = exc
+            finally:
+                self._ended = True
+                self._settle()
+
+        context = contextvars.copy_context()
+        context.run(_task_feed.set, self)  # shared_transport() serves this task's feed
+        self._task = self._loop.create_task(main(), context=context)
+        self._drive()
+
+    def write(self, data: str) -> None:
+        """Sends one payload; returns when the client waits for more bytes or has ended."""
+        self._writes += 1
+        self._pending.append(sse_event(data))
+        if not self._ended:
+            self._drive()
+
+    def close(self) -> None:
+        """Ends the body without running the loop: the client ends when it next runs."""
+        if None not in self._pending:
+            self._pending.append(None)
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(None)
+
+    def end(self) -> None:
+        """Ends the body (the server closed the stream) and lets the client finish."""
+        self.close()
+        if self._task is not None and not self._task.done():
+            self._loop.run_until_complete(self._task)
+
+
+def _loop_here() -> asyncio.AbstractEventLoop:
+    """This thread's event loop for AsyncInlineFeed, made once."""
+    loop: asyncio.AbstractEventLoop | None = getattr(_threads, "loop", None)
+    if loop is None or loop.is_closed():
+        loop = _threads.loop = asyncio.new_event_loop()
+    return loop

@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed
+from _http_feed import HttpFeed, InlineFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -63,17 +63,21 @@ def _map(exc: BaseException) -> BaseException:
     return exc
 
 
-class _Reader:
-    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+#: The client, made once as an application makes it: its transport serves the running case's feed.
+_LLM = ChatOpenAI(
+    model="llama",
+    api_key="unused",  # type: ignore[arg-type]
+    base_url="http://127.0.0.1:9/v1",
+    max_retries=0,
+    http_client=httpx.Client(transport=shared_transport()),
+)
 
-    def __init__(self, feed: HttpFeed) -> None:
-        self.llm = ChatOpenAI(
-            model="llama",
-            api_key="unused",  # type: ignore[arg-type]
-            base_url="http://127.0.0.1:9/v1",
-            max_retries=0,
-            http_client=httpx.Client(transport=feed.transport),
-        )
+
+class _Reader:
+    """The client's side, run by the feed (in a greenlet); it holds nothing of the Assembler."""
+
+    def __init__(self) -> None:
+        self.llm = _LLM
         self.chunks: list[Any] = []  # LangChain's chunks since the last push
         self.gathered: Any = None
 
@@ -88,15 +92,15 @@ class Assembler:
     """One stream, read and added up by LangChain's ChatOpenAI."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed()
-        self._reader = _Reader(self._feed)
+        self._feed: HttpFeed = InlineFeed()
+        self._reader = _Reader()
         self._llama = ReasoningState()
         self._reasoning: str | None = None
         self._id: str | None = None
         self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
-        self._feed.close()  # dropped mid-stream: let the client's thread end
+        self._feed.close()  # dropped mid-stream: let the client end
 
     @property
     def _gathered(self) -> Any:
@@ -124,7 +128,7 @@ class Assembler:
     # -- push ------------------------------------------------------------------------------------
 
     def _fail(self, exc: BaseException) -> BaseException:
-        self._feed.end()  # the case ends here: let the client's thread go
+        self._feed.end()  # the case ends here: let the client go
         return _map(exc)
 
     def push(self, data: str) -> list[Any]:

@@ -24,7 +24,10 @@ The stream comes from openai-python's own HTTP stack: its `http_client` (the tra
 httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads, one
 server-sent event each. litellm iterates its source itself and may read several chunks before it
 yields one, so the wrapper runs in the feed's thread; a push returns once litellm waits for the
-next event. Chunks litellm yields only when the stream ends appear at `finish` (no events).
+next event. (It stays on a thread rather than inline in a greenlet, as the openai-python and
+LangChain adapters run: litellm hands the exceptions it raised, with their tracebacks' frames on
+the client's stack, to logging threads of its own.) Chunks litellm yields only when the stream
+ends appear at `finish` (no events).
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
@@ -49,7 +52,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
-from _http_feed import HttpFeed
+from _http_feed import HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -66,9 +69,20 @@ from _llama import (
 from litellm.litellm_core_utils.litellm_logging import Logging
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 
+MODEL = "openai/llama-server"
 litellm.disable_streaming_logging = True  # no logging threads: nothing is sent anywhere
 litellm.suppress_debug_info = True
-MODEL = "openai/llama-server"
+# What a caller of a local server switches off or tells litellm: no token counting (llama-server
+# counts, in `timings`), and the model's price, zero, so that litellm's cost tracking finds it at
+# once instead of searching its price list for a model it cannot know. Neither touches the stream.
+litellm.disable_token_counter = True
+_FREE = {
+    "input_cost_per_token": 0.0,
+    "output_cost_per_token": 0.0,
+    "litellm_provider": "openai",
+    "mode": "chat",
+}
+litellm.register_model({MODEL: _FREE, "llama-server": _FREE})
 _EOF_MESSAGE = "Stream ended before a finish_reason was received"
 
 
@@ -79,6 +93,15 @@ def _extra(model: Any, name: str) -> Any:
 #: The feed of the stream being assembled. conform runs one case at a time per worker and calls
 #: no `finish` after an error, so a new stream closes the last one's feed and its thread ends.
 _OPEN: list[HttpFeed] = []
+
+
+#: openai-python's client, made once as litellm keeps it: its transport serves the running feed.
+_CLIENT = openai.OpenAI(
+    api_key="unused",
+    base_url="http://127.0.0.1:9/v1",
+    max_retries=0,
+    http_client=httpx.Client(transport=shared_transport()),
+)
 
 
 def _logging() -> Logging:
@@ -103,7 +126,7 @@ class Assembler:
     def __init__(self) -> None:
         while _OPEN:
             _OPEN.pop().close()
-        self._feed = HttpFeed()
+        self._feed = HttpFeed()  # a thread: litellm's own logging threads hold its exceptions
         _OPEN.append(self._feed)
         self._lock = threading.Lock()
         self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops
@@ -123,13 +146,7 @@ class Assembler:
     def _consume(self) -> None:
         """litellm's side, in the feed's thread: openai-python's stream, wrapped as litellm does."""
         try:
-            client = openai.OpenAI(
-                api_key="unused",
-                base_url="http://127.0.0.1:9/v1",
-                max_retries=0,
-                http_client=httpx.Client(transport=self._feed.transport),
-            )
-            stream = client.chat.completions.create(
+            stream = _CLIENT.chat.completions.create(
                 model="llama-server", messages=[{"role": "user", "content": "conform"}], stream=True
             )
             wrapper = CustomStreamWrapper(

@@ -33,7 +33,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed
+from _http_feed import HttpFeed, InlineFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -55,16 +55,20 @@ def _extra(model: Any, name: str) -> Any:
     return (getattr(model, "model_extra", None) or {}).get(name)
 
 
-class _Reader:
-    """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
+#: The client, made once as an application makes it: its transport serves the running case's feed.
+_CLIENT = openai.OpenAI(
+    api_key="unused",
+    base_url="http://127.0.0.1:9/v1",
+    max_retries=0,
+    http_client=httpx.Client(transport=shared_transport()),
+)
 
-    def __init__(self, feed: HttpFeed) -> None:
-        self.client = openai.OpenAI(
-            api_key="unused",
-            base_url="http://127.0.0.1:9/v1",
-            max_retries=0,
-            http_client=httpx.Client(transport=feed.transport),
-        )
+
+class _Reader:
+    """The client's side, run by the feed (in a greenlet); it holds nothing of the Assembler."""
+
+    def __init__(self) -> None:
+        self.client = _CLIENT
         self.chunks: list[Any] = []  # the client's parsed chunks since the last push
 
     def read(self) -> None:
@@ -79,15 +83,15 @@ class Assembler:
     """One stream, read by openai-python's own HTTP stack and folded by its stream state."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed()
-        self._reader = _Reader(self._feed)
+        self._feed: HttpFeed = InlineFeed()
+        self._reader = _Reader()
         self._state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
         self._started = False
         self._llama = ReasoningState()
         self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
-        self._feed.close()  # dropped mid-stream: let the client's thread end
+        self._feed.close()  # dropped mid-stream: let the client end
 
     # -- state readers: id and is_finished from the client's snapshot ----------------------------
 
@@ -118,7 +122,7 @@ class Assembler:
         self._reader.chunks = []
         self._feed.write(data)  # after a payload starting with [DONE] the client reads no more
         if self._feed.error is not None:
-            self._feed.end()  # the case ends here: let the client's thread go
+            self._feed.end()  # the case ends here: let the client go
             raise _map(self._feed.error) from self._feed.error
         try:
             events: list[Any] = []

@@ -35,14 +35,13 @@ left alone, so conform reports it as a crash with the client's traceback.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import warnings
 from typing import Any
 
 import httpx2
 import openai
-from _http_feed import HttpFeed
+from _http_feed import AsyncInlineFeed, HttpFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -98,26 +97,33 @@ def _args(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _model() -> OpenAIChatModel:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecations of the client's own API are not ours
+        return OpenAIChatModel(
+            "llama",
+            provider=OpenAIProvider(
+                base_url="http://127.0.0.1:9/v1",
+                api_key="unused",
+                http_client=httpx2.AsyncClient(transport=shared_transport(httpx2)),
+            ),
+            profile=OpenAIModelProfile(openai_chat_streaming_requires_finish_reason=True),
+        )
+
+
+#: The model, made once as an application makes it: its transport serves the running case's feed.
+_MODEL = _model()
+
+
 class _Reader:
     """The client's side, run in the feed's thread; it holds nothing of the Assembler."""
 
-    def __init__(self, feed: HttpFeed) -> None:
-        self.feed = feed
+    def __init__(self) -> None:
         self.events: list[Any] = []  # Pydantic AI's events since the last push
         self.stream: Any = None
 
     async def read(self) -> Any:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # deprecations of the client's own API are not ours
-            model = OpenAIChatModel(
-                "llama",
-                provider=OpenAIProvider(
-                    base_url="http://127.0.0.1:9/v1",
-                    api_key="unused",
-                    http_client=httpx2.AsyncClient(transport=self.feed.transport),
-                ),
-                profile=OpenAIModelProfile(openai_chat_streaming_requires_finish_reason=True),
-            )
+        model = _MODEL
         request = [ModelRequest.user_text_prompt("conform")]
         async with model_request_stream(model, request) as stream:
             self.stream = stream
@@ -130,12 +136,11 @@ class Assembler:
     """One streamed model request, read and accumulated by Pydantic AI."""
 
     def __init__(self) -> None:
-        self._feed = HttpFeed(http=httpx2)
-        self._reader = _Reader(self._feed)
+        self._feed: HttpFeed = AsyncInlineFeed(http=httpx2)
+        self._reader = _Reader()
         self._llama = ReasoningState()
         self._tool_parts: dict[int, int] = {}  # Pydantic AI's part index -> tool-call index
-        reader = self._reader
-        self._feed.start(lambda: asyncio.run(reader.read()))
+        self._feed.start(self._reader.read)
 
     def __del__(self) -> None:
         self._feed.close()  # dropped mid-stream: let the client's thread end

@@ -28,6 +28,8 @@
 
 import OpenAI, { APIError, OpenAIError } from "openai";
 import {
+  FEED_HEADER,
+  FeedRouter,
   isMain,
   PayloadFeed,
   ReasoningState,
@@ -61,8 +63,19 @@ function mapError(error) {
   return e; // a crash: the client did not expect this input
 }
 
+// The client, made once as an application makes it; each case's request is answered by that
+// case's feed (FeedRouter).
+const feeds = new FeedRouter();
+const client = new OpenAI({
+  apiKey: "unused",
+  baseURL: "http://127.0.0.1:9/v1",
+  fetch: feeds.fetch,
+  maxRetries: 0,
+});
+
 export class Target {
   #feed = new PayloadFeed();
+  #feedId = feeds.add(this.#feed);
   #llama = new ReasoningState();
   #stream;
   #final; // the client's own end: its final completion, or its error
@@ -71,16 +84,10 @@ export class Target {
   #clientEvents = []; // its content and tool-call events since the last push
 
   constructor() {
-    const client = new OpenAI({
-      apiKey: "unused",
-      baseURL: "http://127.0.0.1:9/v1",
-      fetch: this.#feed.fetch,
-      maxRetries: 0,
-    });
-    this.#stream = client.chat.completions.stream({
-      model: "llama",
-      messages: [{ role: "user", content: "conform" }],
-    });
+    this.#stream = client.chat.completions.stream(
+      { model: "llama", messages: [{ role: "user", content: "conform" }] },
+      { headers: { [FEED_HEADER]: this.#feedId } },
+    );
     this.#stream.on("chunk", (chunk) => this.#chunks.push(chunk));
     this.#stream.on("content.delta", (e) => this.#clientEvents.push({ type: "content", e }));
     this.#stream.on("tool_calls.function.arguments.delta", (e) =>
@@ -157,6 +164,7 @@ export class Target {
   async finish(thinkingCapped) {
     this.#feed.end();
     const final = await this.#final;
+    feeds.remove(this.#feedId);
     if (this.#failure !== null) throw mapError(this.#failure);
     const choice = final.choices?.[0] ?? null;
     const message = choice?.message ?? null;
@@ -179,6 +187,7 @@ export class Target {
   close() {
     this.#stream.abort();
     this.#feed.end();
+    feeds.remove(this.#feedId);
   }
 }
 

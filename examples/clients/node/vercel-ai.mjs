@@ -41,6 +41,8 @@ import { readFileSync } from "node:fs";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { AISDKError, StreamProviderError, streamText } from "ai";
 import {
+  FEED_HEADER,
+  FeedRouter,
   isMain,
   PayloadFeed,
   ReasoningState,
@@ -79,8 +81,19 @@ function mapError(error) {
   return error; // a crash: the SDK did not expect this input
 }
 
+// The provider and its model, made once as an application makes them; each case's request is
+// answered by that case's feed (FeedRouter).
+const feeds = new FeedRouter();
+const provider = createOpenAICompatible({
+  name: "llama-server",
+  baseURL: "http://127.0.0.1:9/v1",
+  fetch: feeds.fetch,
+});
+const model = provider.chatModel("llama");
+
 export class Target {
   #feed = new PayloadFeed();
+  #feedId = feeds.add(this.#feed);
   #llama = new ReasoningState();
   #result;
   #done; // the SDK's own end: its full stream read to the end, or failed
@@ -92,14 +105,10 @@ export class Target {
   #rawFinished = false;
 
   constructor() {
-    const provider = createOpenAICompatible({
-      name: "llama-server",
-      baseURL: "http://127.0.0.1:9/v1",
-      fetch: this.#feed.fetch,
-    });
     this.#result = streamText({
-      model: provider.chatModel("llama"),
+      model,
       prompt: "conform",
+      headers: { [FEED_HEADER]: this.#feedId },
       includeRawChunks: true,
       maxRetries: 0,
       onError: () => {}, // errors are read from the stream's `error` parts
@@ -197,6 +206,7 @@ export class Target {
   async finish(thinkingCapped) {
     this.#feed.end();
     await this.#done;
+    feeds.remove(this.#feedId);
     for (const part of this.#take()) if (part.type === "error") throw mapError(part.error);
     const rawFinishReason = await this.#result.rawFinishReason;
     if (rawFinishReason == null) {
@@ -226,6 +236,7 @@ export class Target {
 
   close() {
     this.#feed.end();
+    feeds.remove(this.#feedId);
   }
 }
 

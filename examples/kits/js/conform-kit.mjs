@@ -233,6 +233,46 @@ export class PayloadFeed {
 
 function noop() {}
 
+/** The header by which a client made once per program names the feed of the case it reads. */
+export const FEED_HEADER = "x-conform-feed";
+
+function headerOf(headers, name) {
+  if (headers == null) return undefined;
+  if (typeof headers.get === "function") return headers.get(name) ?? undefined;
+  const entries = Array.isArray(headers) ? headers : Object.entries(headers);
+  return entries.find(([key]) => key.toLowerCase() === name)?.[1];
+}
+
+/**
+ * One `fetch` for a client made once per program, as an application makes it, rather than once
+ * per case (building a client, or the AI SDK's model with its schemas, costs more than reading a
+ * short stream): each request is answered by the PayloadFeed that its `x-conform-feed` header
+ * names, as `add` returned it (pass `{ [FEED_HEADER]: id }` as the call's own headers).
+ */
+export class FeedRouter {
+  #feeds = new Map();
+  #count = 0;
+
+  fetch = async (url, init) => {
+    const id = headerOf(init?.headers, FEED_HEADER);
+    const feed = this.#feeds.get(id);
+    if (feed === undefined) throw new Error(`no PayloadFeed is open as ${JSON.stringify(id)}`);
+    return feed.fetch(url, init);
+  };
+
+  /** Opens `feed` to requests; returns the id for its header. */
+  add(feed) {
+    const id = String(++this.#count);
+    this.#feeds.set(id, feed);
+    return id;
+  }
+
+  /** Closes `id` to requests (the case is over). */
+  remove(id) {
+    this.#feeds.delete(id);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The line protocol
 

@@ -5,6 +5,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  FEED_HEADER,
+  FeedRouter,
   PayloadFeed,
   ReasoningState,
   readId,
@@ -61,6 +63,30 @@ test("write resolves when the client's own end settles", async () => {
   const done = startClient(feed, seen);
   await feed.write("fail", done);
   await assert.rejects(done, /gave up/);
+});
+
+test("a client made once reads each case's own feed through the router", async () => {
+  const router = new FeedRouter();
+  const asHeaders = [(id) => ({ [FEED_HEADER]: id }), (id) => new Headers({ [FEED_HEADER]: id })];
+  const cases = asHeaders.map((headers) => {
+    const feed = new PayloadFeed();
+    const id = router.add(feed);
+    const seen = [];
+    const client = { fetch: (url) => router.fetch(url, { headers: headers(id) }) };
+    return { feed, id, seen, headers, done: startClient(client, seen) };
+  });
+  for (const [i, c] of cases.entries()) await c.feed.write(`case ${i}`, c.done);
+  assert.deepEqual(
+    cases.map((c) => c.seen),
+    [["case 0"], ["case 1"]],
+  );
+  for (const c of cases) {
+    c.feed.end();
+    assert.equal(await c.done, "ended");
+    assert.equal(c.feed.requests.length, 1);
+    router.remove(c.id);
+    await assert.rejects(router.fetch("http://x", { headers: c.headers(c.id) }), /no PayloadFeed/);
+  }
 });
 
 test("a CR travels as a line break", () => {
