@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,10 +88,11 @@ def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
     suite is broken."""
     chosen_modes = unique_modes(modes)
     suites = open_suites(selection.suite_dirs)
-    cases = select_cases(suites, selection)
+    walked = {suite: suite.cases() for suite in suites}  # each folder walked once
+    cases = select_cases(suites, selection, walked=walked)
     for suite in suites:
-        suite.require_recordings(selection.patterns)
-    all_ids = tuple(case.case_id for case in cases_of(suites))
+        suite.require_recordings(selection.patterns, walked=walked[suite])
+    all_ids = tuple(case.case_id for case in cases_of(suites, walked=walked))
     return Plan(
         tuple(suites),
         tuple(in_shard(cases, selection.shard)),
@@ -101,11 +102,20 @@ def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
     )
 
 
-def select_cases(suites: Sequence[Suite], selection: Selection) -> list[Case]:
+def select_cases(
+    suites: Sequence[Suite],
+    selection: Selection,
+    *,
+    walked: Mapping[Suite, Sequence[Case]] | None = None,
+) -> list[Case]:
     """The cases of `suites` that `selection` picks (its shard aside), in id order;
     SuiteError saying which options left none when there are none (`selected_cases`)."""
     return selected_cases(
-        suites, selection.patterns, rules=selection.rules, exclude=selection.exclude
+        suites,
+        selection.patterns,
+        rules=selection.rules,
+        exclude=selection.exclude,
+        walked=walked,
     )
 
 

@@ -13,7 +13,7 @@ import fnmatch
 import shlex
 import site
 import sysconfig
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,13 +106,15 @@ def cases_of(
     *,
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    walked: Mapping[Suite, Sequence[Case]] | None = None,
 ) -> list[Case]:
     """The cases of all `suites`, selected as `Suite.cases` selects, sorted by id; SuiteError
     when two suites hold the same case id (ids must stay unique, so that -k, reports and --xfail
-    lines name one case whatever suites are combined)."""
+    lines name one case whatever suites are combined). `walked`: each suite's `cases()`, when
+    the caller has them already."""
     found: dict[str, tuple[Case, Suite]] = {}
     for suite in suites:
-        for case in suite.cases():
+        for case in suite.cases() if walked is None else walked[suite]:
             if case.case_id in found:
                 other = found[case.case_id][1]
                 raise SuiteError(
@@ -138,9 +140,10 @@ def selected_cases(
     *,
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
+    walked: Mapping[Suite, Sequence[Case]] | None = None,
 ) -> list[Case]:
     """`cases_of`, and SuiteError saying which options left no case when none is selected."""
-    cases = cases_of(suites, patterns, rules=rules, exclude=exclude)
+    cases = cases_of(suites, patterns, rules=rules, exclude=exclude, walked=walked)
     if cases:
         return cases
     where = ", ".join(printable(str(suite.root)) for suite in suites)
@@ -229,9 +232,12 @@ class Suite:
             chosen = [case for case in chosen if wanted.intersection(case.pins)]
         return chosen
 
-    def orphaned_golden(self, patterns: tuple[str, ...] = ()) -> list[Path]:
-        """Golden files whose recording is gone (with patterns, those whose id matches one)."""
-        ids = {case.case_id for case in self.cases()}
+    def orphaned_golden(
+        self, patterns: tuple[str, ...] = (), *, walked: Sequence[Case] | None = None
+    ) -> list[Path]:
+        """Golden files whose recording is gone (with patterns, those whose id matches one);
+        `walked`: this suite's `cases()`, when the caller has them already."""
+        ids = {case.case_id for case in (self.cases() if walked is None else walked)}
         if not self.golden_dir.is_dir():
             return []
         found = []
@@ -242,9 +248,11 @@ class Suite:
             found.append(path)
         return found
 
-    def require_recordings(self, patterns: tuple[str, ...] = ()) -> None:
+    def require_recordings(
+        self, patterns: tuple[str, ...] = (), *, walked: Sequence[Case] | None = None
+    ) -> None:
         """SuiteError naming a golden file without its recording: a case was lost, not passed."""
-        orphans = self.orphaned_golden(patterns)
+        orphans = self.orphaned_golden(patterns, walked=walked)
         if orphans:
             more = f" (and {len(orphans) - 1} more)" if len(orphans) > 1 else ""
             raise SuiteError(
