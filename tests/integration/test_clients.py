@@ -39,13 +39,13 @@ class Client:
     package: str | None = None  # the npm package it needs in examples/clients/node/node_modules
 
     def target(self) -> list[str]:
-        """How the gate runs it: a Python client inside this process (no worker to start, the
-        client imported once, no pipe per payload: a third less CPU than one worker; a client that
-        hangs fails its case after `_http_feed.HANG`); a Node client in one worker process, which
-        runs every case (more workers would only add starts on a machine whose cores the other
-        tests already use)."""
+        """How the gate runs it: in one worker process, which runs every case (the client
+        imported and made once; more workers would only add starts on a machine whose cores the
+        other tests already use). Not `--in-process`: a client's imports and globals would then
+        share the pytest worker with every other test (pydantic models built twice failed there),
+        and a client that crashes would take the pytest worker down."""
         if self.adapter is not None:
-            return [f"{CLIENTS / self.adapter}:Assembler", "--in-process"]
+            return [f"{CLIENTS / self.adapter}:Assembler", "-j", "1"]
         node = shutil.which("node") or "node"
         return ["--exec", shlex.join([node, str(NODE_CLIENTS / str(self.script))]), "-j", "1"]
 
@@ -88,10 +88,6 @@ def _require(client: Client) -> None:
         _missing(f"npm package {client.package}", "npm ci in examples/clients/node")
 
 
-# In-process, what a client warns about or raises while an abandoned stream of its is collected
-# (a case stops at its first difference) would be an error here under pytest's filterwarnings; in
-# a worker it goes to the worker's stderr. Neither is what this gate checks: its cases' outcomes.
-@pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("label", sorted(CLIENTS_BY_LABEL))
 def test_the_adapter_fails_exactly_its_baseline(
     label: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
