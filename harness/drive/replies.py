@@ -30,6 +30,7 @@ _EVENTS = {
     "content": frozenset({"type", "text"}),
     "tool_call_delta": frozenset({"type", "index", "id", "name", "arguments"}),
 }
+_TOOL_CALL_DELTA = _EVENTS["tool_call_delta"]
 _STATE = frozenset({"id", "reasoning_tokens", "in_reasoning", "is_finished"})
 _COMPLETION = frozenset(
     {
@@ -71,9 +72,10 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
             if isinstance(event, dict):
-                known = _EVENTS.get(event.get("type"), _EVENTS["tool_call_delta"])  # type: ignore[arg-type]
-                found = found or _extra(event, known, f"$.events[{number}]")
-        return found or _extra(reply.get("state"), _STATE, "$.state")
+                known = _EVENTS.get(event.get("type"), _TOOL_CALL_DELTA)  # type: ignore[arg-type]
+                if not event.keys() <= known:  # (its path is written only then)
+                    return _extra(event, known, f"$.events[{number}]")
+        return _extra(reply.get("state"), _STATE, "$.state")
     completion = reply.get("completion")
     found = _extra(completion, _COMPLETION, "$.completion")
     if found is None and isinstance(completion, dict):
@@ -146,10 +148,12 @@ def resolve_texts(
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
-            key = "arguments" if isinstance(event, dict) and "arguments" in event else "text"
-            problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
-            if problem is not None:
-                return problem
+            if isinstance(event, dict):
+                key = "arguments" if "arguments" in event else "text"
+                if isinstance(event.get(key), dict):  # (its path is written only then)
+                    problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
+                    if problem is not None:
+                        return problem
     elif op == "finish":
         completion = reply.get("completion")
         for key in ("content", "reasoning_content"):
