@@ -449,11 +449,19 @@ class Worker:
         next `flush`: requests queued together go in one system call); the rest is written
         while waiting for replies (`receive`), so requests may run ahead of replies. OSError
         when the program died. Returns the mark `receive` needs written for this request."""
-        size = sum(len(part) for part in parts)
-        if size <= _JOINED:  # one buffer for a small request
-            parts = (b"".join(parts),)
-        waiting = bool(self._outbox)  # the pipe was full a moment ago: no write to try now
-        self._outbox.extend(memoryview(part) for part in parts if part)
+        outbox = self._outbox
+        waiting = bool(outbox)  # the pipe was full a moment ago: no write to try now
+        if len(parts) == 1:  # the common case, a request line alone: no generator, no copy
+            size = len(parts[0])
+            if size:
+                outbox.append(memoryview(parts[0]))
+        else:
+            size = sum(map(len, parts))
+            if size <= _JOINED:  # one buffer for a small request
+                if size:
+                    outbox.append(memoryview(b"".join(parts)))
+            else:
+                outbox.extend(memoryview(part) for part in parts if part)
         self._queued += size
         if now and not waiting:
             self._write_some(register=True)

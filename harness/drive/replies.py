@@ -46,6 +46,7 @@ _COMPLETION = frozenset(
 )
 _TOOL_CALL = frozenset({"id", "name", "arguments"})
 _TIMINGS = frozenset(TIMINGS_FIELDS)
+_NOTHING: frozenset[str] = frozenset()
 _TEXT_REF = "$text"
 
 
@@ -65,9 +66,9 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
     """
     if "error" in reply:
         return _extra(reply, _ERROR_REPLY, "$") or _extra(reply["error"], _ERROR, "$.error")
-    found = _extra(reply, _TOP.get(op, frozenset()), "$")
-    if found is not None or op not in ("push", "finish"):
-        return found
+    top = _TOP.get(op, _NOTHING)
+    if not reply.keys() <= top:  # (set tests first: paths are written only for a problem)
+        return _extra(reply, top, "$")
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
@@ -75,7 +76,12 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
                 known = _EVENTS.get(event.get("type"), _TOOL_CALL_DELTA)  # type: ignore[arg-type]
                 if not event.keys() <= known:  # (its path is written only then)
                     return _extra(event, known, f"$.events[{number}]")
-        return _extra(reply.get("state"), _STATE, "$.state")
+        state = reply.get("state")
+        if type(state) is dict and state.keys() <= _STATE:
+            return None
+        return _extra(state, _STATE, "$.state")
+    if op != "finish":
+        return None
     completion = reply.get("completion")
     found = _extra(completion, _COMPLETION, "$.completion")
     if found is None and isinstance(completion, dict):
