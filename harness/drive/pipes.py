@@ -408,6 +408,22 @@ class Worker:
             self._err_open = False
             self._selector.unregister(fd)
 
+    def _read_out(self) -> bool:
+        """Read what stdout holds now, without waiting (or see it closed); False when it holds
+        nothing yet. (Stderr and the program's exit are looked at by the wait after a False.)"""
+        try:
+            chunk = os.read(self._out, _READ_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._pending += chunk
+        else:
+            self._out_open = False
+            self._selector.unregister(self._out)
+        return True
+
     def _drain(self, wait: float) -> bool:
         """Read once from whichever pipe is ready, waiting up to `wait` s; False when none was.
 
@@ -548,6 +564,8 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
+            if self._read_out():  # the reply is often there already: no wait to set up
+                continue
             # Without a pidfd, look at the program now and then: it may have died.
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
 
