@@ -408,6 +408,22 @@ class Worker:
             self._err_open = False
             self._selector.unregister(fd)
 
+    def _read_out(self) -> bool:
+        """Read what stdout holds now, without waiting (or see it closed); False when it holds
+        nothing yet. (Stderr and the program's exit are looked at by the wait after a False.)"""
+        try:
+            chunk = os.read(self._out, _READ_SIZE)
+        except BlockingIOError:
+            return False
+        except OSError:
+            chunk = b""
+        if chunk:
+            self._pending += chunk
+        else:
+            self._out_open = False
+            self._selector.unregister(self._out)
+        return True
+
     def _drain(self, wait: float) -> bool:
         """Read once from whichever pipe is ready, waiting up to `wait` s; False when none was.
 
@@ -449,11 +465,19 @@ class Worker:
         next `flush`: requests queued together go in one system call); the rest is written
         while waiting for replies (`receive`), so requests may run ahead of replies. OSError
         when the program died. Returns the mark `receive` needs written for this request."""
-        size = sum(len(part) for part in parts)
-        if size <= _JOINED:  # one buffer for a small request
-            parts = (b"".join(parts),)
-        waiting = bool(self._outbox)  # the pipe was full a moment ago: no write to try now
-        self._outbox.extend(memoryview(part) for part in parts if part)
+        outbox = self._outbox
+        waiting = bool(outbox)  # the pipe was full a moment ago: no write to try now
+        if len(parts) == 1:  # the common case, a request line alone: no generator, no copy
+            size = len(parts[0])
+            if size:
+                outbox.append(memoryview(parts[0]))
+        else:
+            size = sum(map(len, parts))
+            if size <= _JOINED:  # one buffer for a small request
+                if size:
+                    outbox.append(memoryview(b"".join(parts)))
+            else:
+                outbox.extend(memoryview(part) for part in parts if part)
         self._queued += size
         if now and not waiting:
             self._write_some(register=True)
@@ -540,6 +564,8 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
+            if self._read_out():  # the reply is often there already: no wait to set up
+                continue
             # Without a pidfd, look at the program now and then: it may have died.
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
 

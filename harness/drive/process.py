@@ -88,8 +88,14 @@ class _Sent:
     seq: int
     op: str
     data: str | None  # a push's payload
-    shown: dict[str, Any]  # the request as reports quote it
+    fields: dict[str, Any]  # the request's other fields
     mark: int  # the worker's byte count once it is written (`Worker.receive`)
+
+    def shown(self) -> dict[str, Any]:
+        """The request as reports quote it (a push with its payload as text), made only then."""
+        if self.op == "push":
+            return {"seq": self.seq, "op": self.op, "data": self.data}
+        return {"seq": self.seq, "op": self.op, **self.fields}
 
 
 class _Refused(TargetCrash):
@@ -130,7 +136,7 @@ class ProcessDriver:
         self._worker: Worker | None = None
         self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
-        self._request: dict[str, Any] = {}
+        self._last: _Sent | None = None  # the request last sent or awaited (quoted in failures)
         self._offer = True  # offer protocols 2 and 3 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
         self._case_data: dict[int, str] = {}  # seq -> payload of each push of this case (v2)
@@ -339,19 +345,24 @@ class ProcessDriver:
         worker = self._worker
         assert worker is not None
         worker.seq += 1
-        request = {"seq": worker.seq, "op": op, **fields}
-        shown = request if data is None else {"seq": worker.seq, "op": op, "data": data}
+        seq = worker.seq
         if op == "push":
             data = data if data is not None else fields["data"]
-            self._case_data[worker.seq] = data
-        line = encode_line(request, ascii_only=True)
+            self._case_data[seq] = data
+        if raw is not None and len(fields) == 1:  # a framed push, the request sent most
+            line = b'{"seq":%d,"op":"push","bytes":%d}\n' % (seq, fields["bytes"])
+            parts: tuple[bytes, ...] = (line, raw, b"\n")
+        else:
+            parts = (encode_line({"seq": seq, "op": op, **fields}, ascii_only=True),)
+            if raw is not None:
+                parts += (raw, b"\n")
         try:
-            mark = worker.queue(line, *(() if raw is None else (raw, b"\n")), now=now)
+            mark = worker.queue(*parts, now=now)
         except OSError:
-            self._request = shown
+            self._last = _Sent(seq, op, data, fields, 0)
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
-        return _Sent(worker.seq, op, data, shown, mark)
+        return _Sent(seq, op, data, fields, mark)
 
     def _await(self, sent: _Sent, time_allowed: float | None = None) -> dict[str, Any]:
         """The reply to `sent` (every request before it answered already).
@@ -362,8 +373,8 @@ class ProcessDriver:
         """
         worker = self._worker
         assert worker is not None
-        op, request = sent.op, sent.shown
-        self._request = request
+        op = sent.op
+        self._last = sent
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
         try:
@@ -380,6 +391,7 @@ class ProcessDriver:
                 details=self._details(stderr=stderr),
             )
         raw = reply_line
+        reply: dict[str, Any]  # once the checks below have passed
         try:
             reply = decode_line(raw)
         except (UnicodeDecodeError, ValueError):
@@ -392,21 +404,10 @@ class ProcessDriver:
                 f"the program's reply to {op} ({len(raw):,} bytes) nests too deep to read: "
                 f"{quoted(raw.decode('utf-8', errors='replace'))}"
             ) from None
-        if not isinstance(reply, dict):
-            raise self._garbage(reply, "a reply must be a JSON object")
-        if is_error_reply(reply) and reply["error"].get("kind") == "bad_request":
-            message = str(reply["error"].get("message"))
-            refused = self._garbage(reply, f"the program refused the request: {message}")
-            raise _Refused(refused.message, details=refused.details, reason=message)
-        seq = reply.get("seq")
-        if seq != request["seq"] or isinstance(seq, bool):
-            raise self._garbage(
-                reply,
-                f"it carries seq {json.dumps(seq)}, not {request['seq']} (out of order, or a stray "
-                "line)",
-            )
-        if "error" in reply and not is_error_reply(reply):
-            raise self._garbage(reply, "'error' must be an object")
+        if type(reply) is not dict or "error" in reply or type(reply.get("seq")) is not int:
+            self._check_unusual(reply, sent.seq)  # else: an object, no error, an integer seq
+        elif reply["seq"] != sent.seq:
+            self._check_unusual(reply, sent.seq)
         if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
         if self.protocol >= FAST_PROTOCOL and "error" not in reply:
@@ -424,6 +425,23 @@ class ProcessDriver:
             if problem is not None:
                 raise self._garbage(reply, f"unknown field {problem} (docs/protocol.md, Values)")
         return reply
+
+    def _check_unusual(self, reply: Any, seq: int) -> None:
+        """The checks of a reply that is not an object with an integer `seq` and no error."""
+        if not isinstance(reply, dict):
+            raise self._garbage(reply, "a reply must be a JSON object")
+        if is_error_reply(reply) and reply["error"].get("kind") == "bad_request":
+            message = str(reply["error"].get("message"))
+            refused = self._garbage(reply, f"the program refused the request: {message}")
+            raise _Refused(refused.message, details=refused.details, reason=message)
+        found = reply.get("seq")
+        if found != seq or isinstance(found, bool):
+            raise self._garbage(
+                reply,
+                f"it carries seq {json.dumps(found)}, not {seq} (out of order, or a stray line)",
+            )
+        if "error" in reply and not is_error_reply(reply):
+            raise self._garbage(reply, "'error' must be an object")
 
     def _call(
         self, op: str, fields: dict[str, Any], *, raw: bytes | None = None, data: str | None = None
@@ -493,7 +511,8 @@ class ProcessDriver:
     def _details(self, *, stderr: str, reply: str | None = None) -> str:
         # Quoted without its seq, which depends on the cases run before (and on -j); a seq that
         # matters is named in the message itself ("it carries seq 8, not 9").
-        request = {key: value for key, value in self._request.items() if key != "seq"}
+        shown = {} if self._last is None else self._last.shown()
+        request = {key: value for key, value in shown.items() if key != "seq"}
         parts = [f"request: {quoted(json.dumps(request, ensure_ascii=False))}"]
         if reply is not None:
             parts.append(f"reply: {quoted(reply)}")
@@ -513,7 +532,7 @@ class ProcessDriver:
         assert self._worker is not None
         stderr = self._worker.stderr_since(self._case_mark)
         self._discard()
-        op = self._request["op"]
+        op = "?" if self._last is None else self._last.op
         try:
             shown = json.dumps(reply, ensure_ascii=False)
         except (RecursionError, ValueError):

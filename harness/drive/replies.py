@@ -30,6 +30,7 @@ _EVENTS = {
     "content": frozenset({"type", "text"}),
     "tool_call_delta": frozenset({"type", "index", "id", "name", "arguments"}),
 }
+_TOOL_CALL_DELTA = _EVENTS["tool_call_delta"]
 _STATE = frozenset({"id", "reasoning_tokens", "in_reasoning", "is_finished"})
 _COMPLETION = frozenset(
     {
@@ -45,6 +46,7 @@ _COMPLETION = frozenset(
 )
 _TOOL_CALL = frozenset({"id", "name", "arguments"})
 _TIMINGS = frozenset(TIMINGS_FIELDS)
+_NOTHING: frozenset[str] = frozenset()
 _TEXT_REF = "$text"
 
 
@@ -64,16 +66,22 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
     """
     if "error" in reply:
         return _extra(reply, _ERROR_REPLY, "$") or _extra(reply["error"], _ERROR, "$.error")
-    found = _extra(reply, _TOP.get(op, frozenset()), "$")
-    if found is not None or op not in ("push", "finish"):
-        return found
+    top = _TOP.get(op, _NOTHING)
+    if not reply.keys() <= top:  # (set tests first: paths are written only for a problem)
+        return _extra(reply, top, "$")
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
             if isinstance(event, dict):
-                known = _EVENTS.get(event.get("type"), _EVENTS["tool_call_delta"])  # type: ignore[arg-type]
-                found = found or _extra(event, known, f"$.events[{number}]")
-        return found or _extra(reply.get("state"), _STATE, "$.state")
+                known = _EVENTS.get(event.get("type"), _TOOL_CALL_DELTA)  # type: ignore[arg-type]
+                if not event.keys() <= known:  # (its path is written only then)
+                    return _extra(event, known, f"$.events[{number}]")
+        state = reply.get("state")
+        if type(state) is dict and state.keys() <= _STATE:
+            return None
+        return _extra(state, _STATE, "$.state")
+    if op != "finish":
+        return None
     completion = reply.get("completion")
     found = _extra(completion, _COMPLETION, "$.completion")
     if found is None and isinstance(completion, dict):
@@ -146,10 +154,12 @@ def resolve_texts(
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
-            key = "arguments" if isinstance(event, dict) and "arguments" in event else "text"
-            problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
-            if problem is not None:
-                return problem
+            if isinstance(event, dict):
+                key = "arguments" if "arguments" in event else "text"
+                if isinstance(event.get(key), dict):  # (its path is written only then)
+                    problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
+                    if problem is not None:
+                        return problem
     elif op == "finish":
         completion = reply.get("completion")
         for key in ("content", "reasoning_content"):

@@ -20,9 +20,39 @@ _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
 
+_LEAVES = frozenset({str, int, bool, type(None)})  # written alike by both (exact types only)
+
+
 def _plain(value: Any) -> bool:
-    """True when msgspec and `json` write `value` alike (strings are not looked into)."""
-    if isinstance(value, str | bool | int) or value is None:
+    """True when msgspec and `json` write `value` alike (strings are not looked into).
+
+    Exact types are tested first, with no call for a leaf: replies are mostly small objects of
+    strings and integers, walked on every line. Subclasses take `_plain_subclassed`.
+    """
+    kind = type(value)
+    if kind in _LEAVES:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    leaves = _LEAVES
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                return False
+            if type(item) not in leaves and not _plain(item):
+                return False
+        return True
+    if kind is list:
+        for item in value:  # noqa: SIM110 (a loop: no generator frame per list)
+            if type(item) not in leaves and not _plain(item):
+                return False
+        return True
+    return _plain_subclassed(value)
+
+
+def _plain_subclassed(value: Any) -> bool:
+    """`_plain` for a value whose type is a subclass (of str, int, float, dict or list)."""
+    if isinstance(value, str | bool | int):
         return True
     if isinstance(value, float):
         return math.isfinite(value)
