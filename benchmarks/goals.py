@@ -100,6 +100,17 @@ class Options:
         return quick if self.quick else full
 
 
+def _keep_bytecode() -> None:
+    """Under PYTHONDONTWRITEBYTECODE (some sandboxes and CI images set it), let the commands timed
+    here keep their bytecode in a cache outside the tree, as an installed package has it: else
+    every `conform` and every worker compiles harness/ again, about 0.1 s apiece, which no user
+    with a normal install pays (tests/conftest.py does the same for the tests)."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "conform"
+        os.environ["PYTHONPYCACHEPREFIX"] = str(cache / "pycache")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
 def _conform() -> list[str]:
     found = shutil.which("conform")
     return [found] if found else [sys.executable, "-m", "harness"]
@@ -390,6 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", default=",".join(GOALS), help=f"goals to measure, comma-separated ({GOALS})"
     )
     args = parser.parse_args(argv)
+    _keep_bytecode()
     chosen = [name for name in args.only.split(",") if name]
     unknown = sorted(set(chosen) - set(GOALS))
     if unknown:
