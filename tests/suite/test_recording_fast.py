@@ -161,7 +161,8 @@ def test_every_shipped_recording_reads_the_same_together() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        b": thinking_capped: true\ndata: \xc3\xa9\n\ndata: [DONE]\n\n\xff",  # bad UTF-8 after [DONE]
+        # bad UTF-8 after [DONE]
+        b": thinking_capped: true\ndata: \xc3\xa9\n\ndata: [DONE]\n\n\xff",
         b": thinking_capped: \xff\ndata: a\n\n",  # in the head
         b": pins: I3\ndata: \xf0\x9f\x98\x80\n\n",
     ],
