@@ -57,12 +57,37 @@ _PR_SET_CHILD_SUBREAPER = 36
 _ROUNDS = 5  # scans for marked processes at one stop: each kills what forked during the last
 
 
+def _crash_stack(lines: list[str]) -> list[str]:
+    """From Python's fatal-error dump (faulthandler: "Fatal Python error: Segmentation fault", then
+    every thread's stack), its first line and the crashing thread's stack; [] when there is none.
+    The dump lists that thread among the others, often not last, so the last lines miss it."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("Fatal Python error:")), -1)
+    if start < 0:
+        return []
+    current = next(
+        (i for i in range(start, len(lines)) if lines[i].startswith("Current thread ")), -1
+    )
+    if current < 0:
+        return []
+    end = next((i for i in range(current, len(lines)) if not lines[i].strip()), len(lines))
+    return [lines[start], *lines[current:end][:_STDERR_SHOWN_LINES]]
+
+
 def shortened_stderr(data: bytes, *, dropped: bool = False) -> str:
-    """The last lines of what a program wrote to stderr, with a header; "" when it wrote nothing."""
+    """The last lines of what a program wrote to stderr, with a header; "" when it wrote nothing.
+    A Python crash dump is shown by the crashing thread's stack instead (`_crash_stack`)."""
     text = data.decode("utf-8", errors="replace").rstrip()
     if not text:
         return ""
     lines = text.splitlines()
+    crash = _crash_stack(lines)
+    if crash:
+        shown = "\n".join(crash)
+        if len(shown) > _STDERR_SHOWN_CHARS:
+            shown = shown[: _STDERR_SHOWN_CHARS - 1] + "…"
+        return "stderr (the crash, and the crashing thread's stack):\n" + "\n".join(
+            "  " + line for line in shown.splitlines()
+        )
     kept = lines[-_STDERR_SHOWN_LINES:]
     shown = "\n".join(kept)
     if len(shown) > _STDERR_SHOWN_CHARS:

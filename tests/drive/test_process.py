@@ -177,6 +177,26 @@ def test_stderr_is_shortened_to_its_last_lines() -> None:
     assert shortened_stderr(b"  \n") == ""
 
 
+def test_a_python_crash_dump_is_shown_by_the_crashing_threads_stack() -> None:
+    # faulthandler lists every thread; the one that crashed is often not the last.
+    dump = (
+        "early noise\nFatal Python error: Segmentation fault\n\n"
+        "Current thread 0x00007f91 (most recent call first):\n"
+        '  File "/lib/logging.py", line 3628 in _restore\n'
+        '  File "/lib/stream.py", line 638 in close\n\n'
+        "Thread 0x00007f92 (most recent call first):\n"
+        + "".join(f'  File "/x.py", line {n} in wait\n' for n in range(40))
+        + "\nExtension modules: msgspec._core (total: 1)\n"
+    ).encode()
+    shown = shortened_stderr(dump)
+    assert shown.startswith("stderr (the crash, and the crashing thread's stack):")
+    assert "Fatal Python error: Segmentation fault" in shown
+    assert "_restore" in shown and "close" in shown
+    assert "in wait" not in shown and "early noise" not in shown
+    # Without the current thread's block, the last lines as usual.
+    assert shortened_stderr(b"Fatal Python error: Aborted\n").startswith("stderr:")
+
+
 def test_a_program_that_fails_the_handshake_is_a_setup_error(mini: Suite) -> None:
     code, output = run_program(mini, "bad_hello")
     assert code == 2
