@@ -19,10 +19,9 @@ from harness.safetext import ABSENT
 
 # msgpack, not JSON: it keeps int, float and bool apart as JSON text does, and skips the number
 # formatting and string escaping (a fifth faster on a step).
-_encode = msgspec.msgpack.encode
 #: The encoding `same_step` compares (equal encodings of JSON values are equal values): a whole
 #: pass's steps may be encoded at once, and compared one by one only when they differ.
-encode_step = _encode
+encode_step = msgspec.msgpack.encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +42,7 @@ def same(expected: Any, actual: Any) -> bool:
     try:
         if expected == actual:
             try:
-                if _encode(expected) == _encode(actual):
+                if encode_step(expected) == encode_step(actual):
                     return True
             except (TypeError, ValueError, OverflowError):
                 pass
@@ -61,7 +60,7 @@ def same_step(expected: Any, actual: Any) -> bool:
     `==`'s walk first; anything else takes `same`.
     """
     try:
-        if _encode(expected) == _encode(actual):
+        if encode_step(expected) == encode_step(actual):
             return True
     except (TypeError, ValueError, OverflowError, RecursionError):
         pass

@@ -55,8 +55,6 @@ from harness.suite.recording import iter_payloads
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
 
-_encode = encode_step
-
 
 def _stale(case: Case, why: str) -> GoldenError:
     return GoldenError(
@@ -253,7 +251,7 @@ class _Play:
         if not actual:
             return None
         try:
-            equal = _encode(expected[: len(actual)]) == _encode(actual)
+            equal = encode_step(expected[: len(actual)]) == encode_step(actual)
         except (TypeError, ValueError, OverflowError, RecursionError):
             equal = False
         if not equal:

@@ -150,8 +150,9 @@ def _event_type(event: Any) -> str:
     return by_class
 
 
-# The reference's own events, read without the generic machinery (they are most of every run).
-_FAST: dict[type, Any] = {
+#: The reference's own event types, each with its reader: read without the generic machinery
+#: (they are most of every run).
+REFERENCE_EVENTS: dict[type, Any] = {
     reference.Content: lambda e: {"type": "content", "text": e.text},
     reference.Reasoning: lambda e: {"type": "reasoning", "text": e.text},
     reference.ToolCallDelta: lambda e: {
@@ -171,13 +172,9 @@ _FAST: dict[type, Any] = {
 }
 
 
-#: The reference's event types, each with its reader (what `normalize_event` does for them).
-REFERENCE_EVENTS: dict[type, Any] = _FAST
-
-
 def normalize_event(event: Any) -> dict[str, Any]:
     """One event as the golden schema's object."""
-    fast = _FAST.get(type(event))
+    fast = REFERENCE_EVENTS.get(type(event))
     if fast is not None:
         result: dict[str, Any] = fast(event)
         return result
