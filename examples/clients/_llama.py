@@ -185,3 +185,18 @@ class ReasoningState:
                 self.reasoning_tokens = count
         elif isinstance(event, Content | ToolCallDelta):
             self.in_reasoning = False
+
+
+class ReasoningReaders:
+    """An adapter's `reasoning_tokens` and `in_reasoning` state readers (R4), from the
+    `ReasoningState` it keeps as `_llama`."""
+
+    _llama: ReasoningState
+
+    @property
+    def reasoning_tokens(self) -> int:
+        return self._llama.reasoning_tokens
+
+    @property
+    def in_reasoning(self) -> bool:
+        return self._llama.in_reasoning

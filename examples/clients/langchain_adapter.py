@@ -40,6 +40,7 @@ from _llama import (
     Completion,
     Content,
     Reasoning,
+    ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
@@ -88,7 +89,7 @@ class _Reader:
             self.gathered = chunk if self.gathered is None else self.gathered + chunk
 
 
-class Assembler:
+class Assembler(ReasoningReaders):
     """One stream, read and added up by LangChain's ChatOpenAI."""
 
     def __init__(self) -> None:
@@ -116,14 +117,6 @@ class Assembler:
     def is_finished(self) -> bool:
         metadata = getattr(self._gathered, "response_metadata", None) or {}
         return bool(metadata.get("finish_reason"))
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._llama.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self._llama.in_reasoning
 
     # -- push ------------------------------------------------------------------------------------
 

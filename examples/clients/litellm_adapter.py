@@ -57,6 +57,7 @@ from _llama import (
     Completion,
     Content,
     Reasoning,
+    ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
@@ -127,7 +128,7 @@ def _logging() -> Logging:
     return logging
 
 
-class Assembler:
+class Assembler(ReasoningReaders):
     """One stream, folded by litellm on top of openai-python."""
 
     def __init__(self) -> None:
@@ -183,14 +184,6 @@ class Assembler:
     @property
     def is_finished(self) -> bool:
         return self._finish_reason is not None
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._llama.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self._llama.in_reasoning
 
     # -- push ------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from _llama import (
     Completion,
     Content,
     Reasoning,
+    ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
@@ -79,7 +80,7 @@ class _Reader:
             self.chunks.append(chunk)
 
 
-class Assembler:
+class Assembler(ReasoningReaders):
     """One stream, read by openai-python's own HTTP stack and folded by its stream state."""
 
     def __init__(self) -> None:
@@ -107,14 +108,6 @@ class Assembler:
     def is_finished(self) -> bool:
         choices = getattr(self._snapshot, "choices", None) or []
         return any(getattr(choice, "finish_reason", None) for choice in choices)
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._llama.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self._llama.in_reasoning
 
     # -- push ------------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from _llama import (
     Content,
     Progress,
     Reasoning,
+    ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
@@ -132,7 +133,7 @@ class _Reader:
             return stream.get()
 
 
-class Assembler:
+class Assembler(ReasoningReaders):
     """One streamed model request, read and accumulated by Pydantic AI."""
 
     def __init__(self) -> None:
@@ -159,14 +160,6 @@ class Assembler:
     def is_finished(self) -> bool:
         details = getattr(self._stream, "provider_details", None) or {}
         return bool(details.get("finish_reason"))
-
-    @property
-    def reasoning_tokens(self) -> int:
-        return self._llama.reasoning_tokens
-
-    @property
-    def in_reasoning(self) -> bool:
-        return self._llama.in_reasoning
 
     # -- push ------------------------------------------------------------------------------------
 
