@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
+import msgspec
+
 import reference
 
 ERROR_KINDS = ("protocol", "stream_closed_early", "server")
@@ -289,6 +291,30 @@ _COUNTS = ("reasoning_tokens", "thinking_capped")
 
 def normalize_completion(completion: Any) -> dict[str, Any]:
     """What `finish` returned, as the golden schema's completion object."""
+    if type(completion) is reference.Completion:
+        found = _reference_completion(completion)
+        if found is not None:
+            return found
+    return _read_completion(completion)
+
+
+def _reference_completion(completion: Any) -> dict[str, Any] | None:
+    """The reference's own completion, in one C call: its fields are the golden object's, in
+    its order (a tuple of tool calls becomes a list, the finish reason its value); None when a
+    number is one `_read_completion` refuses (an integer too long), or msgspec cannot convert it."""
+    try:
+        found: dict[str, Any] = msgspec.to_builtins(completion)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    timings = found["timings"]
+    for value in (found["reasoning_tokens"], *(timings.values() if timings else ())):
+        if type(value) is int and value.bit_length() > MAX_INT_BITS:
+            return None
+    return found
+
+
+def _read_completion(completion: Any) -> dict[str, Any]:
+    """`normalize_completion` of any completion, field by field."""
     where = "completion"
     tool_calls = _get(completion, "tool_calls")
     if tool_calls is _MISSING or tool_calls is None:

@@ -283,3 +283,39 @@ def test_pushed_in_one_call_the_steps_are_those_of_one_push_a_call(suite: Suite)
         states = [step["state"] for step in batch if "state" in step]
         shared += sum(a is b for a, b in itertools.pairwise(states))
     assert shared > 100
+
+
+def test_the_reference_completion_in_one_call_is_what_its_fields_give(suite: Suite) -> None:
+    """The reference's own completion (read by `to_builtins`) is the object the field-by-field
+    reader makes of it, value, type and order, for every shipped recording and choice."""
+    from harness.drive import normalize
+    from harness.suite.recording import iter_payloads, read_info
+    from reference import choices
+
+    read = 0
+    for case in suite.cases():
+        points = [pin for pin in read_info(case.recording).pins if pin in choices.OUTCOMES]
+        for combination in choices.combinations(points) if points else [{}]:
+            assembler = reference.Assembler(choices.REFERENCE.replace(combination))
+            try:
+                for payload in iter_payloads(case.recording):
+                    assembler.push(payload.data)
+                completion = assembler.finish(True)
+            except reference.InferError:
+                continue
+            fast = normalize_completion(completion)
+            slow = normalize._read_completion(completion)
+            assert msgspec.msgpack.encode(fast) == msgspec.msgpack.encode(slow), case.case_id
+            assert list(fast) == list(slow)
+            read += 1
+    assert read > 100
+
+
+def test_a_reference_completion_with_an_integer_too_long_is_refused() -> None:
+    """The one-call reader leaves a number the field reader refuses to it (which says why)."""
+    timings = reference.Timings(predicted_n=2**5000)
+    completion = reference.Completion(
+        "x", None, None, (), reference.FinishReason.STOP, timings, 0, False
+    )
+    with pytest.raises(NormalizeError, match="digits"):
+        normalize_completion(completion)
