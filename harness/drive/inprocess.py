@@ -320,7 +320,11 @@ class InProcessDriver:
                 append(_step_of(assembler, events, line))
                 continue
             try:
-                normalized = [fast[type(event)](event) for event in events]
+                if len(events) == 1:  # the usual chunk: one piece of text (no comprehension)
+                    event = events[0]
+                    normalized = [fast[type(event)](event)]
+                else:
+                    normalized = [fast[type(event)](event) for event in events]
             except KeyError:  # an event of another type: the generic readers
                 append(_step_of(assembler, events, line))
                 continue
