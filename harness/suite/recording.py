@@ -238,20 +238,32 @@ def _simple_payloads(
             return None
         raw = raw[end + 1 :]
         first += 1
-    # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout is plain
-    # when every other line is blank, and the events are the lines between.
-    split = raw.split(b"\n")
-    if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
-        return None
+    datas: list[str | None]
     try:
-        texts = list(map(_utf8, split[0::2]))
         comments = _utf8(head[: len(head) - len(raw)]).split("\n")[:-1]
+        # llama-server's own stream: every event a `data: ` line and a blank one. Split at
+        # those, the pieces are the payloads (when the file has no other line break).
+        pieces = raw[6:-2].split(b"\n\ndata: ")
+        if raw[:6] == b"data: " and raw[-2:] == b"\n\n" and raw.count(b"\n") == 2 * len(pieces):
+            datas = list(map(_utf8, pieces))
+        else:
+            # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout
+            # is plain when every other line is blank, and the events are the lines between.
+            split = raw.split(b"\n")
+            if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
+                return None
+            datas = [
+                t[6:]
+                if t[:6] == "data: "
+                else t[5:]
+                if t[:5] == "data:"
+                else ""
+                if t == "data"
+                else None
+                for t in map(_utf8, split[0::2])
+            ]
     except UnicodeDecodeError:
         return None
-    datas = [
-        t[6:] if t[:6] == "data: " else t[5:] if t[:5] == "data:" else "" if t == "data" else None
-        for t in texts
-    ]
     if "[DONE]" in datas:
         del datas[datas.index("[DONE]") :]
     if info is not None and suffix == ".sse":
