@@ -71,10 +71,6 @@ def _first_bad_utf8_line(path: Path) -> int:
     return 1
 
 
-def _is_comment(path: Path, line: str) -> bool:
-    return line.startswith("#") if path.suffix == ".http" else line.startswith(":")
-
-
 def read_info(path: Path) -> RecordingInfo:
     """The leading comment lines of a recording and the directives among them."""
     return _info_of(path, (line for _, line in _numbered_lines(path)))
@@ -85,9 +81,10 @@ def _info_of(path: Path, lines: Iterable[str]) -> RecordingInfo:
     comments: list[str] = []
     capped = False
     pins: set[str] = set()
+    marker = "#" if path.suffix == ".http" else ":"  # what a comment line starts with
     for line in lines:
         line = line.removeprefix("\ufeff") if not comments else line
-        if not _is_comment(path, line):
+        if not line.startswith(marker):
             break
         text = line[1:].strip()
         comments.append(text)
@@ -170,8 +167,8 @@ def read_recording(path: Path) -> tuple[RecordingInfo, list[Payload] | None]:
     """`read_info` and, for a recording of at most `READ_WHOLE_BELOW` bytes, all its payloads
     (None for a longer one, or one whose reading fails: `iter_payloads` then says why).
 
-    An ASCII `.sse` recording in the plain layout is read in one go for both; any other reads
-    its head, then its payloads, as `read_info` and `iter_payloads` do.
+    A recording in the plain layout is read in one go for both; any other reads its head, then
+    its payloads, as `read_info` and `iter_payloads` do.
     """
     info: list[RecordingInfo] = []  # the fast path's, when it read the head too
     payloads = _simple_payloads(path, info=info)
@@ -215,9 +212,12 @@ def _simple_payloads(
         return None
     first = 1
     suffix = path.suffix
+    head_info: RecordingInfo | None = None
     if suffix == ".http":  # its head first
         lines = _lines_of(raw)
         try:
+            if info is not None:  # its comment lines, as `read_info` reads them
+                head_info = _info_of(path, (line for _, line in _lines_of(raw)))
             _skip_http_head(path, lines)
         except (RecordingError, UnicodeDecodeError):
             return None  # the line-by-line reader says what is wrong
@@ -266,7 +266,9 @@ def _simple_payloads(
         return None
     if "[DONE]" in datas:
         del datas[datas.index("[DONE]") :]
-    if info is not None and suffix == ".sse":
+    if head_info is not None:
+        info.append(head_info)  # type: ignore[union-attr]
+    elif info is not None and suffix == ".sse":
         info.append(_info_of(path, comments))  # the head's lines are the file's first
     return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
 
