@@ -300,12 +300,13 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
 
 def _reference_completion(completion: Any) -> dict[str, Any] | None:
     """The reference's own completion, in one C call: its fields are the golden object's, in
-    its order (a tuple of tool calls becomes a list, the finish reason its value); None when a
+    its order (the tuple of tool calls made a list, the finish reason its value); None when a
     number is one `_read_completion` refuses (an integer too long), or msgspec cannot convert it."""
     try:
         found: dict[str, Any] = msgspec.to_builtins(completion)
     except (TypeError, ValueError, OverflowError):
         return None
+    found["tool_calls"] = list(found["tool_calls"])  # to_builtins keeps the tuple
     timings = found["timings"]
     for value in (found["reasoning_tokens"], *(timings.values() if timings else ())):
         if type(value) is int and value.bit_length() > MAX_INT_BITS:

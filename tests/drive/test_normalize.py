@@ -305,8 +305,8 @@ def test_the_reference_completion_in_one_call_is_what_its_fields_give(suite: Sui
                 continue
             fast = normalize_completion(completion)
             slow = normalize._read_completion(completion)
-            assert msgspec.msgpack.encode(fast) == msgspec.msgpack.encode(slow), case.case_id
-            assert list(fast) == list(slow)
+            # repr: the same keys in the same order, lists as lists, 1 apart from 1.0 and True
+            assert repr(fast) == repr(slow), case.case_id
             read += 1
     assert read > 100
 
