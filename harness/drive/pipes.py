@@ -34,7 +34,9 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
+from typing import Any
 
 from harness.errors import TargetError
 
@@ -270,6 +272,8 @@ class SharedPayloads:
         # signal, a program that never answered `hello`), or at the interpreter's exit.
         self._remove = weakref.finalize(self, _remove_shared, self.path, self._fd)
         self._map: mmap.mmap | None = None
+        self._anchor: Any = None  # a ctypes view of the mapping while `put_text` writes into it
+        self._base = 0  # the address of the mapping's first byte
         self._size = 0  # bytes reserved and mapped
         self._used = 0  # bytes of the case's payloads so far
 
@@ -286,21 +290,56 @@ class SharedPayloads:
     def put(self, raw: bytes) -> int | None:
         """Write `raw` after the case's payloads so far; its offset, or None when there is no room
         (the payload then goes through the pipe)."""
-        at, end = self._used, self._used + len(raw)
+        at = self._room(len(raw))
+        if at is not None:
+            assert self._map is not None
+            self._map[at : at + len(raw)] = raw
+        return at
+
+    def put_text(self, data: str) -> int | None:
+        """`put(data.encode())` for an ASCII `data` (its UTF-8 bytes are its characters, one
+        byte each), copied straight from the string into the file: no bytes object of its size
+        made and copied again. None when there is no room, when `data` is not ASCII, or where
+        CPython's string memory cannot be read (the caller then encodes it)."""
+        memory = _string_memory() if data.isascii() else None
+        if memory is None:
+            return None
+        at = self._room(len(data))
+        if at is None:
+            return None
+        assert self._map is not None
+        if self._anchor is None:  # held while mapped: the mapping cannot close under it
+            self._anchor = memory.byte.from_buffer(self._map)
+            self._base = memory.address_of(self._anchor)
+        size = memory.size()
+        source = memory.utf8(data, memory.by_ref(size))  # the string's own bytes: not a copy
+        if source is None or size.value != len(data):  # never for ASCII: the ordinary way then
+            self._map[at : at + len(data)] = data.encode("ascii")
+        else:
+            memory.move(self._base + at, source, size.value)
+        return at
+
+    def _room(self, length: int) -> int | None:
+        """Reserve `length` bytes after the case's payloads so far (growing the file and its
+        mapping when needed); their offset, or None when there is no room."""
+        at, end = self._used, self._used + length
         if end > self._size:
             size = max(end, 2 * self._size, _SHARED_LEAST)
             try:
                 os.posix_fallocate(self._fd, 0, size)
             except OSError:
                 return None
-            if self._map is not None:
-                self._map.close()
+            self._unmap()
             self._map = mmap.mmap(self._fd, size)
             self._size = size
-        assert self._map is not None
-        self._map[at:end] = raw
         self._used = end
         return at
+
+    def _unmap(self) -> None:
+        self._anchor = None  # (a view of the mapping would keep it from closing)
+        if self._map is not None:
+            self._map.close()
+            self._map = None
 
     def reset(self) -> None:
         """A new case: its payloads may take the place of the last case's."""
@@ -312,10 +351,43 @@ class SharedPayloads:
             os.unlink(self.path)
 
     def close(self) -> None:
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        self._unmap()
         self._remove()
+
+
+@dataclass(frozen=True)
+class _StringMemory:
+    """What `SharedPayloads.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""
+
+    utf8: Any  # PyUnicode_AsUTF8AndSize: for an ASCII string, its own characters
+    size: Any  # ctypes.c_ssize_t
+    by_ref: Any
+    move: Any  # ctypes.memmove
+    byte: Any  # ctypes.c_char, to view the mapping
+    address_of: Any
+
+
+_MEMORY: list[_StringMemory | None] = []
+
+
+def _string_memory() -> _StringMemory | None:
+    """ctypes' view of CPython's strings, made once (None on another interpreter)."""
+    if not _MEMORY:
+        found = None
+        with contextlib.suppress(ImportError, AttributeError, OSError):
+            import ctypes
+
+            if sys.implementation.name == "cpython":
+                prototype = ctypes.PYFUNCTYPE(
+                    ctypes.c_void_p, ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)
+                )
+                utf8 = prototype(("PyUnicode_AsUTF8AndSize", ctypes.pythonapi))
+                found = _StringMemory(
+                    utf8, ctypes.c_ssize_t, ctypes.byref, ctypes.memmove, ctypes.c_char,
+                    ctypes.addressof,
+                )  # fmt: skip
+        _MEMORY.append(found)
+    return _MEMORY[0]
 
 
 def _remove_shared(path: str, fd: int) -> None:

@@ -242,6 +242,12 @@ class ProcessDriver:
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol >= FAST_PROTOCOL:
+            shared = self._shared
+            if shared is not None and len(data) >= SHARED_FROM:  # ASCII: written unencoded
+                at = shared.put_text(data)
+                if at is not None:
+                    fields = {"bytes": len(data), "at": at}
+                    return self._send("push", fields, data=data, now=now)
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1

@@ -136,3 +136,21 @@ def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
     del shared  # dropped without close (a program that never answered hello, a stopped run)
     gc.collect()
     assert not os.path.exists(path)
+
+
+def test_ascii_text_is_written_to_the_shared_file_as_its_bytes() -> None:
+    shared = SharedPayloads.make()
+    assert shared is not None
+    try:
+        first = '{"a":"' + "x" * SHARED_FROM + '"}'
+        grown = "y" * (3 * 2**20)  # past the file's first size: mapped again while in use
+        assert shared.put_text(first) == 0
+        assert shared.put_text(grown) == len(first)
+        assert shared.put_text("é" * SHARED_FROM) is None  # not ASCII: the caller encodes it
+        with open(shared.path, "rb") as file:
+            written = file.read(len(first) + len(grown))
+        assert written == (first + grown).encode()
+        shared.reset()
+        assert shared.put_text("z" * 10) == 0
+    finally:
+        shared.close()
