@@ -247,49 +247,32 @@ def keep_freed_memory() -> None:
         mallopt(_M_TRIM_THRESHOLD, _TRIM_ABOVE)
 
 
-#: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe.
+#: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe;
+#: protocol 4: a text of a reply this long goes through the replies' file.
 SHARED_FROM = 64 * 1024
 _SHARED_DIR = "/dev/shm"  # memory, not a disk: a shared file there is only pages both sides map
-_SHARED_LEAST = 2**20  # the shared file's first size
+_SHARED_LEAST = 2**20  # a shared file's first size
 
 
-class SharedPayloads:
-    """The file a protocol-3 program reads the large payloads of the case under way from.
+class SharedWriter:
+    """Texts written one after another into a file both sides map (the writer's side).
 
-    The harness writes each payload after the ones before it in the case (`put`) and starts again
-    at 0 with each case (`reset`, once every reply of the last case is read); the program maps
-    the same file read-only. The file lives in /dev/shm and is unlinked as soon as the program
-    has opened it (`unlink`, after the reply to `hello`), so nothing is left behind. Its room is
-    reserved before it is written (`posix_fallocate`): a full /dev/shm is a payload sent through
-    the pipe instead, never a SIGBUS.
+    Each `put` (or `put_text`) lies after the ones before it, from offset 0 again after `reset`;
+    the file's room is reserved before it is written (`posix_fallocate`, which only ever grows
+    it): a full file system is a None, never a SIGBUS. The harness writes the payloads of a case
+    into one (`SharedPayloads`), conform's worker the long texts of its replies into another.
     """
 
-    def __init__(self) -> None:
-        import tempfile
-
-        self._fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
-        # Removed however this object ends: closed, dropped with its driver (a run stopped by a
-        # signal, a program that never answered `hello`), or at the interpreter's exit.
-        self._remove = weakref.finalize(self, _remove_shared, self.path, self._fd)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
         self._map: mmap.mmap | None = None
         self._anchor: Any = None  # a ctypes view of the mapping while `put_text` writes into it
         self._base = 0  # the address of the mapping's first byte
         self._size = 0  # bytes reserved and mapped
-        self._used = 0  # bytes of the case's payloads so far
-
-    @classmethod
-    def make(cls) -> SharedPayloads | None:
-        """A new shared file; None where there is no /dev/shm (protocol 3 is then not offered)."""
-        if not hasattr(os, "posix_fallocate") or not os.path.isdir(_SHARED_DIR):
-            return None
-        try:
-            return cls()
-        except OSError:
-            return None
+        self._used = 0  # bytes written since the last reset
 
     def put(self, raw: bytes) -> int | None:
-        """Write `raw` after the case's payloads so far; its offset, or None when there is no room
-        (the payload then goes through the pipe)."""
+        """Write `raw` after what was written so far; its offset, or None when there is no room."""
         at = self._room(len(raw))
         if at is not None:
             assert self._map is not None
@@ -320,17 +303,18 @@ class SharedPayloads:
         return at
 
     def _room(self, length: int) -> int | None:
-        """Reserve `length` bytes after the case's payloads so far (growing the file and its
+        """Reserve `length` bytes after what was written so far (growing the file and its
         mapping when needed); their offset, or None when there is no room."""
         at, end = self._used, self._used + length
         if end > self._size:
             size = max(end, 2 * self._size, _SHARED_LEAST)
             try:
-                os.posix_fallocate(self._fd, 0, size)
-            except OSError:
+                os.posix_fallocate(self.fd, 0, size)
+                mapped = mmap.mmap(self.fd, size)
+            except (OSError, ValueError):
                 return None
             self._unmap()
-            self._map = mmap.mmap(self._fd, size)
+            self._map = mapped
             self._size = size
         self._used = end
         return at
@@ -342,8 +326,42 @@ class SharedPayloads:
             self._map = None
 
     def reset(self) -> None:
-        """A new case: its payloads may take the place of the last case's."""
+        """A new case: its texts may take the place of the last case's."""
         self._used = 0
+
+    def close(self) -> None:
+        """Unmap the file (the descriptor is its owner's to close)."""
+        self._unmap()
+
+
+class SharedPayloads(SharedWriter):
+    """The file a protocol-3 program reads the large payloads of the case under way from.
+
+    The harness writes each payload after the ones before it in the case (`put`) and starts again
+    at 0 with each case (`reset`, once every reply of the last case is read); the program maps
+    the same file read-only. The file lives in /dev/shm and is unlinked as soon as the program
+    has opened it (`unlink`, after the reply to `hello`), so nothing is left behind. Its room is
+    reserved before it is written: a full /dev/shm is a payload sent through the pipe instead.
+    """
+
+    def __init__(self) -> None:
+        import tempfile
+
+        fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
+        super().__init__(fd)
+        # Removed however this object ends: closed, dropped with its driver (a run stopped by a
+        # signal, a program that never answered `hello`), or at the interpreter's exit.
+        self._remove = weakref.finalize(self, _remove_shared, self.path, fd)
+
+    @classmethod
+    def make(cls) -> SharedPayloads | None:
+        """A new shared file; None where there is no /dev/shm (protocol 3 is then not offered)."""
+        if not hasattr(os, "posix_fallocate") or not os.path.isdir(_SHARED_DIR):
+            return None
+        try:
+            return cls()
+        except OSError:
+            return None
 
     def unlink(self) -> None:
         """Remove the file's name (the mappings, and the program's, stay)."""
@@ -355,9 +373,69 @@ class SharedPayloads:
         self._remove()
 
 
+class SharedReplies:
+    """The file a protocol-4 program writes the long texts of its replies into (the harness's
+    side: it only reads).
+
+    A memory file (`memfd_create`) sealed against shrinking, so that no program can make the
+    harness's mapping of it point past its end (a SIGBUS): the program gets it as an inherited
+    descriptor (`fd`, kept open in the program as the same number) and may only grow it.
+    """
+
+    def __init__(self) -> None:
+        import fcntl
+
+        self.fd = os.memfd_create("conform-replies", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self._close = weakref.finalize(self, _close_quietly, self.fd)
+        try:
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        except OSError:
+            self._close()
+            raise
+        self._map: mmap.mmap | None = None
+
+    @classmethod
+    def make(cls) -> SharedReplies | None:
+        """A new replies' file; None where memory files cannot be sealed (then 4 is not offered)."""
+        if not hasattr(os, "memfd_create") or not sys.platform.startswith("linux"):
+            return None
+        try:
+            return cls()
+        except (OSError, AttributeError):
+            return None
+
+    def text(self, at: int, size: int) -> tuple[str | None, str | None]:
+        """(the `size` bytes of UTF-8 at offset `at`, decoded, None) or (None, what is wrong)."""
+        end = at + size
+        found = self._map
+        if found is None or len(found) < end:
+            length = os.fstat(self.fd).st_size
+            if length < end:
+                return None, f"bytes {at} to {end} are beyond the replies' file's {length:,}"
+            if found is not None:
+                found.close()
+            self._map = found = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ)
+        with memoryview(found) as view, view[at:end] as part:
+            try:
+                return str(part, "utf-8"), None
+            except UnicodeDecodeError as exc:
+                return None, f"bytes {at} to {end} of the replies' file are not UTF-8: {exc}"
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+        self._close()
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class _StringMemory:
-    """What `SharedPayloads.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""
+    """What `SharedWriter.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""
 
     utf8: Any  # PyUnicode_AsUTF8AndSize: for an ASCII string, its own characters
     size: Any  # ctypes.c_ssize_t
@@ -409,7 +487,12 @@ class Worker:
     """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
 
     def __init__(
-        self, command: Sequence[str], env: Mapping[str, str] | None, *, family: str
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str] | None,
+        *,
+        family: str,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         _become_subreaper()
         self.family = family
@@ -423,6 +506,7 @@ class Worker:
                 env={**(os.environ if env is None else env), MARK: family},
                 # Its own process group, so a timeout kills whatever it started too.
                 start_new_session=True,
+                pass_fds=tuple(pass_fds),  # (the replies' file of protocol 4)
             )
         except OSError as exc:
             raise TargetError(

@@ -27,6 +27,7 @@ from harness.drive.pipes import (
     QUOTED_CHARS,
     SHARED_FROM,
     SharedPayloads,
+    SharedReplies,
     Worker,
     allow_programs,
     new_family,
@@ -51,6 +52,7 @@ from harness.safetext import shorten
 __all__ = [
     "DEFAULT_TIMEOUT",
     "PROTOCOL_VERSION",
+    "REPLIES_PROTOCOL",
     "SHARED_PROTOCOL",
     "ProcessDriver",
     "ProgramInfo",
@@ -63,7 +65,8 @@ __all__ = [
 PROTOCOL_VERSION = 1  # what every program speaks
 FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
 SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
-_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL)
+REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
+_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
@@ -144,6 +147,7 @@ class ProcessDriver:
         self._ahead: deque[_Sent] = deque()  # requests sent ahead of their replies (`plan`)
         self._new: _Sent | None = None  # the case's `new`, sent but its reply not yet read
         self._shared: SharedPayloads | None = None  # protocol 3: the running program's file
+        self._replies: SharedReplies | None = None  # protocol 4: the file of its replies' texts
         self._offered: tuple[int, ...] = (PROTOCOL_VERSION,)  # in the last `hello`
         self.program: ProgramInfo | None = None
 
@@ -172,17 +176,28 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
-            self._worker = Worker(self._command, self._env, family=self._family)
-            self._case_mark = 0
-            self.protocol = PROTOCOL_VERSION
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
             self._offered = (PROTOCOL_VERSION,)
-            if self._offer:
+            if self._offer:  # the files first: the program inherits the replies' one
                 self._shared = SharedPayloads.make()
-                self._offered = _SPOKEN if self._shared else _SPOKEN[:-1]
+                self._replies = SharedReplies.make() if self._shared is not None else None
+                files = (self._shared is not None) + (self._replies is not None)
+                self._offered = _SPOKEN[: 2 + files]
                 hello["accept"] = list(self._offered)
                 if self._shared is not None:
                     hello["shared"] = self._shared.path
+                if self._replies is not None:
+                    hello["replies"] = self._replies.fd
+            passed = () if self._replies is None else (self._replies.fd,)
+            try:
+                self._worker = Worker(
+                    self._command, self._env, family=self._family, pass_fds=passed
+                )
+            except BaseException:
+                self._close_shared()
+                raise
+            self._case_mark = 0
+            self.protocol = PROTOCOL_VERSION
             try:
                 reply = self._exchange("hello", hello, time_allowed=max(self._timeout, _HELLO_TIME))
                 self.program = self._read_hello(reply)
@@ -417,7 +432,7 @@ class ProcessDriver:
         if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
         if self.protocol >= FAST_PROTOCOL and "error" not in reply:
-            problem = resolve_texts(op, reply, self._case_data, self._slices)
+            problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
             if problem is None and NUMBER_MARK in raw:
                 problem = resolve_numbers(reply)
             if problem is not None:
@@ -504,8 +519,11 @@ class ProcessDriver:
             )
             raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {offered}")
         self.protocol = protocol
-        if protocol != SHARED_PROTOCOL:
+        if protocol < SHARED_PROTOCOL:
             self._close_shared()
+        elif protocol < REPLIES_PROTOCOL and self._replies is not None:
+            self._replies.close()
+            self._replies = None
         fields = [reply.get(name) for name in ("name", "version", "language")]
         texts = [value for value in fields if isinstance(value, str) and value]
         if len(texts) != len(fields):
@@ -551,6 +569,9 @@ class ProcessDriver:
         shared, self._shared = self._shared, None
         if shared is not None:
             shared.close()
+        replies, self._replies = self._replies, None
+        if replies is not None:
+            replies.close()
 
     def _discard(self) -> None:
         self._ahead.clear()

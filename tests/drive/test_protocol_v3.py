@@ -14,7 +14,7 @@ from harness.adapter import Session
 from harness.drive import pipes
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import SHARED_FROM, SharedPayloads
-from harness.drive.process import FAST_PROTOCOL, SHARED_PROTOCOL
+from harness.drive.process import FAST_PROTOCOL, REPLIES_PROTOCOL, SHARED_PROTOCOL
 from harness.drive.spec import python_target_driver
 
 pytestmark = pytest.mark.skipif(SharedPayloads.make() is None, reason="no /dev/shm here")
@@ -52,7 +52,7 @@ def test_the_worker_speaks_3_and_agrees_with_in_process() -> None:
     in_process = InProcessDriver(load_target("reference:Assembler"))
     with python_target_driver("reference:Assembler") as worker:
         worker.start()
-        assert worker.protocol == SHARED_PROTOCOL
+        assert worker.protocol == REPLIES_PROTOCOL
         assert not os.path.exists(worker._shared.path)  # unlinked once the program opened it
         sent = _sent(worker)
         # Small, then past the file's first MiB (it grows, and the program maps it again), then
