@@ -154,10 +154,8 @@ def _text(
             and piece[0] in payloads
         )
         if not ok:
-            return None, (
-                f"{where}.$text[{number}] must be a string, [seq, start, end] or (protocol 4) "
-                '{"at": offset, "bytes": size}'
-            )
+            shared = ' or {"at": offset, "bytes": size}' if replies is not None else ""
+            return None, f"{where}.$text[{number}] must be a string or [seq, start, end]{shared}"
         seq, start, end = piece
         data = payloads[seq]
         if not 0 <= start <= end <= len(data):
