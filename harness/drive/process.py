@@ -67,6 +67,7 @@ FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (do
 SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
 REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
+_START_FROM = 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
@@ -262,6 +263,9 @@ class ProcessDriver:
                 at = shared.put_text(data)
                 if at is not None:
                     fields = {"bytes": len(data), "at": at}
+                    # A payload this large is worth the program's starting on it at once (while
+                    # the next ones are written), rather than with the rest of a planned case.
+                    now = now or len(data) >= _START_FROM
                     return self._send("push", fields, data=data, now=now)
             try:
                 raw = data.encode("utf-8")
@@ -273,6 +277,7 @@ class ProcessDriver:
                     at = shared.put(raw)
                     if at is not None:  # else no room: framed in the pipe
                         fields = {"bytes": len(raw), "at": at}
+                        now = now or len(raw) >= _START_FROM
                         return self._send("push", fields, data=data, now=now)
                 return self._send("push", {"bytes": len(raw)}, raw=raw, data=data, now=now)
         return self._send("push", {"data": data}, now=now)
