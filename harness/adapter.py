@@ -19,6 +19,7 @@ import json
 import math
 import mmap
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -51,6 +52,8 @@ _REFERENCED = 256  # texts this long are sent as references into the payload (pr
 _PROBE = 64  # characters of such a text looked for in the payload before comparing it whole
 _TRIES = 8  # places the probe is tried at before the text is sent as it is
 _MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad request
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string cannot hold unescaped
+_WORKER_KEEPS = 2**30  # bytes of freed memory the worker keeps for the next payloads, at most
 
 Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
 
@@ -408,6 +411,8 @@ def _numbers_marked(value: Any) -> Any:
 def _find(data: str, text: str, seq: int) -> list[int] | None:
     """`[seq, start, end]` where `text` stands in `data` as it is, or None."""
     probe = text[:_PROBE]
+    if _ESCAPED.search(probe) is not None:  # JSON escapes it: not in the payload as it is
+        return None  # (and no search through all of a large payload for it)
     start = data.find(probe)
     for _ in range(_TRIES):
         if start < 0:
@@ -468,7 +473,10 @@ def main(target: str, max_memory: int) -> None:
     requests, replies = _claim_stdio()
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     _limit_memory(max_memory)
-    keep_freed_memory()  # each large payload reuses the last one's pages
+    # Each large payload reuses the last one's pages. More is kept here than in the `conform`
+    # command: decoding a large payload of non-ASCII UTF-8 needs buffers of twice its size for a
+    # moment, and with less kept, every such payload faulted in a few hundred MB again.
+    keep_freed_memory(trim_above=_WORKER_KEEPS)
     factory: Factory | None = None
     load_error: str | None = None
     try:

@@ -223,8 +223,9 @@ _TRIM_ABOVE = 256 * 2**20  # freed memory kept at the top of the heap, at most
 _KEEPING: list[bool] = []
 
 
-def keep_freed_memory() -> None:
-    """Have glibc's malloc keep freed memory (up to `_TRIM_ABOVE`) for reuse; once per process.
+def keep_freed_memory(trim_above: int = _TRIM_ABOVE) -> None:
+    """Have glibc's malloc keep freed memory (up to `trim_above` bytes) for reuse; once per
+    process.
 
     A large message is several buffers of its size (the request, the payload decoded, its text,
     the reply), made and freed again for every message. By default glibc maps each block of more
@@ -244,7 +245,7 @@ def keep_freed_memory() -> None:
 
         mallopt = ctypes.CDLL(None).mallopt
         mallopt(_M_MMAP_MAX, 0)
-        mallopt(_M_TRIM_THRESHOLD, _TRIM_ABOVE)
+        mallopt(_M_TRIM_THRESHOLD, trim_above)
 
 
 #: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe;
