@@ -5,8 +5,9 @@ One case of two payloads, the first carrying SIZE bytes of answer text (`"x" * S
 text, `SHAPES`), is run through the reference in-process (`InProcessDriver`) and in a worker
 (`python -m harness.adapter reference:Assembler`, as `conform run` starts it): `new`, both pushes,
 `finish`, as the runner drives a case (it tells the driver the case first: `plan_case`). The
-worker is started before timing (it speaks protocol 3 where /dev/shm exists: a payload this large
-then lies in the file both sides map, docs/protocol.md); both sides run in this one process,
+worker is started before timing (it speaks protocol 4 where /dev/shm and sealed memory files
+exist: a payload this large then lies in the file both sides map, and a long text it escapes
+comes back through the worker's own file, docs/protocol.md); both sides run in this one process,
 whose allocator keeps freed memory as the `conform` command's does (`pipes.keep_freed_memory`).
 Repeats are interleaved so both sides see the same machine load; the figures are medians, and
 the ratio is worker / in-process (the goal, issue 22: within 2x on large payloads, where the pipes
