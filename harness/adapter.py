@@ -53,6 +53,7 @@ _PROBE = 64  # characters of such a text looked for in the payload before compar
 _TRIES = 8  # places the probe is tried at before the text is sent as it is
 _MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad request
 _ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string cannot hold unescaped
+_ENCODINGS = {"utf-16le": "utf-16-le"}  # protocol 4: a shared payload's other encodings
 _WORKER_KEEPS = 2**30  # bytes of freed memory the worker keeps for the next payloads, at most
 
 Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
@@ -137,7 +138,8 @@ class Session:
         if request.get("op") == "push" and "bytes" in request:
             try:
                 if "at" in request:
-                    request["data"] = self._from_shared(request["bytes"], request["at"])
+                    encoding = request.get("encoding")
+                    request["data"] = self._from_shared(request["bytes"], request["at"], encoding)
                 else:
                     request["data"] = self._framed(request["bytes"], source)
             except _BadRequest as exc:
@@ -172,11 +174,17 @@ class Session:
         except UnicodeDecodeError as exc:
             raise _BadRequest(f"the framed payload is not UTF-8: {exc}") from None
 
-    def _from_shared(self, size: Any, at: Any) -> str:
-        """The payload of a protocol-3 push: `size` bytes of UTF-8 at offset `at` of the shared
-        file (mapped again when the harness has grown it)."""
+    def _from_shared(self, size: Any, at: Any, encoding: Any = None) -> str:
+        """The payload of a protocol-3 push: `size` bytes of UTF-8 (in protocol 4, of the
+        `encoding` named) at offset `at` of the shared file (mapped again when the harness has
+        grown it)."""
         if self.protocol < SHARED_PROTOCOL or self._shared is None:
             raise _BadRequest('"at" is protocol 3, which was not agreed in "hello"')
+        codec = "utf-8" if encoding is None else _ENCODINGS.get(encoding)
+        if codec is None or (encoding is not None and self.protocol < REPLIES_PROTOCOL):
+            raise _BadRequest(
+                f'"encoding" {json.dumps(encoding)} is not spoken here (protocol 4: "utf-16le")'
+            )
         if type(size) is not int or type(at) is not int or size < 0 or at < 0:
             raise _BadRequest('"bytes" and "at" must be non-negative integers')
         end = at + size
@@ -190,9 +198,10 @@ class Session:
             self._shared_map = found = mmap.mmap(self._shared, length, access=mmap.ACCESS_READ)
         with memoryview(found) as view, view[at:end] as part:
             try:
-                return str(part, "utf-8")
+                return str(part, codec)
             except UnicodeDecodeError as exc:
-                raise _BadRequest(f"the shared payload is not UTF-8: {exc}") from None
+                shown = "UTF-8" if encoding is None else "UTF-16"
+                raise _BadRequest(f"the shared payload is not {shown}: {exc}") from None
 
     def _open_shared(self, path: Any) -> bool:
         """Open the shared file `hello` names (protocol 3); False when there is none to open."""

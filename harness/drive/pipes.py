@@ -434,6 +434,19 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
+_COMPACT = sys.getsizeof("é") - 2  # the header of a non-ASCII string (CPython; a guess elsewhere)
+
+
+def utf16_is_cheaper(data: str) -> bool:
+    """True when `data` (not ASCII) is quicker to write and read again as UTF-16 than as UTF-8:
+    when CPython holds it one or two bytes a character (every code point below 65,536; it then
+    converts to UTF-16 at memory speed, and UTF-8 a character at a time). A string of four bytes
+    a character (one emoji is enough) converts faster to UTF-8. Told from the string's size,
+    without reading it (a string that keeps its UTF-8 too looks larger: only speed depends on
+    the answer)."""
+    return sys.getsizeof(data) - _COMPACT < 4 * (len(data) + 1)
+
+
 @dataclass(frozen=True)
 class _StringMemory:
     """What `SharedWriter.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""

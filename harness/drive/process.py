@@ -33,6 +33,7 @@ from harness.drive.pipes import (
     new_family,
     shortened_stderr,
     stop_all_programs,
+    utf16_is_cheaper,
 )
 from harness.drive.replies import (
     NUMBER_MARK,
@@ -67,6 +68,7 @@ FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (do
 SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
 REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
+UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
@@ -267,6 +269,10 @@ class ProcessDriver:
                     # the next ones are written), rather than with the rest of a planned case.
                     now = now or len(data) >= _START_FROM
                     return self._send("push", fields, data=data, now=now)
+                if self.protocol >= REPLIES_PROTOCOL and utf16_is_cheaper(data):
+                    sent = self._send_utf16(shared, data, now=now)
+                    if sent is not None:
+                        return sent
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
@@ -281,6 +287,20 @@ class ProcessDriver:
                         return self._send("push", fields, data=data, now=now)
                 return self._send("push", {"bytes": len(raw)}, raw=raw, data=data, now=now)
         return self._send("push", {"data": data}, now=now)
+
+    def _send_utf16(self, shared: SharedPayloads, data: str, *, now: bool) -> _Sent | None:
+        """Protocol 4: a large payload of non-ASCII text written as UTF-16 (which both sides
+        convert to and from some times faster than UTF-8, for text of the first 65,536 code
+        points); None when it cannot be (a lone surrogate) or there is no room."""
+        try:
+            raw = data.encode("utf-16-le")
+        except UnicodeEncodeError:
+            return None
+        at = shared.put(raw)
+        if at is None:
+            return None
+        fields = {"bytes": len(raw), "at": at, "encoding": UTF16}
+        return self._send("push", fields, data=data, now=now or len(raw) >= _START_FROM)
 
     def _settle(self) -> None:
         """Read the replies to planned requests the runner did not ask for (after an error): a

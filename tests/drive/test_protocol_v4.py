@@ -186,3 +186,57 @@ def test_the_program_inherits_the_replies_file() -> None:
         assert line is not None and replies.fd in json.loads(line)
     finally:
         replies.close()
+
+
+def test_large_non_ascii_payloads_go_as_utf16_unless_four_bytes_a_character() -> None:
+    in_process = InProcessDriver(load_target("reference:Assembler"))
+    texts = ["é" + "x" * SHARED_FROM, "—" + "世界" * SHARED_FROM, "😀" + "x" * SHARED_FROM]
+    payloads = [
+        json.dumps({"id": "c1", "choices": [{"delta": {"content": t}}]}, ensure_ascii=False)
+        for t in texts
+    ]
+    with python_target_driver("reference:Assembler") as worker:
+        worker.start()
+        sent: list[dict] = []
+        real = worker._send
+
+        def send(op: str, fields: dict, **options: Any) -> Any:
+            sent.append({"op": op, **fields})
+            return real(op, fields, **options)
+
+        worker._send = send
+        assert _case(worker, payloads) == _case(in_process, payloads)
+    pushes = [r for r in sent if r["op"] == "push"]
+    assert [r.get("encoding") for r in pushes] == ["utf-16le", "utf-16le", None]
+    assert pushes[0]["bytes"] == 2 * len(payloads[0])  # (all below U+10000: two bytes each)
+
+
+def test_utf16_payloads_the_worker_refuses(tmp_path: Path) -> None:
+    from harness.adapter import Session
+
+    path = tmp_path / "shared"
+    path.write_bytes('{"id":"c1","choices":[]}'.encode("utf-16-le") + b"\x00\xd8")
+    hello = {"seq": 1, "op": "hello", "protocol": 1, "accept": [1, 2, 3], "shared": str(path)}
+    v3 = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    v3.answer(json.dumps(hello).encode())
+    v3.answer(b'{"seq":2,"op":"new"}')
+    reply, _ = v3.answer(b'{"seq":3,"op":"push","bytes":48,"at":0,"encoding":"utf-16le"}')
+    assert "is not spoken here" in reply["error"]["message"]
+    v4 = Session("reference:Assembler", load_target("reference:Assembler"), None)
+    replies = SharedReplies()
+    try:
+        line = {**hello, "accept": [1, 2, 3, 4], "replies": replies.fd}
+        assert v4.answer(json.dumps(line).encode())[0]["protocol"] == REPLIES_PROTOCOL
+        v4.answer(b'{"seq":2,"op":"new"}')
+        ok, _ = v4.answer(b'{"seq":3,"op":"push","bytes":48,"at":0,"encoding":"utf-16le"}')
+        assert ok["state"]["id"] == "c1"
+        for request, problem in [
+            (b'{"seq":4,"op":"push","bytes":47,"at":0,"encoding":"utf-16le"}', "not UTF-16"),
+            (b'{"seq":5,"op":"push","bytes":2,"at":48,"encoding":"utf-16le"}', "not UTF-16"),
+            (b'{"seq":6,"op":"push","bytes":48,"at":0,"encoding":"latin-1"}', "not spoken here"),
+        ]:
+            reply, _ = v4.answer(request)
+            assert reply["error"]["kind"] == "bad_request", request
+            assert problem in reply["error"]["message"], reply
+    finally:
+        replies.close()
