@@ -69,7 +69,7 @@ SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both side
 REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
-_START_FROM = 2**20  # a shared payload this large is sent at once, even in a planned case
+_START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
