@@ -25,7 +25,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, Verbosity, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from harness import fuzzing
 from harness.check.modes import MODES
+from harness.check.options import RunOptions
 from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
@@ -47,6 +49,7 @@ EXAMPLES = 150
 class Drawn:
     """One generated stream, written as a case, with its expected result and its modes."""
 
+    stream: Stream
     case: Case
     golden: dict[str, Any]
     modes: tuple[str, ...]
@@ -84,7 +87,7 @@ def draw(root: Path, *, count: int, seed: int) -> list[Drawn]:
     for number, (stream, modes) in enumerate(found):
         folder = root / f"{number:03}"
         case = write_case(stream, folder / "recordings", folder / "golden", CASE_ID)
-        drawn.append(Drawn(case, expected(case), modes))
+        drawn.append(Drawn(stream, case, expected(case), modes))
     return drawn
 
 
@@ -127,6 +130,25 @@ def agrees(
             f"shrink one with: conform fuzz {fuzz} --examples {EXAMPLES} --seed {SEED}",
             pytrace=False,
         )
+
+
+def test_the_streams_are_those_conform_fuzz_draws(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first streams of a seed do not depend on the budget: five stand for the 150.
+    seen: list[str] = []
+    write = write_case  # the one harness.fuzzing calls
+
+    def spy(stream: Stream, *args: Any, **kwargs: Any) -> Case:
+        seen.append(stream.sse())
+        return write(stream, *args, **kwargs)
+
+    monkeypatch.setattr(fuzzing, "write_case", spy)
+    options = RunOptions(target="reference:Assembler", in_process=True, seed=SEED)
+    record = fuzzing.run_fuzz(fuzzing.FuzzRequest(options=options, examples=5, broken=None))
+    assert record.finding is None and record.streams == 5
+    ours = draw(tmp_path, count=5, seed=SEED)
+    assert seen == [one.stream.sse() for one in ours]
 
 
 def test_the_python_example_agrees_with_the_reference(drawn: list[Drawn]) -> None:
