@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
 
 from harness import fuzzing
 from harness.check.modes import MODES
@@ -32,9 +30,9 @@ from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
 from harness.drive.spec import start_driver
-from harness.fuzzing import CASE_ID, modes_of
+from harness.fuzzing import CASE_ID
 from harness.model.expect import expected, write_case
-from harness.model.streams import Stream, drawing, streams
+from harness.model.streams import Stream, drawing
 from harness.reports.text import render
 from harness.suite.cases import Case
 from tests.integration import test_go_example, test_rust_example
@@ -64,25 +62,14 @@ def draw(root: Path, *, count: int, seed: int) -> list[Drawn]:
     one other mode each), each written under `root` as the fuzz run's scratch case."""
     found: list[tuple[Stream, tuple[str, ...]]] = []
 
-    @settings(
-        max_examples=10**9,  # as in a fuzz run: the count is kept here
-        database=None,
-        deadline=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.generate,),
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
-    @hypothesis_seed(seed)
-    @given(streams(broken=None), modes_of(MODES))
     def collect(stream: Stream, modes: tuple[str, ...]) -> None:
         found.append((stream, modes))
         if len(found) >= count:
             raise _Enough
 
+    search = fuzzing.search(collect, seed=seed, broken=None, modes=MODES, shrink=False)
     with drawing(), contextlib.suppress(_Enough):
-        collect()
+        search()
     drawn = []
     for number, (stream, modes) in enumerate(found):
         folder = root / f"{number:03}"
