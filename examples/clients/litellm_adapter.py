@@ -146,11 +146,15 @@ class _QuietLogging(Logging):
 
 
 class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
-    """litellm's stream wrapper, without the second `stream_chunk_builder` it runs at the end of
-    the stream for its logging (its result only prices and logs the call: the chunks the caller
-    got are unchanged, and the caller builds the completion from them, as `finish` does)."""
+    """litellm's stream wrapper, without the `stream_chunk_builder` runs it makes only to log and
+    price the call: the whole response at the end of the stream, the partial one when the stream
+    breaks (its "partial usage for failure", stashed on the logging object). The chunks the caller
+    gets are unchanged, and the caller builds the completion from them, as `finish` does."""
 
     def _build_complete_streaming_response(self) -> None:
+        return None
+
+    def _record_partial_usage_for_failure(self) -> None:
         return None
 
 
