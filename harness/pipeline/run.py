@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from harness.check.modes import SharedMutations, share_mutations
 from harness.check.options import RunOptions
 from harness.check.parallel import in_order, run_parallel
 from harness.check.results import CaseResult
@@ -308,9 +309,10 @@ def run_targets(
 ) -> list[TargetRun]:
     """Every target over `plan`, all at once (each with its own `-j` workers), in order.
 
-    With `idle_cores`, a target also adds a worker whenever fewer workers run than this machine
-    has cores (`IdleCores`): the long targets that run last then use the cores the short ones
-    left. The results are the same with any number of workers.
+    The targets share the payloads the modes change (`SharedMutations`). With `idle_cores`, a
+    target also adds a worker whenever fewer workers run than this machine has cores
+    (`IdleCores`): the long targets that run last then use the cores the short ones left. The
+    results are the same with any number of workers.
 
     A target that cannot start, or whose expected-failures file is wrong, is a `TargetRun` with
     its error and no record; an error inside conform is raised once every target has stopped.
@@ -339,10 +341,15 @@ def run_targets(
             done(outcome)
 
     threads = [threading.Thread(target=one, args=(t,), name=f"conform-{t.label}") for t in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    # Every target pushes the same changed payloads: made once for all of them.
+    share_mutations(SharedMutations() if len(targets) > 1 else None)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        share_mutations(None)
     if failures:
         raise failures[0]
     return [runs[t.label] for t in targets]
