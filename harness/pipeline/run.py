@@ -148,8 +148,7 @@ class _IdleCoreDrivers:
         self._live = 0  # drivers made and not closed
         self._made = 0
         self.extra = 0  # workers beyond -j
-        self.jobs = max(options.jobs, cores.cores)
-        cores.add(options.jobs)
+        self.jobs = max(options.jobs, cores.cores)  # its -j workers count from the start
 
     def taken(self, golden: Callable[[Case], dict[str, Any]]) -> Callable[[Case], dict[str, Any]]:
         """`golden`, counting the cases taken."""
@@ -322,6 +321,8 @@ def run_targets(
     failures: list[BaseException] = []
 
     cores = IdleCores(os.cpu_count() or 1) if idle_cores else None
+    if cores is not None:  # every target's -j workers, before any target looks for an idle core
+        cores.add(sum(t.options.jobs for t in targets if not t.options.in_process))
 
     def one(target: Target) -> None:
         try:
