@@ -324,55 +324,105 @@ def measure_long(options: Options) -> Iterator[Figure]:
 # --- the matrix --------------------------------------------------------------------------------
 
 
-def _matrix_targets(folder: Path) -> tuple[list[str], list[str]]:
-    """The matrix's targets that can run here, and a note for each one left out."""
-    args = ["reference:Assembler", "python=examples/python/simple_assembler.py:Assembler"]
+#: Runs `conform` (its arguments follow) and writes, at exit, the CPU seconds of this process (the
+#: harness: one interpreter, so at most one core's worth a second) and of the workers it waited for.
+_RUSAGE = """
+import resource, sys
+from harness.cli import main
+try:
+    main(sys.argv[1:], prog_name="conform")
+finally:
+    own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    cpu = [used.ru_utime + used.ru_stime for used in (own, kids)]
+    print(file=sys.stderr)  # after any unfinished line
+    print("conform-cpu", *cpu, file=sys.stderr)
+"""
+
+
+def _split_cpu(output: str) -> tuple[float, float]:
+    """The harness's own CPU and its workers' from a `_RUSAGE` run's output."""
+    line = next(ln for ln in reversed(output.splitlines()) if ln.startswith("conform-cpu "))
+    own, workers = line.split()[1:]
+    return float(own), float(workers)
+
+
+def _matrix_targets(folder: Path) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    """The matrix's targets that can run here, as (label, the matrix's arguments for it), and a
+    note for each one left out."""
+    targets = [
+        ("reference", ["reference:Assembler"]),
+        ("python", ["python=examples/python/simple_assembler.py:Assembler"]),
+    ]
     missing = []
     for name in ("openai", "litellm"):
         if importlib.util.find_spec(name) is None:  # not imported here: litellm is slow to
             missing.append(f"{name} (pip install -e '.[clients]')")  # import, and the matrix
             continue  # imports it in its own worker anyway
-        args += [f"{name}=examples/clients/{name}_adapter.py:Assembler"]
-        args += ["--xfail", f"{name}=examples/clients/{name}.xfail"]
+        args = [f"{name}=examples/clients/{name}_adapter.py:Assembler"]
+        targets.append((name, [*args, "--xfail", f"{name}=examples/clients/{name}.xfail"]))
     if shutil.which("node"):
-        args += ["--exec", "js=node examples/js/assembler.mjs"]
+        targets.append(("js", ["--exec", "js=node examples/js/assembler.mjs"]))
     else:
         missing.append("js (node)")
     try:
         import matrix as matrix_doc
 
         go, rust = matrix_doc.build(folder)
-        args += ["--exec", f"go={go}", "--exec", f"rust={rust}"]
+        targets += [("go", ["--exec", f"go={go}"]), ("rust", ["--exec", f"rust={rust}"])]
     except (OSError, subprocess.CalledProcessError) as exc:
         missing.append(f"go and rust (could not build: {exc})")
-    return args, missing
+    return targets, missing
+
+
+def _alone(label: str, args: list[str]) -> list[str]:
+    """`conform run`'s arguments for one matrix target run alone, as the matrix runs it."""
+    if args[0] == "--exec":
+        run = ["--exec", args[1].removeprefix(f"{label}=")]
+    else:
+        run = [args[0].removeprefix(f"{label}=")]
+    if "--xfail" in args:
+        run += ["--xfail", args[args.index("--xfail") + 1].removeprefix(f"{label}=")]
+    return ["run", *run, "-q"]
 
 
 def measure_matrix(options: Options) -> Iterator[Figure]:
     with tempfile.TemporaryDirectory(prefix="conform-goals-matrix-") as scratch:
         targets, missing = _matrix_targets(Path(scratch))
-        command = [*_conform(), "matrix", *targets, "--timeout", "60"]
+        wrapped = [sys.executable, "-c", _RUSAGE]
+        command = ["matrix", *(a for _, args in targets for a in args), "--timeout", "60"]
         command += ["--json", str(Path(scratch) / "matrix.json")]
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-        times, codes, cpus = [], [], []
+        times, codes, cpus, own = [], [], [], []
         for _ in range(options.pick(3, 1)):
-            before = _children_cpu()
-            seconds, code, output = _wall(command, env=env)
-            cpus.append(_children_cpu() - before)  # conform and every worker it waited for
+            seconds, code, output = _wall([*wrapped, *command], env=env)
+            harness, workers = _split_cpu(output)
+            shown = output
+            cpus.append(harness + workers)  # conform and every worker it waited for
+            own.append(harness)
             times.append(seconds)
             codes.append(code)
+        # Where the CPU goes: each target run alone (`conform run`, once), the harness's own CPU
+        # (it decodes and compares every reply) and its worker's.
+        alone = []
+        for label, args in targets:
+            _, _, output = _wall([*wrapped, *_alone(label, args), "--timeout", "60"], env=env)
+            alone.append((label, *_split_cpu(output)))
     count = 7 - len(missing)
     cpu, cores = statistics.median(cpus), os.cpu_count() or 1
     # Where the wall time goes: the CPU all processes used (the wall time cannot fall below its
-    # share of this machine's cores) and each target's own wall time, as the matrix prints it.
+    # share of this machine's cores, nor below the harness's own CPU, one interpreter) and each
+    # target's own wall time, as the matrix prints it.
     per_target = [
         f"{line.split(':')[0]} {line.rsplit('(', 1)[-1].split(')')[0]}"
-        for line in output.splitlines()
+        for line in shown.splitlines()
         if " runs, " in line
     ]
     detail = f"{count} targets; runs: {' '.join(f'{t:.1f}' for t in times)} s; exit {codes}"
     detail += f"\n      CPU of conform and its workers {cpu:.1f} s (at best {cpu / cores:.1f} s"
-    detail += f" wall on {cores} cores); each target's wall: {', '.join(per_target)}"
+    detail += f" wall on {cores} cores), of which conform's own {statistics.median(own):.1f} s"
+    detail += f" (one interpreter: at best that wall); each target's wall: {', '.join(per_target)}"
+    detail += "\n      each target alone (conform run, CPU s): harness + worker = "
+    detail += ", ".join(f"{label} {h:.1f} + {w:.1f}" for label, h, w in alone)
     if missing:
         detail += f"; left out: {', '.join(missing)}"
     yield Figure("matrix", f"conform matrix over the shipped targets ({count} of 7): wall",

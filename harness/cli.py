@@ -346,8 +346,9 @@ def matrix_command(
     """Run several targets over the same cases and show them side by side (docs/matrix.md).
 
     Each target runs exactly as 'conform run' runs it, with the same selection, modes and
-    expected-failure rules. Exits 0 unless a target fails outside its own --xfail, did not run,
-    or the run is partial.
+    expected-failure rules. While fewer workers run than there are cores, a target adds one
+    beyond -j (the results are the same). Exits 0 unless a target fails outside its own --xfail,
+    did not run, or the run is partial.
     """
     targets = targets_of(specs, commands, xfails, {"modes": modes, **given})
     columns = columns_from_reports(reports)

@@ -20,14 +20,20 @@ to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed o
   openai-python's chunk before litellm sees it (litellm drops both fields); dropping empty text;
   and the error mapping below.
 
-The stream comes from openai-python's own HTTP stack: its `http_client` (the transport hook) is an
-httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads, one
-server-sent event each. litellm iterates its source itself and may read several chunks before it
-yields one, so the wrapper runs in the feed's thread; a push returns once litellm waits for the
-next event. (It stays on a thread rather than inline in a greenlet, as the openai-python and
-LangChain adapters run: litellm hands the exceptions it raised, with their tracebacks' frames on
-the client's stack, to logging threads of its own.) Chunks litellm yields only when the stream
-ends appear at `finish` (no events).
+The stream is openai-python's `Stream` (its SSE decoder, `json.loads`, the `error` check, the
+`ChatCompletionChunk`) over the response of `_http_feed`'s transport, whose body is the pushed
+payloads, one server-sent event each: the object `chat.completions.create(stream=True)` returns
+for a 200 response, made without building the request every time. litellm iterates its source
+itself and may read several chunks before it yields one, so the wrapper runs in a greenlet
+(`InlineFeed`, as the openai-python and LangChain adapters run); a push returns once litellm waits
+for the next event. Chunks litellm yields only when the stream ends appear at `finish` (no events).
+
+What litellm does around the stream, not with it, is off (docs/clients.md): the call's logging
+object has no success, failure or cost handlers (they build a logging payload, price the call and
+run callbacks, of which there are none), and the wrapper skips the `stream_chunk_builder` it runs
+at the end of the stream only for them. (With the handlers on, litellm hands its exceptions, with
+their tracebacks' frames on the client's stack, to logging threads of its own, which is why the
+client used to run on a thread.) None of it changes the chunks or the completion built from them.
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
@@ -52,7 +58,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
-from _http_feed import HttpFeed, shared_transport
+from _http_feed import HttpFeed, InlineFeed, shared_transport
 from _llama import (
     Completion,
     Content,
@@ -69,6 +75,7 @@ from _llama import (
 )
 from litellm.litellm_core_utils.litellm_logging import Logging
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+from openai.types.chat import ChatCompletionChunk
 
 MODEL = "openai/llama-server"
 # litellm resets two contextvars of its logging (the trace and session ids) when a stream closes;
@@ -103,17 +110,56 @@ def _extra(model: Any, name: str) -> Any:
 _OPEN: list[HttpFeed] = []
 
 
-#: openai-python's client, made once as litellm keeps it: its transport serves the running feed.
-_CLIENT = openai.OpenAI(
-    api_key="unused",
-    base_url="http://127.0.0.1:9/v1",
-    max_retries=0,
-    http_client=httpx.Client(transport=shared_transport()),
+#: openai-python's client, made once as litellm keeps it: its SSE decoder and chunk parsing make
+#: the stream (`openai.Stream`, as `chat.completions.create(stream=True)` returns it).
+_CLIENT = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1", max_retries=0)
+#: The transport that serves the running feed, and the request it answers.
+_TRANSPORT = shared_transport()
+_REQUEST = httpx.Request(
+    "POST",
+    "http://127.0.0.1:9/v1/chat/completions",
+    json={
+        "model": "llama-server",
+        "messages": [{"role": "user", "content": "conform"}],
+        "stream": True,
+    },
 )
 
 
+class _QuietLogging(Logging):
+    """litellm's logging object for one call, with its success, failure and cost handlers off.
+
+    litellm runs them after the stream (on its thread pool, or a thread per failure): they build
+    the standard logging payload, price the response and call the callbacks, of which there are
+    none here. None of it reaches the chunks the caller iterates or `stream_chunk_builder`'s
+    result, and it was more of litellm's CPU per run than its per-chunk handling.
+    """
+
+    def success_handler(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def failure_handler(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def response_cost_calculator(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
+    """litellm's stream wrapper, without the `stream_chunk_builder` runs it makes only to log and
+    price the call: the whole response at the end of the stream, the partial one when the stream
+    breaks (its "partial usage for failure", stashed on the logging object). The chunks the caller
+    gets are unchanged, and the caller builds the completion from them, as `finish` does."""
+
+    def _build_complete_streaming_response(self) -> None:
+        return None
+
+    def _record_partial_usage_for_failure(self) -> None:
+        return None
+
+
 def _logging() -> Logging:
-    logging = Logging(
+    logging = _QuietLogging(
         model=MODEL,
         messages=[{"role": "user", "content": "conform"}],
         stream=True,
@@ -134,7 +180,7 @@ class Assembler(ReasoningReaders):
     def __init__(self) -> None:
         while _OPEN:
             _OPEN.pop().close()
-        self._feed = HttpFeed()  # a thread: litellm's own logging threads hold its exceptions
+        self._feed = InlineFeed()
         _OPEN.append(self._feed)
         self._lock = threading.Lock()
         self._seen: list[Any] = []  # openai-python's chunks, for the fields litellm drops
@@ -144,6 +190,7 @@ class Assembler(ReasoningReaders):
         self._llama = ReasoningState()
         self._finish_reason: str | None = None
         self._id: str | None = None
+        self._logging = _logging()
         self._feed.start(self._consume)
 
     def _tap(self, stream: Any) -> Iterator[Any]:
@@ -154,14 +201,19 @@ class Assembler(ReasoningReaders):
     def _consume(self) -> None:
         """litellm's side, in the feed's thread: openai-python's stream, wrapped as litellm does."""
         try:
-            stream = _CLIENT.chat.completions.create(
-                model="llama-server", messages=[{"role": "user", "content": "conform"}], stream=True
+            # openai-python's Stream over the feed's response, as `create(stream=True)` returns
+            # it for a 200 response, without building the request each time (a fifth of the CPU
+            # of a run; the openai-python adapter shows that path).
+            stream = openai.Stream(
+                cast_to=ChatCompletionChunk,
+                response=_TRANSPORT.handle_request(_REQUEST),
+                client=_CLIENT,
             )
-            wrapper = CustomStreamWrapper(
+            wrapper = _Wrapper(
                 completion_stream=self._tap(stream),
                 model="llama-server",
                 custom_llm_provider="openai",
-                logging_obj=_logging(),
+                logging_obj=self._logging,
             )
             for chunk in wrapper:
                 with self._lock:
@@ -276,7 +328,7 @@ class Assembler(ReasoningReaders):
             self._events(chunk)
         if not self.is_finished:
             raise StreamError("stream_closed_early", "no finish reason arrived")
-        built = litellm.stream_chunk_builder(self._chunks)
+        built = litellm.stream_chunk_builder(self._chunks, logging_obj=self._logging)
         choice = built.choices[0] if built is not None and built.choices else None
         message = getattr(choice, "message", None)
         return Completion(

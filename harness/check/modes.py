@@ -301,8 +301,7 @@ def mutate(mode: str, data: str, *, seed: int, case_id: str, step: int) -> str:
     return data if change is None else change(step, data)
 
 
-def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
-    """The function that changes payload `step` of case `case_id` in `mode` (None: unchanged)."""
+def _mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
     if mode in (PLAIN, TRUNCATED):
         return None
     if mode == UNKNOWN_FIELDS:
@@ -312,6 +311,50 @@ def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
     if mode in _REWRITE:
         return lambda step, data: rewrite(mode, data, _rng(seed, case_id, step))
     raise ValueError(f"unknown mode {mode!r}")
+
+
+class SharedMutations:
+    """The changed payloads of a run of several targets over the same cases (the matrix), made
+    once for all of them: a change is a pure function of (mode, seed, case id, step, payload), and
+    making it was about two fifths of the harness's own work for each target. Up to `budget`
+    characters (payloads and their changes) are kept; beyond that each target changes its own."""
+
+    def __init__(self, budget: int = 64 * 2**20) -> None:
+        self._kept: dict[tuple[str, int, str, int, str], str] = {}
+        self._left = budget
+
+    def mutator(self, mode: str, *, seed: int, case_id: str) -> Mutator | None:
+        change = _mutator(mode, seed=seed, case_id=case_id)
+        if change is None:
+            return None
+        kept = self._kept
+
+        def shared(step: int, data: str) -> str:
+            key = (mode, seed, case_id, step, data)
+            found = kept.get(key)
+            if found is None:
+                found = change(step, data)
+                if self._left > 0:  # threads may both make one: the same text either way
+                    kept[key] = found
+                    self._left -= len(data) + len(found)
+            return found
+
+        return shared
+
+
+_shared: list[SharedMutations] = []  # the one of the run under way, if any
+
+
+def share_mutations(shared: SharedMutations | None) -> None:
+    """Make `mutator` use `shared` (None: stop sharing)."""
+    _shared[:] = [] if shared is None else [shared]
+
+
+def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
+    """The function that changes payload `step` of case `case_id` in `mode` (None: unchanged)."""
+    if _shared:
+        return _shared[0].mutator(mode, seed=seed, case_id=case_id)
+    return _mutator(mode, seed=seed, case_id=case_id)
 
 
 #: Recordings whose golden file has at most this many steps are cut after every payload.

@@ -9,6 +9,7 @@ Nothing here prints: the front doors render the record.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -16,7 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from harness.check.modes import SharedMutations, share_mutations
 from harness.check.options import RunOptions
 from harness.check.parallel import in_order, run_parallel
 from harness.check.results import CaseResult
@@ -27,6 +30,7 @@ from harness.errors import ConformError
 from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
 from harness.reports.report import Report, RunInfo
+from harness.suite.cases import Case
 
 #: The exit status of a run stopped by an error inside conform (a bug in conform).
 INTERNAL_ERROR = 3
@@ -82,6 +86,115 @@ class Drivers:
             driver.close()
 
 
+class IdleCores:
+    """The cores of a matrix run, shared by its targets: a target adds a worker beyond its `-j`
+    only while fewer workers run than there are cores (the last long targets then use the cores
+    the short ones left). Results do not depend on the number of workers (`run_parallel`)."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores = cores
+        self._busy = 0
+        self._changed = threading.Condition()
+
+    def add(self, workers: int) -> None:
+        """`workers` more (or fewer) workers running."""
+        with self._changed:
+            self._busy += workers
+            self._changed.notify_all()
+
+    def wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def take(self, unneeded: Callable[[], bool]) -> bool:
+        """Waits for an idle core (True: it now counts as busy) or until `unneeded()` (False)."""
+        with self._changed:
+            while not unneeded():
+                if self._busy < self.cores:
+                    self._busy += 1
+                    return True
+                self._changed.wait(0.5)  # `unneeded` also follows an interruption
+            return False
+
+
+class _Unneeded:
+    """The driver of a worker that found no idle core before its target's cases ran out: it
+    closes at once and runs nothing (its thread takes no case)."""
+
+    def start_case(self) -> None:
+        raise AssertionError("an unneeded worker runs no case")
+
+    def push(self, data: str, line: int) -> dict[str, Any]:
+        raise AssertionError("an unneeded worker runs no case")
+
+    def finish(self, thinking_capped: bool) -> dict[str, Any]:
+        raise AssertionError("an unneeded worker runs no case")
+
+    def case_stderr(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        return None
+
+
+class _IdleCoreDrivers:
+    """A target's drivers in a matrix run: its `-j` ones, then one more each time a core is idle,
+    while some case is not yet taken and some other worker of the target still runs."""
+
+    def __init__(self, options: RunOptions, cores: IdleCores, cases: int, stop: Interruption):
+        self._options, self._cores, self._cases, self._stop = options, cores, cases, stop
+        self._lock = threading.Lock()
+        self._taken = 0  # cases a worker has taken (each reads its golden file once, first)
+        self._live = 0  # drivers made and not closed
+        self._made = 0
+        self.extra = 0  # workers beyond -j
+        self.jobs = max(options.jobs, cores.cores)  # its -j workers count from the start
+
+    def taken(self, golden: Callable[[Case], dict[str, Any]]) -> Callable[[Case], dict[str, Any]]:
+        """`golden`, counting the cases taken."""
+
+        def read(case: Case) -> dict[str, Any]:
+            with self._lock:
+                self._taken += 1
+            self._cores.wake()
+            return golden(case)
+
+        return read
+
+    def _unneeded(self) -> bool:
+        with self._lock:
+            return self._taken >= self._cases or self._live == 0 or self._stop.cancel.is_set()
+
+    def __call__(self) -> Driver:
+        with self._lock:
+            beyond = self._made >= self._options.jobs
+            self._made += 1
+        if beyond:
+            if not self._cores.take(self._unneeded):
+                return _Unneeded()
+            with self._lock:
+                self.extra += 1
+        driver = self._options.start_driver()
+        with self._lock:
+            self._live += 1
+        close = driver.close
+
+        def closed() -> None:
+            try:
+                close()
+            finally:
+                with self._lock:
+                    self._live -= 1
+                self._cores.wake()
+
+        driver.close = closed  # type: ignore[method-assign]
+        return driver
+
+    def done(self) -> None:
+        """The target's run is over: its workers no longer count."""
+        self._cores.add(-(self._options.jobs + self.extra))
+
+
 def run_target(
     options: RunOptions,
     plan: Plan,
@@ -90,6 +203,7 @@ def run_target(
     stop: Interruption | None = None,
     progress: Callable[[CaseResult], None] | None = None,
     label: str | None = None,
+    cores: IdleCores | None = None,
 ) -> RunRecord:
     """Run `options`' target over every case of `plan` in every mode, `expected` failures
     applied (by default those of `options.xfail_file`, checked against the whole suite).
@@ -106,18 +220,23 @@ def run_target(
     failure: BaseException | None = None
     allow_programs()  # a run earlier in this process (tests) may have been stopped
     drivers = None
+    idle = (
+        None
+        if cores is None or options.in_process
+        else _IdleCoreDrivers(options, cores, len(plan.cases), stop)
+    )
     try:
-        drivers = Drivers(options.start_driver)
+        drivers = Drivers(options.start_driver if idle is None else idle)
         for result in run_parallel(
             plan.cases,
             drivers,
             modes=plan.modes,
             seed=options.seed,
-            jobs=options.jobs,
+            jobs=options.jobs if idle is None else idle.jobs,
             cancel=stop.cancel,
             require=options.required_choices(),
             level=options.level,
-            goldens=plan.golden,
+            goldens=plan.golden if idle is None else idle.taken(plan.golden),
         ):
             result = result if expected is None else expected.apply(result)
             results.append(result)
@@ -134,6 +253,8 @@ def run_target(
         stop.stop_raising()
         if drivers is not None:
             drivers.close_unused()
+        if idle is not None:
+            idle.done()
         if stop.stopped:
             stop_all_programs()
     info = RunInfo(
@@ -183,8 +304,14 @@ def run_targets(
     *,
     stop: Interruption | None = None,
     done: Callable[[TargetRun], None] | None = None,
+    idle_cores: bool = True,
 ) -> list[TargetRun]:
     """Every target over `plan`, all at once (each with its own `-j` workers), in order.
+
+    The targets share the payloads the modes change (`SharedMutations`). With `idle_cores`, a
+    target also adds a worker whenever fewer workers run than this machine has cores
+    (`IdleCores`): the long targets that run last then use the cores the short ones left. The
+    results are the same with any number of workers.
 
     A target that cannot start, or whose expected-failures file is wrong, is a `TargetRun` with
     its error and no record; an error inside conform is raised once every target has stopped.
@@ -193,9 +320,15 @@ def run_targets(
     runs: dict[str, TargetRun] = {}
     failures: list[BaseException] = []
 
+    cores = IdleCores(os.cpu_count() or 1) if idle_cores else None
+    if cores is not None:  # every target's -j workers, before any target looks for an idle core
+        cores.add(sum(t.options.jobs for t in targets if not t.options.in_process))
+
     def one(target: Target) -> None:
         try:
-            record = run_target(target.options, plan, stop=stop, label=target.options.label)
+            record = run_target(
+                target.options, plan, stop=stop, label=target.options.label, cores=cores
+            )
             outcome = TargetRun(target, record)
             if record.failure is not None:
                 failures.append(record.failure)
@@ -209,10 +342,15 @@ def run_targets(
             done(outcome)
 
     threads = [threading.Thread(target=one, args=(t,), name=f"conform-{t.label}") for t in targets]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    # Every target pushes the same changed payloads: made once for all of them.
+    share_mutations(SharedMutations() if len(targets) > 1 else None)
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        share_mutations(None)
     if failures:
         raise failures[0]
     return [runs[t.label] for t in targets]

@@ -124,6 +124,33 @@ def test_an_expected_failure_that_passes_is_xpassed_and_others_are_untouched() -
     assert expected.apply(result("synthetic/r2_a", "plain", PASSED)).status == PASSED
 
 
+def test_the_first_line_covering_a_result_applies_in_every_mode_and_case() -> None:
+    # The lines covering a case are found once per case: the order and the modes still hold.
+    expected = xfail_list(
+        "synthetic/r1_a  escapes  # exact\nsynthetic/r1_*  plain,escapes  # glob\n"
+        "synthetic  # folder\n"
+    )
+    reasons = [
+        (case, mode, getattr(expected.find(case, mode), "reason", None))
+        for case in ("synthetic/r1_a", "synthetic/r1_b", "synthetic/r1_a", "llama-server/x")
+        for mode in ("plain", "escapes", "truncated")
+    ]
+    assert reasons == [
+        ("synthetic/r1_a", "plain", "glob"),
+        ("synthetic/r1_a", "escapes", "exact"),
+        ("synthetic/r1_a", "truncated", "folder"),
+        ("synthetic/r1_b", "plain", "glob"),
+        ("synthetic/r1_b", "escapes", "glob"),
+        ("synthetic/r1_b", "truncated", "folder"),
+        ("synthetic/r1_a", "plain", "glob"),
+        ("synthetic/r1_a", "escapes", "exact"),
+        ("synthetic/r1_a", "truncated", "folder"),
+        ("llama-server/x", "plain", None),
+        ("llama-server/x", "escapes", None),
+        ("llama-server/x", "truncated", None),
+    ]
+
+
 def test_the_baseline_lists_failures_with_status_and_first_mismatch_and_reads_back() -> None:
     mismatch = Mismatch("steps[1].events[0].text", "Hi", None, 1, 5)
     crash = Crash("push raised KeyError: 'x'", "Traceback ...", 0, 3, None)

@@ -286,3 +286,78 @@ def test_run_and_matrix_check_xfail_lines_against_every_mode(tmp_path: Path, lin
         invoke("matrix", "r=reference:Assembler", *args, "--xfail", f"r={baseline}"),
     ):
         assert result.exit_code == 2 and "matches no mode" in result.output
+
+
+def test_idle_cores_add_workers_and_the_results_stay_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A matrix target adds a worker while fewer run than there are cores (the last long target
+    uses the cores the short ones left): the same results as with its one worker."""
+    from harness.check.options import RunOptions
+    from harness.drive.spec import DriverSpec
+    from harness.pipeline import Selection, Target, prepare, run_targets
+
+    started: list[str] = []
+    start = DriverSpec.start
+
+    def counted(spec: DriverSpec) -> Any:
+        started.append(str(spec.target or spec.exec_command))
+        return start(spec)
+
+    monkeypatch.setattr(DriverSpec, "start", counted)
+    monkeypatch.setattr("harness.pipeline.run.os.cpu_count", lambda: 3)
+    plan = prepare(Selection(patterns=SELECT), ("plain", "truncated"))
+    targets = [Target("good", RunOptions("reference:Assembler")), Target("bad", RunOptions(BAD))]
+
+    def results(idle_cores: bool) -> list[Any]:
+        runs = run_targets(targets, plan, idle_cores=idle_cores)
+        return [
+            [(r.case_id, r.mode, r.status, r.mismatches) for r in run.record.results]
+            for run in runs
+            if run.record is not None
+        ]
+
+    alone = results(False)
+    assert sorted(started) == ["reference:Assembler", BAD]
+    started.clear()
+    assert results(True) == alone
+    # Two targets on three cores: each may add one worker at once (2 < 3), and the target that
+    # runs longer adds one more (3 workers) once the other is done; a worker that would start
+    # after its target's last case was taken is not started.
+    assert 3 <= len(started) <= 5, started
+    assert len(alone[0]) == len(plan.cases) * 2 and any(len(r[3]) for r in alone[1])
+
+
+def test_the_targets_share_the_changed_payloads_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix makes each changed payload once for all its targets: the same text as a target
+    alone makes, and within the budget only."""
+    from harness.check import modes
+    from harness.check.modes import MODES, SharedMutations, mutator
+
+    data = '{"id":"c1","choices":[{"index":0,"delta":{"content":"hé"}}],"created":1}'
+    alone = {
+        m: mutator(m, seed=7, case_id="c")(3, data)
+        for m in MODES
+        if mutator(m, seed=7, case_id="c")
+    }
+    made: list[str] = []
+    change = modes._mutator
+
+    def counted(mode: str, **where: Any) -> Any:
+        inner = change(mode, **where)
+        return None if inner is None else lambda step, text: made.append(mode) or inner(step, text)
+
+    monkeypatch.setattr(modes, "_mutator", counted)
+    shared = SharedMutations()
+    for _ in range(3):  # three targets
+        for mode, text in alone.items():
+            found = shared.mutator(mode, seed=7, case_id="c")
+            assert found is not None and found(3, data) == text
+    assert sorted(made) == sorted(alone)  # once each
+    made.clear()
+    tight = SharedMutations(budget=1)  # room for one payload
+    for _ in range(2):
+        for mode, text in alone.items():
+            found = tight.mutator(mode, seed=7, case_id="c")
+            assert found is not None and found(3, data) == text
+    assert len(made) == 2 * len(alone) - 1
