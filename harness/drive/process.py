@@ -493,7 +493,8 @@ class ProcessDriver:
         deadline = time.monotonic() + allowed
         held = self._next is not None and self._next.sent is None
         if held:  # has the program answered the whole case? Then send the next one now.
-            worker.read_ready()
+            if worker.lines_in < worker.seq:
+                worker.read_ready()
             self._release()
         try:
             reply_line = worker.receive(deadline, sent.mark)
@@ -574,7 +575,8 @@ class ProcessDriver:
         as `_call` checks; None when nothing is planned."""
         if self._adopting:  # a case with no plan: not the one sent ahead
             self._begin()
-        self._await_new()
+        if self._new is not None:
+            self._await_new()
         if not self._ahead:
             return None
         sent = self._ahead.popleft()
