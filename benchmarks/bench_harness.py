@@ -16,8 +16,9 @@ For each, in one process and interleaved repeat by repeat:
 Harness overhead is `run - assembler`, shown per payload pushed and as a ratio to the
 assembler's own time per payload (the target: below 1.0, in plain mode). A breakdown of the
 overhead follows for plain mode: reading the recordings, `inject`, normalizing (`push_step`
-minus `push`), and comparing with the golden steps. Each figure is the median of the repeats, with
-the garbage collector off while a contender runs. The script also checks that each golden file is
+minus `push`, and `push_steps`, the batch the runner uses in-process, minus `push`), and
+comparing with the golden steps. Each figure is the median of the repeats, with the garbage
+collector off while a contender runs. The script also checks that each golden file is
 parsed once per run and that deepdiff is never imported when every case passes.
 
 `conform run` end to end (a child process, startup included) is timed once per mode too.
@@ -187,6 +188,14 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
                 if "error" in push_step(assembler, data, 0):
                     break
 
+    lines = [list(range(len(texts))) for texts in payloads]
+
+    def push_in_batches() -> None:  # as the runner pushes a whole pass in-process
+        driver = InProcessDriver(reference.Assembler)
+        for texts, numbers in zip(payloads, lines, strict=True):
+            driver.start_case()
+            driver.push_steps(texts, numbers, [])
+
     def compare() -> None:
         for expected, actual in pairs:
             same_step(expected, actual)  # the runner's check
@@ -200,6 +209,7 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
             "read": read,
             "push": push_only,
             "push_step": push_and_normalize,
+            "push_steps": push_in_batches,
             "compare": compare,
             "golden": parse_golden,
         },
@@ -208,6 +218,7 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
     print(f"\nplain mode, where the harness's time goes ({count} steps, median of {repeats})")
     print(f"  reading the recordings    {us(got['read'], count)}")
     print(f"  normalizing (push_step - push) {us(got['push_step'] - got['push'], count)}")
+    print(f"  ... in batches (push_steps - push) {us(got['push_steps'] - got['push'], count)}")
     print(f"  comparing with golden     {us(got['compare'], count)}")
     print(f"  parsing golden (once/run) {us(got['golden'], count)}")
     print(f"  the assembler's push      {us(got['push'], count)}")

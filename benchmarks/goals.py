@@ -16,7 +16,8 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
   and the CPU of each command with its workers (the harness and its worker run at once, each
   working on its own case: the wall time falls below that CPU only on a machine with free cores).
 - `pipes`: one large payload through a worker against in-process (`bench_pipes.py`), at 1 MiB and
-  50 MiB. Goal: at most 2x at each size.
+  50 MiB, and at 50 MiB an answer the payload escapes (lines and quotes, as most long answers).
+  Goal: at most 2x at each.
 - `long`: a generated recording of 150,000 payloads (`synth.py`) through a worker at the default
   `--timeout`. Goal: it passes.
 - `matrix`: `conform matrix` over the seven shipped targets (the reference, the Python, JS, Go
@@ -302,8 +303,8 @@ def measure_pipes(options: Options) -> Iterator[Figure]:
     worker = python_target_driver("reference:Assembler", timeout=600)
     worker.start()
     try:
-        for mib in (1, 50):
-            payloads = bench_pipes._payloads(mib * 2**20)
+        for mib, shape in ((1, "plain"), (50, "plain"), (50, "escaped")):
+            payloads = bench_pipes._payloads(mib * 2**20, shape)
             bench_pipes._once(worker, payloads)  # warm up both sides
             bench_pipes._once(in_process, payloads)
             medians = _interleaved(
@@ -315,7 +316,8 @@ def measure_pipes(options: Options) -> Iterator[Figure]:
             )
             detail = f"median: in-process {medians['in-process']:.3f} s, worker "
             detail += f"{medians['worker']:.3f} s"
-            yield Figure("pipes", f"one {mib} MiB payload: worker / in-process",
+            what = "payload" if shape == "plain" else "payload, its text escaped"
+            yield Figure("pipes", f"one {mib} MiB {what}: worker / in-process",
                          medians["worker"] / medians["in-process"], 2.0, "x", detail)  # fmt: skip
     finally:
         worker.close()

@@ -19,6 +19,7 @@ import json
 import math
 import mmap
 import os
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -35,8 +36,13 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.normalize import SAID
-from harness.drive.pipes import keep_freed_memory
-from harness.drive.process import FAST_PROTOCOL, PROTOCOL_VERSION, SHARED_PROTOCOL
+from harness.drive.pipes import SHARED_FROM, SharedWriter, keep_freed_memory
+from harness.drive.process import (
+    FAST_PROTOCOL,
+    PROTOCOL_VERSION,
+    REPLIES_PROTOCOL,
+    SHARED_PROTOCOL,
+)
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
 
@@ -46,6 +52,9 @@ _REFERENCED = 256  # texts this long are sent as references into the payload (pr
 _PROBE = 64  # characters of such a text looked for in the payload before comparing it whole
 _TRIES = 8  # places the probe is tried at before the text is sent as it is
 _MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad request
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string cannot hold unescaped
+_ENCODINGS = {"utf-16le": "utf-16-le"}  # protocol 4: a shared payload's other encodings
+_WORKER_KEEPS = 2**30  # bytes of freed memory the worker keeps for the next payloads, at most
 
 Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
 
@@ -107,12 +116,14 @@ class Session:
         self._assembler: Any = None
         self._version: str | None = None
         self.protocol = PROTOCOL_VERSION
-        # Protocol 2: each channel's event texts this case, with the reference each was sent as.
-        self._texts: dict[Channel, list[tuple[str, list[int] | None]]] = {}
+        # Protocol 2: each channel's event texts this case, with the reference each was sent as
+        # (`[seq, start, end]`, or in protocol 4 `{"at": offset, "bytes": size}`).
+        self._texts: dict[Channel, list[tuple[str, Any]]] = {}
         self._ended = False  # the case had its error or its finish: skip what was planned after
         self._frame = bytearray()  # the buffer framed payloads are read into
         self._shared: int | None = None  # protocol 3: the shared file, open for reading
         self._shared_map: mmap.mmap | None = None  # and mapped, as far as it was needed
+        self._replies: SharedWriter | None = None  # protocol 4: the file of long reply texts
 
     def answer(self, line: bytes, source: IO[bytes] | None = None) -> tuple[dict[str, Any], bool]:
         """The reply to one request line (`source` holds the bytes of a framed payload after
@@ -127,7 +138,8 @@ class Session:
         if request.get("op") == "push" and "bytes" in request:
             try:
                 if "at" in request:
-                    request["data"] = self._from_shared(request["bytes"], request["at"])
+                    encoding = request.get("encoding")
+                    request["data"] = self._from_shared(request["bytes"], request["at"], encoding)
                 else:
                     request["data"] = self._framed(request["bytes"], source)
             except _BadRequest as exc:
@@ -162,11 +174,17 @@ class Session:
         except UnicodeDecodeError as exc:
             raise _BadRequest(f"the framed payload is not UTF-8: {exc}") from None
 
-    def _from_shared(self, size: Any, at: Any) -> str:
-        """The payload of a protocol-3 push: `size` bytes of UTF-8 at offset `at` of the shared
-        file (mapped again when the harness has grown it)."""
-        if self.protocol != SHARED_PROTOCOL or self._shared is None:
+    def _from_shared(self, size: Any, at: Any, encoding: Any = None) -> str:
+        """The payload of a protocol-3 push: `size` bytes of UTF-8 (in protocol 4, of the
+        `encoding` named) at offset `at` of the shared file (mapped again when the harness has
+        grown it)."""
+        if self.protocol < SHARED_PROTOCOL or self._shared is None:
             raise _BadRequest('"at" is protocol 3, which was not agreed in "hello"')
+        codec = "utf-8" if encoding is None else _ENCODINGS.get(encoding)
+        if codec is None or (encoding is not None and self.protocol < REPLIES_PROTOCOL):
+            raise _BadRequest(
+                f'"encoding" {json.dumps(encoding)} is not spoken here (protocol 4: "utf-16le")'
+            )
         if type(size) is not int or type(at) is not int or size < 0 or at < 0:
             raise _BadRequest('"bytes" and "at" must be non-negative integers')
         end = at + size
@@ -180,9 +198,10 @@ class Session:
             self._shared_map = found = mmap.mmap(self._shared, length, access=mmap.ACCESS_READ)
         with memoryview(found) as view, view[at:end] as part:
             try:
-                return str(part, "utf-8")
+                return str(part, codec)
             except UnicodeDecodeError as exc:
-                raise _BadRequest(f"the shared payload is not UTF-8: {exc}") from None
+                shown = "UTF-8" if encoding is None else "UTF-16"
+                raise _BadRequest(f"the shared payload is not {shown}: {exc}") from None
 
     def _open_shared(self, path: Any) -> bool:
         """Open the shared file `hello` names (protocol 3); False when there is none to open."""
@@ -194,6 +213,22 @@ class Session:
             self._shared = os.open(path, os.O_RDONLY)
         except (OSError, ValueError):
             return False
+        return True
+
+    def _open_replies(self, fd: Any) -> bool:
+        """Take the replies' file `hello` names by its inherited descriptor (protocol 4)."""
+        if self._replies is not None:
+            return True
+        if type(fd) is not int or fd < 3:  # (never stdin, stdout or stderr)
+            return False
+        try:
+            import fcntl
+
+            if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDWR:
+                return False
+        except (OSError, ImportError, ValueError, OverflowError):
+            return False
+        self._replies = SharedWriter(fd)
         return True
 
     def _dispatch(self, seq: int, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -209,7 +244,10 @@ class Session:
             accept = request.get("accept")
             accepted = accept if isinstance(accept, list) else []
             spoken = [v for v in accepted if type(v) is int]
-            if SHARED_PROTOCOL in spoken and self._open_shared(request.get("shared")):
+            shared = SHARED_PROTOCOL in spoken and self._open_shared(request.get("shared"))
+            if shared and REPLIES_PROTOCOL in spoken and self._open_replies(request.get("replies")):
+                self.protocol = REPLIES_PROTOCOL
+            elif shared:
                 self.protocol = SHARED_PROTOCOL
             elif FAST_PROTOCOL in spoken:
                 self.protocol = FAST_PROTOCOL
@@ -223,6 +261,8 @@ class Session:
             self._assembler = None
             self._texts = {}
             self._ended = False
+            if self._replies is not None:  # every reply of the last case has been read
+                self._replies.reset()
             self._assembler = new_assembler(self._factory)
             return {"seq": seq, "ok": True}, False
         if op == "push":
@@ -250,7 +290,7 @@ class Session:
             if "error" in done:
                 return _contract_error(seq, done), False
             completion = done["completion"]
-            if self.protocol >= FAST_PROTOCOL and self._texts:
+            if self.protocol >= FAST_PROTOCOL and (self._texts or self._replies is not None):
                 completion = self._joined_completion(completion)
             return {"seq": seq, "completion": completion}, False
         if op == "bye":
@@ -274,7 +314,9 @@ class Session:
         text = event.get(key)
         if type(text) is not str:
             return event
-        ref = _find(data, text, seq) if len(text) >= _REFERENCED else None
+        ref: Any = _find(data, text, seq) if len(text) >= _REFERENCED else None
+        if ref is None and len(text) >= SHARED_FROM:  # escaped in the payload: written out
+            ref = self._shared_text(text)
         self._texts.setdefault(channel, []).append((text, ref))
         return event if ref is None else {**event, key: {"$text": [ref]}}
 
@@ -293,19 +335,36 @@ class Session:
             ]
         return completion
 
+    def _shared_text(self, text: str) -> dict[str, int] | None:
+        """Protocol 4: `text` written into the replies' file, as the piece that says where; None
+        when there is no such file, no room in it, or `text` is not UTF-8 (a lone surrogate)."""
+        replies = self._replies
+        if replies is None:
+            return None
+        at, size = replies.put_text(text), len(text)  # an ASCII text: straight from the string
+        if at is None:
+            try:
+                raw = text.encode("utf-8")
+            except UnicodeEncodeError:
+                return None
+            at, size = replies.put(raw), len(raw)
+            if at is None:
+                return None
+        return {"at": at, "bytes": size}
+
     def _joined(self, value: Any, channel: Channel) -> Any:
         texts = self._texts.get(channel)
         if type(value) is not str or not texts or all(ref is None for _, ref in texts):
-            return value
+            return self._unjoined(value)
         if len(value) != sum(len(text) for text, _ in texts):
-            return value
+            return self._unjoined(value)
         position = 0
         pieces: list[Any] = []
         for text, ref in texts:
             # Compared in place (no copy of the text); the completion's text may be the one event's
             # text itself (a join of one piece), which needs no comparison.
             if not (text is value and position == 0) and not value.startswith(text, position):
-                return value
+                return self._unjoined(value)
             position += len(text)
             if ref is not None:
                 pieces.append(ref)
@@ -314,6 +373,15 @@ class Session:
             else:
                 pieces.append(text)
         return {"$text": pieces}
+
+    def _unjoined(self, value: Any) -> Any:
+        """A completion's text that is not its events' texts joined: in protocol 4, written into
+        the replies' file when it is long."""
+        if type(value) is str and len(value) >= SHARED_FROM:
+            piece = self._shared_text(value)
+            if piece is not None:
+                return {"$text": [piece]}
+        return value
 
     def encode(self, reply: dict[str, Any]) -> bytes:
         """`reply` as its line. A value JSON cannot hold (NaN, an infinity) is sent as
@@ -352,6 +420,8 @@ def _numbers_marked(value: Any) -> Any:
 def _find(data: str, text: str, seq: int) -> list[int] | None:
     """`[seq, start, end]` where `text` stands in `data` as it is, or None."""
     probe = text[:_PROBE]
+    if _ESCAPED.search(probe) is not None:  # JSON escapes it: not in the payload as it is
+        return None  # (and no search through all of a large payload for it)
     start = data.find(probe)
     for _ in range(_TRIES):
         if start < 0:
@@ -412,7 +482,10 @@ def main(target: str, max_memory: int) -> None:
     requests, replies = _claim_stdio()
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     _limit_memory(max_memory)
-    keep_freed_memory()  # each large payload reuses the last one's pages
+    # Each large payload reuses the last one's pages. More is kept here than in the `conform`
+    # command: decoding a large payload of non-ASCII UTF-8 needs buffers of twice its size for a
+    # moment, and with less kept, every such payload faulted in a few hundred MB again.
+    keep_freed_memory(trim_above=_WORKER_KEEPS)
     factory: Factory | None = None
     load_error: str | None = None
     try:

@@ -397,6 +397,18 @@ class Assembler:
         """True once a finish reason has arrived."""
         return self._finish_reason is not None
 
+    def state(self) -> tuple[str | None, int, bool, bool]:
+        """The four state readers at once: (`id`, `reasoning_tokens`, `in_reasoning`,
+        `is_finished`), for a caller that reads them after every push (conform's in-process
+        driver recognises this method on this class only; any other assembler is read through
+        its readers)."""
+        return (
+            self._id,
+            self._reasoning_tokens,
+            self._in_reasoning,
+            self._finish_reason is not None,
+        )
+
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         strict = self._strict and type(data) is str

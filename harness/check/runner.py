@@ -8,6 +8,7 @@ exact check first and deepdiff only on a difference (`harness.check.compare`).
 from __future__ import annotations
 
 import itertools
+import operator
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
@@ -54,6 +55,10 @@ from harness.suite.cases import Case
 from harness.suite.recording import iter_payloads
 from harness.suite.sse import Payload
 from reference.choices import REFERENCE, Choices
+
+_LINE_OF_PAYLOAD = operator.attrgetter("line")
+_DATA_OF_PAYLOAD = operator.attrgetter("data")
+_LINE_OF_STEP = operator.itemgetter("line")
 
 
 def _stale(case: Case, why: str) -> GoldenError:
@@ -273,8 +278,9 @@ class _Play:
         count = len(read)
         expected = expected_steps[:count]
         stale: GoldenError | None = None
-        lines = [payload.line for payload in read]
-        if len(expected) < count or lines != [step["line"] for step in expected]:
+        # In C calls (`map`), not comprehensions: these run over every step of every pass.
+        lines = list(map(_LINE_OF_PAYLOAD, read))
+        if len(expected) < count or lines != list(map(_LINE_OF_STEP, expected)):
             for index, line in enumerate(lines):
                 if index == len(expected):
                     stale = _stale(case, f"the recording has more than {index} payloads")
@@ -286,11 +292,11 @@ class _Play:
                     break
             count = len(lines) if stale is None else index
             del lines[count:]
-        stop = next((i for i, step in enumerate(expected[:count]) if "error" in step), None)
-        if stop is not None:
-            count = stop + 1
+        erring = list(map(operator.contains, expected[:count], itertools.repeat("error")))
+        if True in erring:
+            count = erring.index(True) + 1
             del lines[count:]
-        datas = [payload.data for payload in read[:count]]
+        datas = list(map(_DATA_OF_PAYLOAD, read[:count]))
         # Unchanged, or changed beforehand (a plan): changing each payload costs far more than
         # a push, so a mode that changes them as they go takes `push_all`'s loop.
         pushes = datas if mutate is None else ahead[:count]

@@ -21,6 +21,7 @@ from typing import Any
 from harness.drive.base import Driver
 from harness.drive.normalize import (
     REFERENCE_EVENTS,
+    REFERENCE_STATE,
     SAID,
     NormalizeError,
     error_said,
@@ -28,6 +29,7 @@ from harness.drive.normalize import (
     normalize_error,
     normalize_events,
     read_state,
+    state_of_values,
     text_of,
 )
 from harness.errors import TargetCrash, TargetError, TargetTimeout
@@ -243,8 +245,13 @@ def _step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
 
 def _state_of(assembler: Any) -> dict[str, Any]:
     """`read_state`, its failures as TargetCrash."""
+    return _checked(read_state, assembler)
+
+
+def _checked(read: Callable[..., dict[str, Any]], assembler: Any, *args: Any) -> dict[str, Any]:
+    """`read(assembler, *args)`: a state reader, its failures as TargetCrash."""
     try:
-        return read_state(assembler)
+        return read(assembler, *args)
     except NormalizeError as exc:
         raise TargetCrash(f"the state after push is something conform cannot read: {exc}") from None
     except KeyboardInterrupt:
@@ -287,13 +294,21 @@ class InProcessDriver:
 
     def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
         """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
-        first error step; on a crash, `out` holds the steps made before it."""
+        first error step; on a crash, `out` holds the steps made before it.
+
+        The usual push is `push_step` written out: a list of the reference's own events, read
+        by their `REFERENCE_EVENTS` readers (anything else, and every failure, takes
+        `push_step`'s own ways, which say why). The reference's state is read in one call
+        (`REFERENCE_STATE`), and a step whose four values are those of the step before shares
+        that step's state object (no caller changes a step's parts).
+        """
         assembler = self._assembler
         append = out.append
         fast = REFERENCE_EVENTS
+        read = REFERENCE_STATE.get(type(assembler))
+        last: tuple[Any, ...] | None = None
+        state: dict[str, Any] = {}
         for data, line in zip(pushes, lines, strict=True):
-            # `push_step`, written out for the usual push: a list of the reference's own events
-            # (anything else, and every failure, takes `push_step`'s own ways, which say why).
             try:
                 events = assembler.push(data)
             except KeyboardInterrupt:
@@ -301,11 +316,26 @@ class InProcessDriver:
             except BaseException as exc:  # as `push_step` takes it
                 append({"line": line, **_error_step(exc, "push", say=True)})
                 return
-            if type(events) is list and all(type(event) in fast for event in events):
-                normalized = [fast[type(event)](event) for event in events]
-                append({"line": line, "events": normalized, "state": _state_of(assembler)})
-            else:
+            if type(events) is not list:
                 append(_step_of(assembler, events, line))
+                continue
+            try:
+                if len(events) == 1:  # the usual chunk: one piece of text (no comprehension)
+                    event = events[0]
+                    normalized = [fast[type(event)](event)]
+                else:
+                    normalized = [fast[type(event)](event) for event in events]
+            except KeyError:  # an event of another type: the generic readers
+                append(_step_of(assembler, events, line))
+                continue
+            if read is None:
+                append({"line": line, "events": normalized, "state": _state_of(assembler)})
+                continue
+            values = read(assembler)
+            if values != last:
+                state = _checked(state_of_values, assembler, values)
+                last = values
+            append({"line": line, "events": normalized, "state": state})
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
+import msgspec
+
 import reference
 
 ERROR_KINDS = ("protocol", "stream_closed_early", "server")
@@ -234,6 +236,32 @@ def read_state(assembler: Any) -> dict[str, Any]:
     }
 
 
+#: The reference's own assembler, with its one-call reader of the four values (`state()`): the
+#: in-process driver reads it after every push (a user's assembler is read by `read_state`).
+REFERENCE_STATE: dict[type, Any] = {reference.Assembler: reference.Assembler.state}
+
+
+def state_of_values(assembler: Any, values: tuple[Any, ...]) -> dict[str, Any]:
+    """The state object of the four values a `REFERENCE_STATE` reader gave, when each is of its
+    plain type (a string or None, a short int, two bools); else `read_state(assembler)`, which
+    reads the readers one by one and says what is wrong."""
+    read_id, tokens, in_reasoning, finished = values
+    if (
+        (read_id is None or type(read_id) is str)
+        and type(tokens) is int
+        and tokens.bit_length() <= MAX_INT_BITS
+        and type(in_reasoning) is bool
+        and type(finished) is bool
+    ):
+        return {
+            "id": read_id,
+            "reasoning_tokens": tokens,
+            "in_reasoning": in_reasoning,
+            "is_finished": finished,
+        }
+    return read_state(assembler)
+
+
 def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:
     """The fields `names` of `obj`, read in order, as JSON scalars (as `_field` reads one).
 
@@ -263,6 +291,31 @@ _COUNTS = ("reasoning_tokens", "thinking_capped")
 
 def normalize_completion(completion: Any) -> dict[str, Any]:
     """What `finish` returned, as the golden schema's completion object."""
+    if type(completion) is reference.Completion:
+        found = _reference_completion(completion)
+        if found is not None:
+            return found
+    return _read_completion(completion)
+
+
+def _reference_completion(completion: Any) -> dict[str, Any] | None:
+    """The reference's own completion, in one C call: its fields are the golden object's, in
+    its order (the tuple of tool calls made a list, the finish reason its value); None when a
+    number is one `_read_completion` refuses (an integer too long), or msgspec cannot convert it."""
+    try:
+        found: dict[str, Any] = msgspec.to_builtins(completion)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    found["tool_calls"] = list(found["tool_calls"])  # to_builtins keeps the tuple
+    timings = found["timings"]
+    for value in (found["reasoning_tokens"], *(timings.values() if timings else ())):
+        if type(value) is int and value.bit_length() > MAX_INT_BITS:
+            return None
+    return found
+
+
+def _read_completion(completion: Any) -> dict[str, Any]:
+    """`normalize_completion` of any completion, field by field."""
     where = "completion"
     tool_calls = _get(completion, "tool_calls")
     if tool_calls is _MISSING or tool_calls is None:

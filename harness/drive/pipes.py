@@ -34,7 +34,9 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
+from typing import Any
 
 from harness.errors import TargetError
 
@@ -221,8 +223,9 @@ _TRIM_ABOVE = 256 * 2**20  # freed memory kept at the top of the heap, at most
 _KEEPING: list[bool] = []
 
 
-def keep_freed_memory() -> None:
-    """Have glibc's malloc keep freed memory (up to `_TRIM_ABOVE`) for reuse; once per process.
+def keep_freed_memory(trim_above: int = _TRIM_ABOVE) -> None:
+    """Have glibc's malloc keep freed memory (up to `trim_above` bytes) for reuse; once per
+    process.
 
     A large message is several buffers of its size (the request, the payload decoded, its text,
     the reply), made and freed again for every message. By default glibc maps each block of more
@@ -242,36 +245,114 @@ def keep_freed_memory() -> None:
 
         mallopt = ctypes.CDLL(None).mallopt
         mallopt(_M_MMAP_MAX, 0)
-        mallopt(_M_TRIM_THRESHOLD, _TRIM_ABOVE)
+        mallopt(_M_TRIM_THRESHOLD, trim_above)
 
 
-#: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe.
+#: Protocol 3: a payload of at least this many bytes goes through the shared file, not the pipe;
+#: protocol 4: a text of a reply this long goes through the replies' file.
 SHARED_FROM = 64 * 1024
 _SHARED_DIR = "/dev/shm"  # memory, not a disk: a shared file there is only pages both sides map
-_SHARED_LEAST = 2**20  # the shared file's first size
+_SHARED_LEAST = 2**20  # a shared file's first size
 
 
-class SharedPayloads:
+class SharedWriter:
+    """Texts written one after another into a file both sides map (the writer's side).
+
+    Each `put` (or `put_text`) lies after the ones before it, from offset 0 again after `reset`;
+    the file's room is reserved before it is written (`posix_fallocate`, which only ever grows
+    it): a full file system is a None, never a SIGBUS. The harness writes the payloads of a case
+    into one (`SharedPayloads`), conform's worker the long texts of its replies into another.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._map: mmap.mmap | None = None
+        self._anchor: Any = None  # a ctypes view of the mapping while `put_text` writes into it
+        self._base = 0  # the address of the mapping's first byte
+        self._size = 0  # bytes reserved and mapped
+        self._used = 0  # bytes written since the last reset
+
+    def put(self, raw: bytes) -> int | None:
+        """Write `raw` after what was written so far; its offset, or None when there is no room."""
+        at = self._room(len(raw))
+        if at is not None:
+            assert self._map is not None
+            self._map[at : at + len(raw)] = raw
+        return at
+
+    def put_text(self, data: str) -> int | None:
+        """`put(data.encode())` for an ASCII `data` (its UTF-8 bytes are its characters, one
+        byte each), copied straight from the string into the file: no bytes object of its size
+        made and copied again. None when there is no room, when `data` is not ASCII, or where
+        CPython's string memory cannot be read (the caller then encodes it)."""
+        memory = _string_memory() if data.isascii() else None
+        if memory is None:
+            return None
+        at = self._room(len(data))
+        if at is None:
+            return None
+        assert self._map is not None
+        if self._anchor is None:  # held while mapped: the mapping cannot close under it
+            self._anchor = memory.byte.from_buffer(self._map)
+            self._base = memory.address_of(self._anchor)
+        size = memory.size()
+        source = memory.utf8(data, memory.by_ref(size))  # the string's own bytes: not a copy
+        if source is None or size.value != len(data):  # never for ASCII: the ordinary way then
+            self._map[at : at + len(data)] = data.encode("ascii")
+        else:
+            memory.move(self._base + at, source, size.value)
+        return at
+
+    def _room(self, length: int) -> int | None:
+        """Reserve `length` bytes after what was written so far (growing the file and its
+        mapping when needed); their offset, or None when there is no room."""
+        at, end = self._used, self._used + length
+        if end > self._size:
+            size = max(end, 2 * self._size, _SHARED_LEAST)
+            try:
+                os.posix_fallocate(self.fd, 0, size)
+                mapped = mmap.mmap(self.fd, size)
+            except (OSError, ValueError):
+                return None
+            self._unmap()
+            self._map = mapped
+            self._size = size
+        self._used = end
+        return at
+
+    def _unmap(self) -> None:
+        self._anchor = None  # (a view of the mapping would keep it from closing)
+        if self._map is not None:
+            self._map.close()
+            self._map = None
+
+    def reset(self) -> None:
+        """A new case: its texts may take the place of the last case's."""
+        self._used = 0
+
+    def close(self) -> None:
+        """Unmap the file (the descriptor is its owner's to close)."""
+        self._unmap()
+
+
+class SharedPayloads(SharedWriter):
     """The file a protocol-3 program reads the large payloads of the case under way from.
 
     The harness writes each payload after the ones before it in the case (`put`) and starts again
     at 0 with each case (`reset`, once every reply of the last case is read); the program maps
     the same file read-only. The file lives in /dev/shm and is unlinked as soon as the program
     has opened it (`unlink`, after the reply to `hello`), so nothing is left behind. Its room is
-    reserved before it is written (`posix_fallocate`): a full /dev/shm is a payload sent through
-    the pipe instead, never a SIGBUS.
+    reserved before it is written: a full /dev/shm is a payload sent through the pipe instead.
     """
 
     def __init__(self) -> None:
         import tempfile
 
-        self._fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
+        fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
+        super().__init__(fd)
         # Removed however this object ends: closed, dropped with its driver (a run stopped by a
         # signal, a program that never answered `hello`), or at the interpreter's exit.
-        self._remove = weakref.finalize(self, _remove_shared, self.path, self._fd)
-        self._map: mmap.mmap | None = None
-        self._size = 0  # bytes reserved and mapped
-        self._used = 0  # bytes of the case's payloads so far
+        self._remove = weakref.finalize(self, _remove_shared, self.path, fd)
 
     @classmethod
     def make(cls) -> SharedPayloads | None:
@@ -283,39 +364,122 @@ class SharedPayloads:
         except OSError:
             return None
 
-    def put(self, raw: bytes) -> int | None:
-        """Write `raw` after the case's payloads so far; its offset, or None when there is no room
-        (the payload then goes through the pipe)."""
-        at, end = self._used, self._used + len(raw)
-        if end > self._size:
-            size = max(end, 2 * self._size, _SHARED_LEAST)
-            try:
-                os.posix_fallocate(self._fd, 0, size)
-            except OSError:
-                return None
-            if self._map is not None:
-                self._map.close()
-            self._map = mmap.mmap(self._fd, size)
-            self._size = size
-        assert self._map is not None
-        self._map[at:end] = raw
-        self._used = end
-        return at
-
-    def reset(self) -> None:
-        """A new case: its payloads may take the place of the last case's."""
-        self._used = 0
-
     def unlink(self) -> None:
         """Remove the file's name (the mappings, and the program's, stay)."""
         with contextlib.suppress(OSError):
             os.unlink(self.path)
 
     def close(self) -> None:
+        self._unmap()
+        self._remove()
+
+
+class SharedReplies:
+    """The file a protocol-4 program writes the long texts of its replies into (the harness's
+    side: it only reads).
+
+    A memory file (`memfd_create`) sealed against shrinking, so that no program can make the
+    harness's mapping of it point past its end (a SIGBUS): the program gets it as an inherited
+    descriptor (`fd`, kept open in the program as the same number) and may only grow it.
+    """
+
+    def __init__(self) -> None:
+        import fcntl
+
+        self.fd = os.memfd_create("conform-replies", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self._close = weakref.finalize(self, _close_quietly, self.fd)
+        try:
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        except OSError:
+            self._close()
+            raise
+        self._map: mmap.mmap | None = None
+
+    @classmethod
+    def make(cls) -> SharedReplies | None:
+        """A new replies' file; None where memory files cannot be sealed (then 4 is not offered)."""
+        if not hasattr(os, "memfd_create") or not sys.platform.startswith("linux"):
+            return None
+        try:
+            return cls()
+        except (OSError, AttributeError):
+            return None
+
+    def text(self, at: int, size: int) -> tuple[str | None, str | None]:
+        """(the `size` bytes of UTF-8 at offset `at`, decoded, None) or (None, what is wrong)."""
+        end = at + size
+        found = self._map
+        if found is None or len(found) < end:
+            length = os.fstat(self.fd).st_size
+            if length < end:
+                return None, f"bytes {at} to {end} are beyond the replies' file's {length:,}"
+            if found is not None:
+                found.close()
+            self._map = found = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ)
+        with memoryview(found) as view, view[at:end] as part:
+            try:
+                return str(part, "utf-8"), None
+            except UnicodeDecodeError as exc:
+                return None, f"bytes {at} to {end} of the replies' file are not UTF-8: {exc}"
+
+    def close(self) -> None:
         if self._map is not None:
             self._map.close()
             self._map = None
-        self._remove()
+        self._close()
+
+
+def _close_quietly(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
+_COMPACT = sys.getsizeof("é") - 2  # the header of a non-ASCII string (CPython; a guess elsewhere)
+
+
+def utf16_is_cheaper(data: str) -> bool:
+    """True when `data` (not ASCII) is quicker to write and read again as UTF-16 than as UTF-8:
+    when CPython holds it one or two bytes a character (every code point below 65,536; it then
+    converts to UTF-16 at memory speed, and UTF-8 a character at a time). A string of four bytes
+    a character (one emoji is enough) converts faster to UTF-8. Told from the string's size,
+    without reading it (a string that keeps its UTF-8 too looks larger: only speed depends on
+    the answer)."""
+    return sys.getsizeof(data) - _COMPACT < 4 * (len(data) + 1)
+
+
+@dataclass(frozen=True)
+class _StringMemory:
+    """What `SharedWriter.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""
+
+    utf8: Any  # PyUnicode_AsUTF8AndSize: for an ASCII string, its own characters
+    size: Any  # ctypes.c_ssize_t
+    by_ref: Any
+    move: Any  # ctypes.memmove
+    byte: Any  # ctypes.c_char, to view the mapping
+    address_of: Any
+
+
+_MEMORY: list[_StringMemory | None] = []
+
+
+def _string_memory() -> _StringMemory | None:
+    """ctypes' view of CPython's strings, made once (None on another interpreter)."""
+    if not _MEMORY:
+        found = None
+        with contextlib.suppress(ImportError, AttributeError, OSError):
+            import ctypes
+
+            if sys.implementation.name == "cpython":
+                prototype = ctypes.PYFUNCTYPE(
+                    ctypes.c_void_p, ctypes.py_object, ctypes.POINTER(ctypes.c_ssize_t)
+                )
+                utf8 = prototype(("PyUnicode_AsUTF8AndSize", ctypes.pythonapi))
+                found = _StringMemory(
+                    utf8, ctypes.c_ssize_t, ctypes.byref, ctypes.memmove, ctypes.c_char,
+                    ctypes.addressof,
+                )  # fmt: skip
+        _MEMORY.append(found)
+    return _MEMORY[0]
 
 
 def _remove_shared(path: str, fd: int) -> None:
@@ -337,7 +501,12 @@ class Worker:
     """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
 
     def __init__(
-        self, command: Sequence[str], env: Mapping[str, str] | None, *, family: str
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str] | None,
+        *,
+        family: str,
+        pass_fds: Sequence[int] = (),
     ) -> None:
         _become_subreaper()
         self.family = family
@@ -351,6 +520,7 @@ class Worker:
                 env={**(os.environ if env is None else env), MARK: family},
                 # Its own process group, so a timeout kills whatever it started too.
                 start_new_session=True,
+                pass_fds=tuple(pass_fds),  # (the replies' file of protocol 4)
             )
         except OSError as exc:
             raise TargetError(

@@ -28,11 +28,13 @@ from harness.drive.pipes import (
     QUOTED_CHARS,
     SHARED_FROM,
     SharedPayloads,
+    SharedReplies,
     Worker,
     allow_programs,
     new_family,
     shortened_stderr,
     stop_all_programs,
+    utf16_is_cheaper,
 )
 from harness.drive.replies import (
     NUMBER_MARK,
@@ -52,6 +54,7 @@ from harness.safetext import shorten
 __all__ = [
     "DEFAULT_TIMEOUT",
     "PROTOCOL_VERSION",
+    "REPLIES_PROTOCOL",
     "SHARED_PROTOCOL",
     "ProcessDriver",
     "ProgramInfo",
@@ -64,7 +67,10 @@ __all__ = [
 PROTOCOL_VERSION = 1  # what every program speaks
 FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
 SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
-_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL)
+REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
+_SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
+UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
+_START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
@@ -167,6 +173,7 @@ class ProcessDriver:
         self._ahead: deque[_Sent] = deque()  # requests sent ahead of their replies (`plan`)
         self._new: _Sent | None = None  # the case's `new`, sent but its reply not yet read
         self._shared: SharedPayloads | None = None  # protocol 3: the running program's file
+        self._replies: SharedReplies | None = None  # protocol 4: the file of its replies' texts
         self._offered: tuple[int, ...] = (PROTOCOL_VERSION,)  # in the last `hello`
         self.program: ProgramInfo | None = None
 
@@ -195,17 +202,28 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
-            self._worker = Worker(self._command, self._env, family=self._family)
-            self._case_mark = 0
-            self.protocol = PROTOCOL_VERSION
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
             self._offered = (PROTOCOL_VERSION,)
-            if self._offer:
+            if self._offer:  # the files first: the program inherits the replies' one
                 self._shared = SharedPayloads.make()
-                self._offered = _SPOKEN if self._shared else _SPOKEN[:-1]
+                self._replies = SharedReplies.make() if self._shared is not None else None
+                files = (self._shared is not None) + (self._replies is not None)
+                self._offered = _SPOKEN[: 2 + files]
                 hello["accept"] = list(self._offered)
                 if self._shared is not None:
                     hello["shared"] = self._shared.path
+                if self._replies is not None:
+                    hello["replies"] = self._replies.fd
+            passed = () if self._replies is None else (self._replies.fd,)
+            try:
+                self._worker = Worker(
+                    self._command, self._env, family=self._family, pass_fds=passed
+                )
+            except BaseException:
+                self._close_shared()
+                raise
+            self._case_mark = 0
+            self.protocol = PROTOCOL_VERSION
             try:
                 reply = self._exchange("hello", hello, time_allowed=max(self._timeout, _HELLO_TIME))
                 self.program = self._read_hello(reply)
@@ -352,6 +370,19 @@ class ProcessDriver:
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol >= FAST_PROTOCOL:
+            shared = self._shared
+            if shared is not None and len(data) >= SHARED_FROM:  # ASCII: written unencoded
+                at = shared.put_text(data)
+                if at is not None:
+                    fields = {"bytes": len(data), "at": at}
+                    # A payload this large is worth the program's starting on it at once (while
+                    # the next ones are written), rather than with the rest of a planned case.
+                    now = now or len(data) >= _START_FROM
+                    return self._send("push", fields, data=data, now=now)
+                if self.protocol >= REPLIES_PROTOCOL and utf16_is_cheaper(data):
+                    sent = self._send_utf16(shared, data, now=now)
+                    if sent is not None:
+                        return sent
             try:
                 raw = data.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate: sent as a JSON string, as in version 1
@@ -362,9 +393,24 @@ class ProcessDriver:
                     at = shared.put(raw)
                     if at is not None:  # else no room: framed in the pipe
                         fields = {"bytes": len(raw), "at": at}
+                        now = now or len(raw) >= _START_FROM
                         return self._send("push", fields, data=data, now=now)
                 return self._send("push", {"bytes": len(raw)}, raw=raw, data=data, now=now)
         return self._send("push", {"data": data}, now=now)
+
+    def _send_utf16(self, shared: SharedPayloads, data: str, *, now: bool) -> _Sent | None:
+        """Protocol 4: a large payload of non-ASCII text written as UTF-16 (which both sides
+        convert to and from some times faster than UTF-8, for text of the first 65,536 code
+        points); None when it cannot be (a lone surrogate) or there is no room."""
+        try:
+            raw = data.encode("utf-16-le")
+        except UnicodeEncodeError:
+            return None
+        at = shared.put(raw)
+        if at is None:
+            return None
+        fields = {"bytes": len(raw), "at": at, "encoding": UTF16}
+        return self._send("push", fields, data=data, now=now or len(raw) >= _START_FROM)
 
     def _settle(self) -> None:
         """Read the replies to planned requests the runner did not ask for (after an error): a
@@ -532,7 +578,7 @@ class ProcessDriver:
         if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
         if self.protocol >= FAST_PROTOCOL and "error" not in reply:
-            problem = resolve_texts(op, reply, self._case_data, self._slices)
+            problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
             if problem is None and NUMBER_MARK in raw:
                 problem = resolve_numbers(reply)
             if problem is not None:
@@ -622,8 +668,11 @@ class ProcessDriver:
             )
             raise TargetCrash(f"it speaks protocol {json.dumps(protocol)}, not {offered}")
         self.protocol = protocol
-        if protocol != SHARED_PROTOCOL:
+        if protocol < SHARED_PROTOCOL:
             self._close_shared()
+        elif protocol < REPLIES_PROTOCOL and self._replies is not None:
+            self._replies.close()
+            self._replies = None
         fields = [reply.get(name) for name in ("name", "version", "language")]
         texts = [value for value in fields if isinstance(value, str) and value]
         if len(texts) != len(fields):
@@ -669,6 +718,9 @@ class ProcessDriver:
         shared, self._shared = self._shared, None
         if shared is not None:
             shared.close()
+        replies, self._replies = self._replies, None
+        if replies is not None:
+            replies.close()
 
     def _discard(self) -> None:
         self._ahead.clear()

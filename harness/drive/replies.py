@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import Any, Protocol
 
 from harness.drive.normalize import TIMINGS_FIELDS
 from harness.errors import ConformError
@@ -95,8 +95,42 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
 Slices = dict[tuple[int, int, int], str]  # texts resolved this case, reused (not copied) later
 
 
+class SharedTexts(Protocol):
+    """Protocol 4: the file the program writes its replies' long texts into."""
+
+    def text(self, at: int, size: int) -> tuple[str | None, str | None]: ...
+
+
+_SHARED_PIECE = frozenset({"at", "bytes"})
+
+
+def _shared_text(
+    piece: dict[str, Any], replies: SharedTexts | None, where: str, slices: Slices
+) -> tuple[str | None, str | None]:
+    """A piece `{"at": offset, "bytes": size}` of protocol 4: its text, or what is wrong."""
+    at, size = piece.get("at"), piece.get("bytes")
+    if replies is None:
+        return None, f"{where} is in the replies' file of protocol 4, which was not agreed"
+    if piece.keys() != _SHARED_PIECE or type(at) is not int or type(size) is not int:
+        return None, f'{where} must be {{"at": offset, "bytes": size}}'
+    if at < 0 or size < 0:
+        return None, f"{where} is {{at: {at}, bytes: {size}}}: both must be non-negative"
+    key = (-1, at, size)  # (no push has seq -1)
+    text = slices.get(key)
+    if text is None:
+        text, problem = replies.text(at, size)
+        if text is None:
+            return None, f"{where}: {problem}"
+        slices[key] = text
+    return text, None
+
+
 def _text(
-    value: Any, payloads: dict[int, str], where: str, slices: Slices
+    value: Any,
+    payloads: dict[int, str],
+    where: str,
+    slices: Slices,
+    replies: SharedTexts | None = None,
 ) -> tuple[str | None, str | None]:
     """(the text a reference stands for, None) or (None, what is wrong with it)."""
     pieces = value.get(_TEXT_REF)
@@ -107,6 +141,12 @@ def _text(
         if isinstance(piece, str):
             parts.append(piece)
             continue
+        if isinstance(piece, dict):
+            text, problem = _shared_text(piece, replies, f"{where}.$text[{number}]", slices)
+            if text is None:
+                return None, problem
+            parts.append(text)
+            continue
         ok = (
             isinstance(piece, list)
             and len(piece) == 3
@@ -114,7 +154,8 @@ def _text(
             and piece[0] in payloads
         )
         if not ok:
-            return None, f"{where}.$text[{number}] must be a string or [seq, start, end]"
+            shared = ' or {"at": offset, "bytes": size}' if replies is not None else ""
+            return None, f"{where}.$text[{number}] must be a string or [seq, start, end]{shared}"
         seq, start, end = piece
         data = payloads[seq]
         if not 0 <= start <= end <= len(data):
@@ -131,10 +172,15 @@ def _text(
 
 
 def _resolve_in(
-    obj: Any, key: str, payloads: dict[int, str], where: str, slices: Slices
+    obj: Any,
+    key: str,
+    payloads: dict[int, str],
+    where: str,
+    slices: Slices,
+    replies: SharedTexts | None,
 ) -> str | None:
     if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices)
+        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices, replies)
         if problem is not None:
             return problem
         obj[key] = text
@@ -142,13 +188,18 @@ def _resolve_in(
 
 
 def resolve_texts(
-    op: str, reply: dict[str, Any], payloads: dict[int, str], slices: Slices | None = None
+    op: str,
+    reply: dict[str, Any],
+    payloads: dict[int, str],
+    slices: Slices | None = None,
+    replies: SharedTexts | None = None,
 ) -> str | None:
     """Replace each text reference of a protocol-2 reply by its text, in place; what is wrong
     with the first bad one, or None.
 
     `payloads` maps the `seq` of each push of the case so far to the payload it carried;
-    `slices` keeps the case's resolved texts, so that a text referenced again is not copied again.
+    `slices` keeps the case's resolved texts, so that a text referenced again is not copied again;
+    `replies` is the file of protocol 4 (None in 2 and 3, where a piece in it is garbage).
     """
     slices = {} if slices is None else slices
     if op == "push":
@@ -157,19 +208,20 @@ def resolve_texts(
             if isinstance(event, dict):
                 key = "arguments" if "arguments" in event else "text"
                 if isinstance(event.get(key), dict):  # (its path is written only then)
-                    problem = _resolve_in(event, key, payloads, f"$.events[{number}]", slices)
+                    where = f"$.events[{number}]"
+                    problem = _resolve_in(event, key, payloads, where, slices, replies)
                     if problem is not None:
                         return problem
     elif op == "finish":
         completion = reply.get("completion")
         for key in ("content", "reasoning_content"):
-            problem = _resolve_in(completion, key, payloads, "$.completion", slices)
+            problem = _resolve_in(completion, key, payloads, "$.completion", slices, replies)
             if problem is not None:
                 return problem
         calls = completion.get("tool_calls") if isinstance(completion, dict) else None
         for number, call in enumerate(calls if isinstance(calls, list) else ()):
             where = f"$.completion.tool_calls[{number}]"
-            problem = _resolve_in(call, "arguments", payloads, where, slices)
+            problem = _resolve_in(call, "arguments", payloads, where, slices, replies)
             if problem is not None:
                 return problem
     return None

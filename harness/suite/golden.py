@@ -9,6 +9,7 @@ extension (`tests/suite/snapshot.py`) alike; writes are atomic.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,9 +145,11 @@ def read_golden(case: Case) -> dict[str, Any]:
     """
     path = case.golden
     try:
-        if path.stat().st_size > golden_stream.STREAM_ABOVE:
+        with open(path, "rb") as stream:  # one open for the size and the bytes
+            whole = os.fstat(stream.fileno()).st_size <= golden_stream.STREAM_ABOVE
+            data = stream.read() if whole else b""
+        if not whole:
             return golden_stream.read_streamed(path, schema=SCHEMA)
-        data = path.read_bytes()
     except FileNotFoundError:
         raise GoldenError(
             path,

@@ -7,10 +7,10 @@ constant memory.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.errors import RecordingError
 from harness.suite.sse import EventDecoder, Payload
@@ -71,10 +71,6 @@ def _first_bad_utf8_line(path: Path) -> int:
     return 1
 
 
-def _is_comment(path: Path, line: str) -> bool:
-    return line.startswith("#") if path.suffix == ".http" else line.startswith(":")
-
-
 def read_info(path: Path) -> RecordingInfo:
     """The leading comment lines of a recording and the directives among them."""
     return _info_of(path, (line for _, line in _numbered_lines(path)))
@@ -85,9 +81,10 @@ def _info_of(path: Path, lines: Iterable[str]) -> RecordingInfo:
     comments: list[str] = []
     capped = False
     pins: set[str] = set()
+    marker = "#" if path.suffix == ".http" else ":"  # what a comment line starts with
     for line in lines:
         line = line.removeprefix("\ufeff") if not comments else line
-        if not _is_comment(path, line):
+        if not line.startswith(marker):
             break
         text = line[1:].strip()
         comments.append(text)
@@ -170,8 +167,8 @@ def read_recording(path: Path) -> tuple[RecordingInfo, list[Payload] | None]:
     """`read_info` and, for a recording of at most `READ_WHOLE_BELOW` bytes, all its payloads
     (None for a longer one, or one whose reading fails: `iter_payloads` then says why).
 
-    An ASCII `.sse` recording in the plain layout is read in one go for both; any other reads
-    its head, then its payloads, as `read_info` and `iter_payloads` do.
+    A recording in the plain layout is read in one go for both; any other reads its head, then
+    its payloads, as `read_info` and `iter_payloads` do.
     """
     info: list[RecordingInfo] = []  # the fast path's, when it read the head too
     payloads = _simple_payloads(path, info=info)
@@ -193,29 +190,34 @@ def _simple_payloads(
 ) -> list[Payload] | None:
     """The payloads of a recording in the plain layout, read in a few C calls; None otherwise.
 
-    The plain layout is what llama-server sends and what most recordings hold: LF line ends,
-    no byte order mark, and an event stream in which every event is one line followed by one
-    blank line, after any comment lines at its top. Each event is then a piece of
-    `body.split(b"\n\n")` without a line break, on line `first + 2 * i`; a piece that is not a
-    `data` field (a comment, `event:`) carries no data. The file is split as bytes and each
-    piece decoded on its own, so that one emoji does not widen the whole text to four bytes a
-    character (an ASCII file, the usual one, is decoded whole). With `info` (an `.sse` file),
-    its `read_info` is appended to it too, from the same bytes. Anything else,
-    and any problem reading the file, goes to the line-by-line reader,
-    which names the problem (tests/suite/test_recording_fast.py checks both give the same payloads).
+    The plain layout is what llama-server sends and what most recordings hold: UTF-8, LF line
+    ends, no byte order mark, and an event stream in which every event is one line followed by
+    one blank line, after any comment lines at its top. Each event is then a piece of the bytes
+    split at each LF, on line `first + 2 * i`; a piece that is not a `data` field (a comment,
+    `event:`) carries no data. The file is split as bytes and each piece decoded on its own (in
+    one `map`): decoding the whole text is slower, as one emoji widens all of it to four bytes a
+    character. With `info` (an `.sse` file), its `read_info` is appended to it too, from the
+    same bytes. Anything else, and any problem reading the file, goes to the line-by-line
+    reader, which names the problem (tests/suite/test_recording_fast.py checks both give the
+    same payloads).
     """
     try:
-        if path.stat().st_size > READ_WHOLE_BELOW:
-            return None
-        raw = path.read_bytes()
+        with open(path, "rb") as stream:
+            if os.fstat(stream.fileno()).st_size > READ_WHOLE_BELOW:
+                return None
+            raw = stream.read()
     except OSError:
         return None
     if b"\r" in raw:
         return None
     first = 1
-    if path.suffix == ".http":
+    suffix = path.suffix
+    head_info: RecordingInfo | None = None
+    if suffix == ".http":  # its head first
         lines = _lines_of(raw)
         try:
+            if info is not None:  # its comment lines, as `read_info` reads them
+                head_info = _info_of(path, (line for _, line in _lines_of(raw)))
             _skip_http_head(path, lines)
         except (RecordingError, UnicodeDecodeError):
             return None  # the line-by-line reader says what is wrong
@@ -236,57 +238,42 @@ def _simple_payloads(
             return None
         raw = raw[end + 1 :]
         first += 1
-    ascii = head.isascii()  # the usual recording: decoded whole, no piece on its own
-    # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout is plain
-    # when every other line is blank, and the events are the lines between.
-    split: list[Any] = raw.decode("ascii").split("\n") if ascii else raw.split(b"\n")
-    if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
-        return None
-    texts: list[str] = split[0::2] if ascii else []
-    pieces: list[bytes] = [] if ascii else split[0::2]
-    if ascii:
-        datas = [
-            t[6:]
-            if t[:6] == "data: "
-            else t[5:]
-            if t[:5] == "data:"
-            else ""
-            if t == "data"
-            else None
-            for t in texts
-        ]
-        if "[DONE]" in datas:
-            del datas[datas.index("[DONE]") :]
-        if info is not None and path.suffix == ".sse":
-            # The head's lines are the file's first (all of it is ASCII, so UTF-8).
-            comments = head[: len(head) - len(raw)].decode("ascii").split("\n")[:-1]
-            info.append(_info_of(path, comments))
-        return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
-    payloads: list[Payload] = []
-    done = len(pieces)
+    datas: list[str | None]
     try:
-        for index, piece in enumerate(pieces):
-            if piece[:5] == b"data:":
-                data = (piece[6:] if piece[5:6] == b" " else piece[5:]).decode("utf-8")
-            elif piece == b"data":
-                data = ""
-            else:
-                piece.decode("utf-8")  # no data, but the file must still be UTF-8
-                continue
-            if data == "[DONE]":
-                done = index + 1
-                break
-            payloads.append(Payload(first + 2 * index, data))
-        if info is not None and path.suffix == ".sse":
-            # The head's lines are the file's first, when all of it is UTF-8 (as `read_info`
-            # reads it): the rest after `[DONE]` too.
-            for piece in pieces[done:]:
-                piece.decode("utf-8")
-            comments = head[: len(head) - len(raw)].decode("utf-8").split("\n")[:-1]
-            info.append(_info_of(path, comments))
+        comments = _utf8(head[: len(head) - len(raw)]).split("\n")[:-1]
+        # llama-server's own stream: every event a `data: ` line and a blank one. Split at
+        # those, the pieces are the payloads (when the file has no other line break).
+        pieces = raw[6:-2].split(b"\n\ndata: ")
+        if raw[:6] == b"data: " and raw[-2:] == b"\n\n" and raw.count(b"\n") == 2 * len(pieces):
+            datas = list(map(_utf8, pieces))
+        else:
+            # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout
+            # is plain when every other line is blank, and the events are the lines between.
+            split = raw.split(b"\n")
+            if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
+                return None
+            datas = [
+                t[6:]
+                if t[:6] == "data: "
+                else t[5:]
+                if t[:5] == "data:"
+                else ""
+                if t == "data"
+                else None
+                for t in map(_utf8, split[0::2])
+            ]
     except UnicodeDecodeError:
         return None
-    return payloads
+    if "[DONE]" in datas:
+        del datas[datas.index("[DONE]") :]
+    if head_info is not None:
+        info.append(head_info)  # type: ignore[union-attr]
+    elif info is not None and suffix == ".sse":
+        info.append(_info_of(path, comments))  # the head's lines are the file's first
+    return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
+
+
+_utf8 = bytes.decode  # UTF-8, strict
 
 
 def _lines_of(raw: bytes) -> Iterator[tuple[int, str]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import itertools
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -17,7 +18,9 @@ from harness.drive.normalize import (
     normalize_error,
     normalize_events,
     read_state,
+    state_of_values,
 )
+from harness.suite.cases import Suite
 
 
 @dataclass(frozen=True)
@@ -216,3 +219,103 @@ def test_errors_by_kind() -> None:
     assert normalize_error(Failure(ByName.PROTOCOL)) == {"kind": "protocol"}
     assert normalize_error(Failure(ByName.SERVER, "x")) == {"kind": "server", "message": "x"}
     assert normalize_error(Failure(ByName.OTHER)) is None
+
+
+def test_the_reference_state_in_one_call_is_its_four_readers(suite: Suite) -> None:
+    """`Assembler.state()` (the in-process driver's one-call reader) gives what the documented
+    readers give, value and type, after every push of every shipped recording."""
+    from harness.suite.recording import iter_payloads
+
+    pushes = 0
+    for case in suite.cases():
+        assembler = reference.Assembler()
+        for payload in iter_payloads(case.recording):
+            try:
+                assembler.push(payload.data)
+            except reference.InferError:
+                break
+            state = state_of_values(assembler, assembler.state())
+            assert msgspec.msgpack.encode(state) == msgspec.msgpack.encode(read_state(assembler))
+            pushes += 1
+    assert pushes > 1000
+
+
+class _IdKind(enum.Enum):
+    A = "chatcmpl-a"
+
+
+class _OffType(reference.Assembler):
+    """Its one-call reader gives an Enum where a string belongs; its readers give strings."""
+
+    def state(self) -> tuple[Any, ...]:
+        return (_IdKind.A, *super().state()[1:])
+
+
+def test_values_off_their_plain_types_are_read_by_the_readers() -> None:
+    """A value of the one-call reader that is not of its plain type is not trusted: the state
+    is then read through the documented readers (which say what is wrong)."""
+    assembler = _OffType()
+    assembler.push('{"id":"x","choices":[{"delta":{"content":"a"}}]}')
+    assert state_of_values(assembler, assembler.state())["id"] == "x"
+    assert state_of_values(assembler, (None, True, False, False)) == read_state(assembler)
+    assert state_of_values(assembler, (None, 2**5000, False, False)) == read_state(assembler)
+
+
+def test_pushed_in_one_call_the_steps_are_those_of_one_push_a_call(suite: Suite) -> None:
+    """`InProcessDriver.push_steps` (the reference's state read in one call, an unchanged state
+    shared with the step before) makes the steps `push_step` makes, payload by payload."""
+    from harness.drive.inprocess import InProcessDriver, push_step
+    from harness.suite.recording import iter_payloads
+
+    shared = 0
+    for case in suite.cases():
+        payloads = list(iter_payloads(case.recording))
+        driver = InProcessDriver(reference.Assembler)
+        driver.start_case()
+        batch: list[Any] = []
+        driver.push_steps([p.data for p in payloads], [p.line for p in payloads], batch)
+        batch[-1].pop("said", None)
+        assembler = reference.Assembler()
+        single = []
+        for payload in payloads[: len(batch)]:
+            single.append(push_step(assembler, payload.data, payload.line))
+        assert msgspec.msgpack.encode(batch) == msgspec.msgpack.encode(single), case.case_id
+        states = [step["state"] for step in batch if "state" in step]
+        shared += sum(a is b for a, b in itertools.pairwise(states))
+    assert shared > 100
+
+
+def test_the_reference_completion_in_one_call_is_what_its_fields_give(suite: Suite) -> None:
+    """The reference's own completion (read by `to_builtins`) is the object the field-by-field
+    reader makes of it, value, type and order, for every shipped recording and choice."""
+    from harness.drive import normalize
+    from harness.suite.recording import iter_payloads, read_info
+    from reference import choices
+
+    read = 0
+    for case in suite.cases():
+        points = [pin for pin in read_info(case.recording).pins if pin in choices.OUTCOMES]
+        for combination in choices.combinations(points) if points else [{}]:
+            assembler = reference.Assembler(choices.REFERENCE.replace(combination))
+            try:
+                for payload in iter_payloads(case.recording):
+                    assembler.push(payload.data)
+                completion = assembler.finish(True)
+            except reference.InferError:
+                continue
+            fast = normalize_completion(completion)
+            slow = normalize._read_completion(completion)
+            # repr: the same keys in the same order, lists as lists, 1 apart from 1.0 and True
+            assert repr(fast) == repr(slow), case.case_id
+            read += 1
+    assert read > 100
+
+
+def test_a_reference_completion_with_an_integer_too_long_is_refused() -> None:
+    """The one-call reader leaves a number the field reader refuses to it (which says why)."""
+    timings = reference.Timings(predicted_n=2**5000)
+    completion = reference.Completion(
+        "x", None, None, (), reference.FinishReason.STOP, timings, 0, False
+    )
+    with pytest.raises(NormalizeError, match="digits"):
+        normalize_completion(completion)

@@ -14,7 +14,7 @@ from harness.adapter import Session
 from harness.drive import pipes
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import SHARED_FROM, SharedPayloads
-from harness.drive.process import FAST_PROTOCOL, SHARED_PROTOCOL
+from harness.drive.process import FAST_PROTOCOL, REPLIES_PROTOCOL, SHARED_PROTOCOL
 from harness.drive.spec import python_target_driver
 
 pytestmark = pytest.mark.skipif(SharedPayloads.make() is None, reason="no /dev/shm here")
@@ -52,7 +52,7 @@ def test_the_worker_speaks_3_and_agrees_with_in_process() -> None:
     in_process = InProcessDriver(load_target("reference:Assembler"))
     with python_target_driver("reference:Assembler") as worker:
         worker.start()
-        assert worker.protocol == SHARED_PROTOCOL
+        assert worker.protocol == REPLIES_PROTOCOL
         assert not os.path.exists(worker._shared.path)  # unlinked once the program opened it
         sent = _sent(worker)
         # Small, then past the file's first MiB (it grows, and the program maps it again), then
@@ -136,3 +136,21 @@ def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
     del shared  # dropped without close (a program that never answered hello, a stopped run)
     gc.collect()
     assert not os.path.exists(path)
+
+
+def test_ascii_text_is_written_to_the_shared_file_as_its_bytes() -> None:
+    shared = SharedPayloads.make()
+    assert shared is not None
+    try:
+        first = '{"a":"' + "x" * SHARED_FROM + '"}'
+        grown = "y" * (3 * 2**20)  # past the file's first size: mapped again while in use
+        assert shared.put_text(first) == 0
+        assert shared.put_text(grown) == len(first)
+        assert shared.put_text("é" * SHARED_FROM) is None  # not ASCII: the caller encodes it
+        with open(shared.path, "rb") as file:
+            written = file.read(len(first) + len(grown))
+        assert written == (first + grown).encode()
+        shared.reset()
+        assert shared.put_text("z" * 10) == 0
+    finally:
+        shared.close()

@@ -139,7 +139,9 @@ def test_the_head_and_the_payloads_read_together_are_those_read_apart(
     rng = random.Random(7)
     for text in texts()[::3]:
         head = "".join(rng.sample(DIRECTIVES, rng.randrange(3)))
-        path.write_bytes(((HEAD if suffix == ".http" else head) + text).encode())
+        if suffix == ".http":  # its comment lines start with '#', before the request
+            head = "".join(_http_comment(line) for line in head.splitlines(keepends=True)) + HEAD
+        path.write_bytes((head + text).encode())
         assert _together(path) == _apart(path), repr(head + text)
         found: list[recording.RecordingInfo] = []
         try:
@@ -147,10 +149,13 @@ def test_the_head_and_the_payloads_read_together_are_those_read_apart(
         except RecordingError:  # it read the head in the same go, and refused a directive
             together += 1
         together += bool(found)
-    if suffix == ".sse":
-        assert together > 60  # the one-read path was taken, not only the fallback
-    else:
-        assert together == 0  # an .http file's head is read by read_info
+    assert together > 40  # the one-read path was taken, not only the fallback
+
+
+def _http_comment(line: str) -> str:
+    """An .sse comment line (`: pins: R6`) as an .http one (`# pins: R6`)."""
+    bom = "\ufeff" if line.startswith("\ufeff") else ""
+    return bom + "#" + line.removeprefix(bom)[1:]
 
 
 def test_every_shipped_recording_reads_the_same_together() -> None:
