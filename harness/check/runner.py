@@ -92,22 +92,31 @@ class Pushes:
     change of each payload is made once, when first asked for, and shared by every pass and
     outcome of the case in that mode, and by the plan of a pass sent ahead (`Upcoming`)."""
 
-    __slots__ = ("_changed", "mutate", "payloads")
+    __slots__ = ("_changed", "_stop", "mutate", "payloads")
 
     def __init__(self, payloads: Sequence[Payload], mutate: Mutator | None) -> None:
         self.payloads = payloads
         self.mutate = mutate
-        self._changed: list[str] = []
+        self._changed: list[str] | None = None
+        self._stop: tuple[list[dict[str, Any]], int | None] | None = None
 
     def first(self, count: int) -> list[str]:
         """What is pushed for the first `count` payloads."""
-        mutate, payloads = self.mutate, self.payloads
-        if mutate is None:
-            return [payload.data for payload in payloads[:count]]
-        changed = self._changed
-        for index in range(len(changed), min(count, len(payloads))):
-            changed.append(mutate(index, payloads[index].data))
+        mutate, payloads, changed = self.mutate, self.payloads, self._changed
+        if changed is None:
+            changed = self._changed = [p.data for p in payloads] if mutate is None else []
+        if mutate is not None:
+            for index in range(len(changed), min(count, len(payloads))):
+                changed.append(mutate(index, payloads[index].data))
         return changed[:count]
+
+    def error_step(self, steps: list[dict[str, Any]]) -> int | None:
+        """The index of the first error step of `steps` (a golden outcome's), found once."""
+        found = self._stop
+        if found is None or found[0] is not steps:
+            stop = next((i for i, step in enumerate(steps) if "error" in step), None)
+            found = self._stop = (steps, stop)
+        return found[1]
 
 
 def pass_plan(
@@ -116,7 +125,7 @@ def pass_plan(
     """The plan of one pass over the first `limit` payloads (all: None): up to the golden file's
     error step (after which nothing is pushed), or all of them and the finish `then_finish`."""
     read = len(pushes.payloads) if limit is None else min(limit, len(pushes.payloads))
-    stop = next((i for i, step in enumerate(steps) if "error" in step), None)
+    stop = pushes.error_step(steps)
     if stop is not None and stop < read:
         return pushes.first(stop + 1), None
     return pushes.first(read), then_finish
@@ -363,9 +372,11 @@ class _Play:
         the golden file's error step (after which nothing is pushed), or all and the finish."""
         if not hasattr(self.driver, "plan") or not isinstance(expected_steps, list):
             return None
-        read = list(itertools.islice(payloads, limit))
         pushes = self.pushes
-        if pushes is None or payloads is not pushes.payloads:
+        if pushes is not None and payloads is pushes.payloads and isinstance(payloads, list):
+            read = payloads[:limit]
+        else:
+            read = list(itertools.islice(payloads, limit))
             pushes = Pushes(read, self.mutate)
         pushed, finish = pass_plan(expected_steps, pushes, limit=limit, then_finish=then_finish)
         if plan_case(self.driver, pushed, finish=finish) and self.upcoming is not None:

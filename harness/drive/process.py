@@ -267,13 +267,16 @@ class ProcessDriver:
         """Start a case on the wire: its `new` (the program restarted first when needed)."""
         self._adopting = False
         spec, self._next = self._next, None
-        if spec is not None and spec.sent is not None and self._worker is not None:
+        dropped = spec is not None and spec.sent is not None and self._worker is not None
+        if dropped:
+            assert spec is not None and spec.sent is not None
             self._case_data = spec.data  # not the case that comes: its replies are dropped
             self._ahead.extend(spec.sent)
             self._settle()
         self.start()
         assert self._worker is not None
-        self._case_mark = self._worker.stderr_mark(drain=True)  # the last case's all read
+        # After a case dropped unread, all it wrote to stderr is read first: it is no case's.
+        self._case_mark = self._worker.stderr_mark(drain=dropped)
         self._case_end = None
         self._case_data = {}
         self._slices = {}
