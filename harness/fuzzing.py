@@ -130,6 +130,39 @@ def modes_of(modes: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
     return st.sampled_from(others).map(lambda mode: (*first, mode))
 
 
+def search(
+    probe: Callable[[Stream, tuple[str, ...]], None],
+    *,
+    seed: int,
+    broken: bool | None,
+    modes: Sequence[str],
+    shrink: bool = True,
+) -> Callable[[], None]:
+    """The search of a fuzz run: calling it draws streams (and the modes of each) on `seed`, as
+    `conform fuzz --seed` does, and calls `probe` with each, shrinking what fails (with `shrink`)
+    until `probe` raises a BaseException that ends it."""
+
+    @settings(
+        # Never the limit: the budget is counted by `probe`, so that the first N streams of a
+        # seed are the same whatever the budget (hypothesis plans by max_examples).
+        max_examples=10**9,
+        database=None,
+        deadline=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+    )
+    @hypothesis_seed(seed)
+    @given(streams(broken=broken), modes_of(modes))
+    def property_holds(stream: Stream, modes: tuple[str, ...]) -> None:
+        probe(stream, modes)
+
+    return property_holds
+
+
 class _Stop(BaseException):
     """The search is over: its budget or time is spent, or shrinking has used its steps.
 
@@ -228,24 +261,9 @@ class _Search:
 
     def run(self) -> None:
         request = self.request
-
-        @settings(
-            # Never the limit: the budget is counted here, so that the first N streams of a
-            # seed are the same whatever the budget (hypothesis plans by max_examples).
-            max_examples=10**9,
-            database=None,
-            deadline=None,
-            derandomize=False,
-            suppress_health_check=list(HealthCheck),
-            phases=(Phase.generate, Phase.shrink),
-            report_multiple_bugs=False,
-            verbosity=Verbosity.quiet,
-            print_blob=False,
+        property_holds = search(
+            self.probe, seed=request.seed + self.number, broken=request.broken, modes=request.modes
         )
-        @hypothesis_seed(request.seed + self.number)
-        @given(streams(broken=request.broken), modes_of(request.modes))
-        def property_holds(stream: Stream, modes: tuple[str, ...]) -> None:
-            self.probe(stream, modes)
 
         try:
             self.driver = request.make_driver()

@@ -56,8 +56,51 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         config.option.dist = "no"
 
 
+#: The slowest tests (or files), slowest first: an xdist worker starts them before the rest, so that
+#: no long test starts last and keeps one worker busy while the other idles (worksteal lets the idle
+#: worker take the short tests from the end of the busy one's queue). From `pytest --durations`;
+#: tests/test_conftest.py checks that each entry names an existing test.
+HEAVY_FIRST = (
+    "tests/integration/test_clients.py::test_the_adapter_fails_exactly_its_baseline",
+    "tests/check/test_fairness.py::test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned",
+    "tests/integration/test_differential.py",
+    "tests/reports/test_hostile_reports.py::test_a_hostile_target_goes_through_every_report_with_exit_1_then_0",
+    "tests/check/test_xfail.py::test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
+    "tests/reports/test_matrix_page.py",
+    "tests/integration/test_go_example.py::test_strict_fails_it_only_where_it_takes_another_allowed_outcome",
+    "tests/integration/test_rust_example.py::test_strict_fails_it_only_where_it_takes_another_allowed_outcome",
+    "tests/integration/test_examples_python.py",
+    "tests/integration/test_miniatures.py::test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields",
+    "tests/integration/test_miniatures.py::test_the_real_client_helpers_alone_pass",
+    "tests/integration/test_miniatures.py::test_the_reference_passes_every_case_in_every_mode",
+    "tests/check/test_modes.py::test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
+    "tests/check/test_modes.py::test_results_are_deterministic_from_the_seed",
+    "tests/check/test_modes.py::test_the_reference_passes_every_case_in_every_mode",
+    "tests/reports/test_problems.py::test_one_bug_is_one_problem_however_many_runs_it_fails",
+    "tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts",
+    "tests/check/test_parallel.py::test_two_jobs_give_the_same_json_report_as_one",
+    "tests/cli/test_fuzz.py::test_the_reference_is_never_flagged",
+    "tests/integration/test_clients_action.py",
+    "tests/integration/test_mutate_harness.py",
+    "tests/integration/test_go_example.py",
+    "tests/integration/test_rust_example.py",
+    "tests/integration/test_js_example.py",
+)
+
+
+def heavy_rank(nodeid: str) -> int:
+    """The place of a test in HEAVY_FIRST (len(HEAVY_FIRST) for the others)."""
+    for rank, prefix in enumerate(HEAVY_FIRST):
+        if nodeid == prefix or nodeid.startswith((f"{prefix}::", f"{prefix}[")):
+            return rank
+    return len(HEAVY_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Live tests (a real llama-server) run only when asked for: `pytest -m live`."""
+    """In an xdist worker the slowest tests come first (HEAVY_FIRST; the others keep their order).
+    Live tests (a real llama-server) run only when asked for: `pytest -m live`."""
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: heavy_rank(item.nodeid))  # stable
     if "live" in (config.getoption("markexpr") or "") or os.environ.get("CONFORM_LIVE") == "1":
         return
     skip = pytest.mark.skip(

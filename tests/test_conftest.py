@@ -1,6 +1,7 @@
 """The shared test support itself: the CLI helper fails a test on an exception that escaped the
 command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
-processes a run starts keep their bytecode; inner pytest runs leave out the other plugins."""
+processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
+slowest tests are named (HEAVY_FIRST) as they are, to start first."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ from pathlib import Path
 import click
 import pytest
 
-from tests.conftest import FOREIGN_PLUGINS_OFF, conform, invoke, keep_bytecode
+from tests.conftest import (
+    FOREIGN_PLUGINS_OFF,
+    HEAVY_FIRST,
+    conform,
+    heavy_rank,
+    invoke,
+    keep_bytecode,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @click.command()
@@ -77,3 +87,19 @@ def test_inner_pytest_runs_keep_conform_and_xdist_only() -> None:
         f"no:{n}" for n, dist in names.items() if dist not in ("conform", "pytest-xdist")
     }
     assert "no:conform" not in off and "no:xdist" not in off
+
+
+@pytest.mark.parametrize("entry", HEAVY_FIRST)
+def test_each_heavy_first_entry_names_a_test_that_exists(entry: str) -> None:
+    path, _, name = entry.partition("::")
+    assert (ROOT / path).is_file(), entry
+    assert not name or f"\ndef {name}(" in (ROOT / path).read_text(encoding="utf-8"), entry
+
+
+def test_heavy_tests_rank_in_their_order_and_the_others_after_them() -> None:
+    first, second = HEAVY_FIRST[0], HEAVY_FIRST[1]
+    others = len(HEAVY_FIRST)
+    assert heavy_rank(f"{first}[vercel-ai]") == heavy_rank(first) == 0
+    assert heavy_rank(f"{second}::test_x") == 1  # a file: every test in it
+    assert heavy_rank(f"{first}_and_more") == others  # a prefix is a whole name, not a start
+    assert heavy_rank("tests/test_docs.py::test_x") == others

@@ -1,7 +1,7 @@
 """The reference, answering with hostile values beside its own events; HOSTILE picks which:
 
 surrogate  a content event whose text holds a lone surrogate, an ANSI escape, NUL and DEL
-huge       a content event whose text is 10 MB
+huge       a content event whose text is HOSTILE_HUGE characters (default 3,000,000)
 deep       a content event whose text is a list nested 10,000 levels (no decoder takes it)
 deepish    the same nested 600 levels (decodes, so it reaches comparing and the reports)
 errtext    every push an error of kind protocol, its message hostile (surrogate, 1 MB)
@@ -16,6 +16,7 @@ import sys
 from _serve import serve
 
 KIND = os.environ.get("HOSTILE", "surrogate")
+HUGE = int(os.environ.get("HOSTILE_HUGE", "3000000"))
 
 
 def hook(request: dict, pushes: int, message: dict) -> dict | None:
@@ -24,7 +25,7 @@ def hook(request: dict, pushes: int, message: dict) -> dict | None:
     if KIND == "surrogate":
         message["events"].insert(0, {"type": "content", "text": "bad \ud800 \x1b[31m\x00\x7f end"})
     elif KIND == "huge":
-        message["events"].insert(0, {"type": "content", "text": "x" * 10_000_000})
+        message["events"].insert(0, {"type": "content", "text": "x" * HUGE})
     elif KIND in ("deep", "deepish"):
         levels = 10_000 if KIND == "deep" else 600
         nested = "[" * levels + "]" * levels
