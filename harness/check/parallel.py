@@ -9,51 +9,153 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
+from harness.check.modes import mutator
 from harness.check.results import FULL, CaseResult
-from harness.check.runner import run_case
+from harness.check.runner import CasePlan, Pushes, Upcoming, first_pass, run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
 from harness.suite.golden import made_for, read_golden
 from harness.suite.recording import read_recording
+from harness.suite.sse import Payload
 
 
 def _cancelled(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
-def _run_modes(
-    case: Case,
+class _Case:
+    """One case of a run, read when first needed: its payloads and golden file, and what each
+    mode pushes (`Pushes`, shared by the mode's passes and by the plan sent ahead of them)."""
+
+    __slots__ = ("_goldens", "_pushes", "case", "golden", "payloads")
+
+    def __init__(self, case: Case, goldens: Callable[[Case], dict[str, Any]]) -> None:
+        self.case = case
+        self._goldens = goldens
+        self.golden: dict[str, Any] | None = None
+        self.payloads: list[Payload] | None = None
+        self._pushes: dict[str, Pushes] = {}
+
+    def load(self) -> dict[str, Any]:
+        """The golden document (raising when the case is broken: a stale golden file)."""
+        if self.golden is None:
+            # The recording's payloads are read once for every mode and outcome of the case
+            # (None for one too large to hold: each pass then reads it as it goes).
+            info, payloads = read_recording(self.case.recording)
+            self.golden = made_for(self.case, info.thinking_capped, self._goldens(self.case))
+            self.payloads = payloads
+        return self.golden
+
+    def pushes(self, mode: str, seed: int) -> Pushes | None:
+        if self.payloads is None:
+            return None
+        found = self._pushes.get(mode)
+        if found is None:
+            mutate = mutator(mode, seed=seed, case_id=self.case.case_id)
+            found = self._pushes[mode] = Pushes(self.payloads, mutate)
+        return found
+
+
+class _Runs:
+    """The cases and modes one driver runs, in order, each with the plan of the pass expected
+    after it (`Upcoming`): the next mode's first pass, or the next case's, which `take` gives
+    (and which is read then, ahead of its turn).
+
+    Planning ahead never changes a result: a case that cannot be read ahead is read again in
+    its turn (and raises then), and a driver drops a plan sent ahead that does not come.
+    """
+
+    def __init__(
+        self,
+        take: Callable[[], Case | None],
+        *,
+        modes: Sequence[str],
+        seed: int,
+        require: dict[str, str] | None,
+        goldens: Callable[[Case], dict[str, Any]],
+    ) -> None:
+        self._take = take
+        self._modes = modes
+        self._seed = seed
+        self._require = require
+        self._goldens = goldens
+        self._cases: deque[_Case] = deque()  # the current case first, then the next if taken
+
+    def _case(self, index: int) -> _Case | None:
+        while len(self._cases) <= index:
+            case = self._take()
+            if case is None:
+                return None
+            self._cases.append(_Case(case, self._goldens))
+        return self._cases[index]
+
+    def __iter__(self) -> Iterator[tuple[_Case, str, Upcoming]]:
+        while (current := self._case(0)) is not None:
+            current.load()
+            for position in range(len(self._modes)):
+                yield current, self._modes[position], partial(self._after, current, position)
+            self._cases.popleft()
+
+    def _first(self, item: _Case, mode: str) -> CasePlan | None:
+        golden, pushes = item.golden, item.pushes(mode, self._seed)
+        if golden is None or pushes is None:
+            return None
+        return first_pass(
+            item.case, golden, pushes, mode=mode, seed=self._seed, require=self._require
+        )
+
+    def _after(self, current: _Case, position: int) -> CasePlan | None:
+        """The first pass after mode `position` of the current case."""
+        for mode in self._modes[position + 1 :]:
+            found = self._first(current, mode)
+            if found is not None:
+                return found
+        following = self._case(1)
+        if following is None:
+            return None
+        try:
+            following.load()
+        except Exception:  # raised again in its turn, where it belongs
+            return None
+        for mode in self._modes:
+            found = self._first(following, mode)
+            if found is not None:
+                return found
+        return None
+
+
+def _run_all(
+    runs: _Runs,
     driver: Driver,
     *,
-    modes: Sequence[str],
     seed: int,
     cancel: threading.Event | None,
     require: dict[str, str] | None,
-    level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+    level: str,
 ) -> Iterator[CaseResult]:
-    """One case in every mode, stopping when `cancel` is set: a result made while the run was
-    being stopped (its program killed under it) is not the target's, and is dropped."""
-    # The recording's payloads are read once for every mode and outcome of the case (None for
-    # one too large to hold: each pass then reads it as it goes, in constant memory).
-    info, payloads = read_recording(case.recording)
-    golden = made_for(case, info.thinking_capped, goldens(case))
-    for mode in modes:
+    """Every case and mode of `runs`, stopping when `cancel` is set: a result made while the run
+    was being stopped (its program killed under it) is not the target's, and is dropped."""
+    for item, mode, after in runs:
         if _cancelled(cancel):
             return
+        assert item.golden is not None
         try:
             result = run_case(
-                case,
-                golden,
+                item.case,
+                item.golden,
                 driver,
                 mode=mode,
                 seed=seed,
                 require=require,
                 level=level,
-                payloads=payloads,
+                payloads=item.payloads,
+                pushes=item.pushes(mode, seed),
+                after=after,
             )
         except Exception:
             if _cancelled(cancel):  # a program that cannot restart because the run is stopping
@@ -78,21 +180,18 @@ def run(
     """Results for every case in every mode, in order; each golden file is read once.
 
     Setting `cancel` (from a signal handler or another thread) ends the run after the call under
-    way returns: no further case or mode starts.
+    way returns: no further case or mode starts. While one case and mode is checked, the driver
+    is told the plan of the next (`harness.drive.base.plan_next_case`).
     """
-    for case in cases:
-        if _cancelled(cancel):
-            return
-        yield from _run_modes(
-            case,
-            driver,
-            modes=modes,
-            seed=seed,
-            cancel=cancel,
-            require=require,
-            level=level,
-            goldens=goldens,
-        )
+    remaining = iter(cases)
+    runs = _Runs(
+        lambda: None if _cancelled(cancel) else next(remaining, None),
+        modes=modes,
+        seed=seed,
+        require=require,
+        goldens=goldens,
+    )
+    yield from _run_all(runs, driver, seed=seed, cancel=cancel, require=require, level=level)
 
 
 DriverFactory = Callable[[], Driver]
@@ -142,6 +241,15 @@ def run_parallel(
     done: queue.SimpleQueue[object] = queue.SimpleQueue()
     stop = threading.Event()
 
+    def take() -> Case | None:
+        """A whole case for this worker (so a golden file is still read once), or None."""
+        if stop.is_set() or _cancelled(cancel):
+            return None
+        try:
+            return pending.get_nowait()
+        except queue.Empty:
+            return None
+
     def work() -> None:
         try:
             driver = make_driver()
@@ -150,22 +258,13 @@ def run_parallel(
             done.put(_WORKER_DONE)
             return
         try:
-            while not stop.is_set() and not _cancelled(cancel):
-                try:
-                    case = pending.get_nowait()
-                except queue.Empty:
+            runs = _Runs(take, modes=modes, seed=seed, require=require, goldens=goldens)
+            for result in _run_all(
+                runs, driver, seed=seed, cancel=cancel, require=require, level=level
+            ):
+                done.put(result)
+                if stop.is_set():
                     break
-                for result in _run_modes(
-                    case,
-                    driver,
-                    modes=modes,
-                    seed=seed,
-                    cancel=cancel,
-                    require=require,
-                    level=level,
-                    goldens=goldens,
-                ):
-                    done.put(result)
         except BaseException as exc:
             done.put(exc)
         finally:

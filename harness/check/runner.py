@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import operator
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -46,7 +46,7 @@ from harness.check.results import (
 from harness.check.results import (
     Expectation as Expectation,
 )
-from harness.drive.base import plan_case
+from harness.drive.base import plan_case, plan_next_case
 from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
@@ -80,6 +80,82 @@ def _mismatches(
     return [Mismatch(d.path, d.expected, d.actual, step, line, payload, said) for d in found]
 
 
+#: What one pass over a recording sends: its pushes, and the `thinking_capped` of its `finish`
+#: (None: no finish, the golden file ends in an error). A driver takes it as a plan.
+CasePlan = tuple[list[str], bool | None]
+#: The plan of the pass expected after the current one (None: none, or not known).
+Upcoming = Callable[[], CasePlan | None]
+
+
+class Pushes:
+    """What a (case, mode) pushes for each payload of a recording read beforehand: the mode's
+    change of each payload is made once, when first asked for, and shared by every pass and
+    outcome of the case in that mode, and by the plan of a pass sent ahead (`Upcoming`)."""
+
+    __slots__ = ("_changed", "_stop", "mutate", "payloads")
+
+    def __init__(self, payloads: Sequence[Payload], mutate: Mutator | None) -> None:
+        self.payloads = payloads
+        self.mutate = mutate
+        self._changed: list[str] | None = None
+        self._stop: tuple[list[dict[str, Any]], int | None] | None = None
+
+    def first(self, count: int) -> list[str]:
+        """What is pushed for the first `count` payloads."""
+        mutate, payloads, changed = self.mutate, self.payloads, self._changed
+        if changed is None:
+            changed = self._changed = [p.data for p in payloads] if mutate is None else []
+        if mutate is not None:
+            for index in range(len(changed), min(count, len(payloads))):
+                changed.append(mutate(index, payloads[index].data))
+        return changed[:count]
+
+    def error_step(self, steps: list[dict[str, Any]]) -> int | None:
+        """The index of the first error step of `steps` (a golden outcome's), found once."""
+        found = self._stop
+        if found is None or found[0] is not steps:
+            stop = next((i for i, step in enumerate(steps) if "error" in step), None)
+            found = self._stop = (steps, stop)
+        return found[1]
+
+
+def pass_plan(
+    steps: list[dict[str, Any]], pushes: Pushes, *, limit: int | None, then_finish: bool | None
+) -> CasePlan:
+    """The plan of one pass over the first `limit` payloads (all: None): up to the golden file's
+    error step (after which nothing is pushed), or all of them and the finish `then_finish`."""
+    read = len(pushes.payloads) if limit is None else min(limit, len(pushes.payloads))
+    stop = pushes.error_step(steps)
+    if stop is not None and stop < read:
+        return pushes.first(stop + 1), None
+    return pushes.first(read), then_finish
+
+
+def first_pass(
+    case: Case,
+    golden: dict[str, Any],
+    pushes: Pushes,
+    *,
+    mode: str,
+    seed: int,
+    require: dict[str, str] | None = None,
+) -> CasePlan | None:
+    """The plan of the first pass `run_case` makes of `case` in `mode` (with the golden file's
+    first outcome); None when that mode makes no pass (a one-payload recording, truncated)."""
+    candidates = outcomes(golden, require=require)
+    if not candidates or not isinstance(candidates[0][1].get("steps"), list):
+        return None
+    expected = candidates[0][1]
+    steps, capped = expected["steps"], expected["thinking_capped"]
+    if mode == TRUNCATED:
+        points = truncation_points(len(steps), seed=seed, case_id=case.case_id)
+        if not points:
+            return None
+        return pass_plan(steps, pushes, limit=points[0], then_finish=capped)
+    then = capped if "finish" in expected else None
+    return pass_plan(steps, pushes, limit=None, then_finish=then)
+
+
 class _Play:
     """A target's pass over a recording (or its first payloads), each step compared as it comes.
 
@@ -88,12 +164,21 @@ class _Play:
     """
 
     def __init__(
-        self, case: Case, driver: Driver, mutate: Mutator | None, *, level: str = FULL
+        self,
+        case: Case,
+        driver: Driver,
+        mutate: Mutator | None,
+        *,
+        level: str = FULL,
+        pushes: Pushes | None = None,
+        upcoming: Upcoming | None = None,
     ) -> None:
         self.case = case
         self.level = level
         self.driver = driver
         self.mutate = mutate
+        self.pushes = pushes  # the mode's changes of the recording's payloads, made once
+        self.upcoming = upcoming  # the plan of the pass after this one, told to the driver
         self.found: list[Mismatch] = []
         self.step: int | None = None
         self.line: int | None = None
@@ -287,15 +372,19 @@ class _Play:
         the golden file's error step (after which nothing is pushed), or all and the finish."""
         if not hasattr(self.driver, "plan") or not isinstance(expected_steps, list):
             return None
-        read = list(itertools.islice(payloads, limit))
-        stop = next((i for i, step in enumerate(expected_steps) if "error" in step), None)
-        erring = stop is not None and stop < len(read)
-        mutate = self.mutate
-        pushed = [
-            p.data if mutate is None else mutate(index, p.data)
-            for index, p in enumerate(read[: stop + 1 if erring and stop is not None else None])
-        ]
-        plan_case(self.driver, pushed, finish=None if erring else then_finish)
+        pushes = self.pushes
+        if pushes is not None and payloads is pushes.payloads and isinstance(payloads, list):
+            read = payloads[:limit]
+        else:
+            read = list(itertools.islice(payloads, limit))
+            pushes = Pushes(read, self.mutate)
+        pushed, finish = pass_plan(expected_steps, pushes, limit=limit, then_finish=then_finish)
+        if plan_case(self.driver, pushed, finish=finish) and self.upcoming is not None:
+            # The pass after this one, sent while this one is read and checked: the driver
+            # takes it when that pass comes and names the same requests.
+            upcoming = self.upcoming()
+            if upcoming is not None:
+                plan_next_case(self.driver, upcoming[0], finish=upcoming[1])
         return read, pushed
 
     def start_case(self) -> None:
@@ -372,7 +461,19 @@ def _play_truncated(
     points = truncation_points(count, seed=seed, case_id=play.case.case_id)
     if payloads is None and len(points) == count - 1:  # every cut, of a short one: read it once
         payloads = list(itertools.islice(iter_payloads(play.case.recording), count))
+    pushes = play.pushes
+    if payloads is not None and (pushes is None or pushes.payloads is not payloads):
+        pushes = play.pushes = Pushes(payloads, play.mutate)
+    after = play.upcoming  # the pass after the last cut
+    cuts = iter(points[1:])
     for cut, expected in _prefix_finishes(play.case, points, capped, payloads, choices=choices):
+        following = next(cuts, None)
+        if following is None or pushes is None or not isinstance(steps, list):
+            play.upcoming = after
+        else:  # the next cut, should this one pass
+            play.upcoming = lambda p=pushes, c=following: pass_plan(
+                steps, p, limit=c, then_finish=capped
+            )
         play.cut = cut
         play.start_case()
         ended_early = play.push_all(steps, limit=cut, payloads=payloads, then_finish=capped)
@@ -391,14 +492,21 @@ def run_case(
     require: dict[str, str] | None = None,
     level: str = FULL,
     payloads: Sequence[Payload] | None = None,
+    pushes: Pushes | None = None,
+    after: Upcoming | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
     the case at once: it is never an allowed outcome). A failure reports the closest outcome.
-    `payloads` are the recording's, when the caller has read them (else they are read as they go).
+    `payloads` are the recording's, when the caller has read them (else they are read as they go);
+    `pushes`, what the mode pushes for them, made once (built here when not given). `after` is
+    the plan of the pass that follows this case and mode (`first_pass` of the next one), which a
+    driver may send ahead while this one is checked.
     """
+    if pushes is None and payloads is not None:
+        pushes = Pushes(payloads, mutator(mode, seed=seed, case_id=case.case_id))
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
@@ -424,6 +532,8 @@ def run_case(
             payloads=payloads,
             pins=pins,
             narrowed=narrowed,
+            pushes=pushes,
+            after=after,
         )
         if result.status != FAILED:
             return result
@@ -445,9 +555,12 @@ def _attempt(
     payloads: Sequence[Payload] | None,
     pins: tuple[str, ...],
     narrowed: bool,
+    pushes: Pushes | None = None,
+    after: Upcoming | None = None,
 ) -> CaseResult:
     started = time.perf_counter()
-    play = _Play(case, driver, mutator(mode, seed=seed, case_id=case.case_id), level=level)
+    mutate = mutator(mode, seed=seed, case_id=case.case_id) if pushes is None else pushes.mutate
+    play = _Play(case, driver, mutate, level=level, pushes=pushes, upcoming=after)
     crash: Crash | None = None
     try:
         if mode == TRUNCATED:

@@ -42,3 +42,15 @@ def plan_case(driver: Driver, pushes: Sequence[str], *, finish: bool | None) -> 
         return False
     plan(pushes, finish=finish)
     return True
+
+
+def plan_next_case(driver: Driver, pushes: Sequence[str], *, finish: bool | None) -> None:
+    """Tell `driver` what the case after the current one will push (and `finish` with, unless
+    None), when it can use that: a worker speaking protocol 2 sends it as soon as the program has
+    answered the current case, so both sides work at once. The runner still starts that case
+    and plans it as usual; a driver takes what it sent ahead only when that plan names the same
+    requests, and drops it otherwise. Drivers without `plan_next` ignore this.
+    """
+    plan_next = getattr(driver, "plan_next", None)
+    if plan_next is not None:
+        plan_next(pushes, finish=finish)

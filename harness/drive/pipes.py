@@ -556,6 +556,7 @@ class Worker:
         self._queued = 0  # bytes ever queued, and ever written: a request is written once
         self._written = 0  # `_written` reaches the `_queued` that `queue` returned for it
         self._pending = bytearray()  # stdout read but not yet taken as a reply
+        self.lines_in = 0  # line feeds ever read from stdout: the replies the program has written
         self._scanned = 0  # bytes of _pending known to hold no line feed
         self._stderr = bytearray()
         self._stderr_total = 0  # bytes ever written to stderr, for marks
@@ -565,15 +566,23 @@ class Worker:
 
     # -- stderr -------------------------------------------------------------------------------
 
-    def stderr_mark(self) -> int:
-        """A position in the program's stderr, to show only what it wrote after it."""
+    def stderr_mark(self, *, drain: bool = False) -> int:
+        """A position in the program's stderr, to show only what it wrote after it; with
+        `drain`, after reading all that its stderr pipe holds now."""
+        if drain:
+            total = -1
+            while self._err_open and total != self._stderr_total:
+                total = self._stderr_total
+                self._read(self._err)
         return self._stderr_total
 
-    def stderr_since(self, mark: int) -> str:
-        """What the program wrote to stderr after `mark`, shortened for a report."""
+    def stderr_since(self, mark: int, end: int | None = None) -> str:
+        """What the program wrote to stderr after `mark` (and before the mark `end`, if given),
+        shortened for a report."""
         self._drain_ready()
         new = self._stderr_total - mark
-        kept = bytes(self._stderr[-new:]) if new > 0 else b""
+        after = 0 if end is None else max(self._stderr_total - end, 0)
+        kept = bytes(self._stderr[-new : len(self._stderr) - after]) if new > after else b""
         return shortened_stderr(kept, dropped=new > len(self._stderr))
 
     def _keep_stderr(self, chunk: bytes) -> None:
@@ -594,6 +603,7 @@ class Worker:
         if fd == self._out:
             if chunk:
                 self._pending += chunk
+                self.lines_in += chunk.count(b"\n")
             else:
                 self._out_open = False
                 self._selector.unregister(fd)
@@ -614,10 +624,16 @@ class Worker:
             chunk = b""
         if chunk:
             self._pending += chunk
+            self.lines_in += chunk.count(b"\n")
         else:
             self._out_open = False
             self._selector.unregister(self._out)
         return True
+
+    def read_ready(self) -> None:
+        """Read what stdout holds now, without waiting (`lines_in` then counts it)."""
+        if self._out_open:
+            self._read_out()
 
     def _drain(self, wait: float) -> bool:
         """Read once from whichever pipe is ready, waiting up to `wait` s; False when none was.
@@ -735,7 +751,11 @@ class Worker:
         """
         while True:
             if self._outbox:
-                self._write_some(register=self._written < need)
+                try:
+                    self._write_some(register=self._written < need)
+                except OSError:  # it died: a reply it wrote before that is still its reply
+                    if self._pending.find(b"\n", self._scanned) < 0:
+                        raise
             end = self._pending.find(b"\n", self._scanned)
             if end >= 0:
                 line = bytes(self._pending[:end])

@@ -12,12 +12,13 @@ offered in `hello` and spoken when the program answers with one of them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shlex
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from harness.drive.base import DEFAULT_TIMEOUT
@@ -104,6 +105,25 @@ class _Sent:
         return {"seq": self.seq, "op": self.op, **self.fields}
 
 
+@dataclass(slots=True)
+class _Spec:
+    """The case the runner expects after the current one (`plan_next`): held until the program
+    has answered every request before it, then sent (`sent`), and taken as the next case by
+    `plan` when that names the same pushes and finish."""
+
+    pushes: Sequence[str]
+    finish: bool | None
+    sent: list[_Sent] | None = None  # its `new`, pushes and finish, once written
+    data: dict[int, str] = field(default_factory=dict)  # seq -> payload, as `_case_data`
+    mark: int = 0  # the program's stderr mark when it was sent: where the case before it ends
+
+
+#: A next case is sent ahead only when its payloads are this small (in characters, each and all):
+#: one that large gains nothing from it, and must not take a room in the shared file meanwhile.
+_AHEAD_PAYLOAD = SHARED_FROM // 4
+_AHEAD_CASE = 4 * 1024 * 1024
+
+
 class _Refused(TargetCrash):
     """The program answered `bad_request`: it and the harness disagree about the protocol."""
 
@@ -142,6 +162,9 @@ class ProcessDriver:
         self._worker: Worker | None = None
         self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
+        self._case_end: int | None = None  # stderr mark where the next case, sent ahead, begins
+        self._next: _Spec | None = None  # the case expected next (`plan_next`)
+        self._adopting = False  # `start_case` found the next case sent: `plan` says if it is it
         self._last: _Sent | None = None  # the request last sent or awaited (quoted in failures)
         self._offer = True  # offer protocols 2 and 3 in `hello` (until a program refuses the offer)
         self.protocol = PROTOCOL_VERSION  # the version the running program speaks
@@ -226,11 +249,35 @@ class ProcessDriver:
         return self.program
 
     def start_case(self) -> None:
-        """Start a case: a fresh assembler in the program (restarted first when needed)."""
+        """Start a case: a fresh assembler in the program (restarted first when needed).
+
+        When the case expected next (`plan_next`) was sent ahead, it may be this one: `plan`
+        takes it when it names the same requests; anything else reads its replies and drops
+        them first (`_begin`)."""
         self._settle()
+        self._adopting = False
+        spec = self._next
+        if spec is not None and spec.sent is not None and self._worker is not None:
+            self._adopting = True
+            return
+        self._next = None  # held, never sent: `plan` sends it as the case's own
+        self._begin()
+
+    def _begin(self) -> None:
+        """Start a case on the wire: its `new` (the program restarted first when needed)."""
+        self._adopting = False
+        spec, self._next = self._next, None
+        dropped = spec is not None and spec.sent is not None and self._worker is not None
+        if dropped:
+            assert spec is not None and spec.sent is not None
+            self._case_data = spec.data  # not the case that comes: its replies are dropped
+            self._ahead.extend(spec.sent)
+            self._settle()
         self.start()
         assert self._worker is not None
-        self._case_mark = self._worker.stderr_mark()
+        # After a case dropped unread, all it wrote to stderr is read first: it is no case's.
+        self._case_mark = self._worker.stderr_mark(drain=dropped)
+        self._case_end = None
         self._case_data = {}
         self._slices = {}
         if self._shared is not None:  # every reply of the last case is read: its room is free
@@ -250,6 +297,13 @@ class ProcessDriver:
         """Say what this case will push (and `finish` with, unless None): in protocol 2 they
         are all sent now, ahead of their replies, which `push` and `finish` then read in order.
         The program skips what comes after an error (docs/protocol.md, Planned cases)."""
+        if self._adopting:
+            spec = self._next
+            assert spec is not None and spec.sent is not None
+            if spec.finish == finish and (spec.pushes is pushes or spec.pushes == pushes):
+                self._adopt(spec)
+                return
+            self._begin()
         if self.protocol < FAST_PROTOCOL or self._worker is None or self._ahead:
             return
         for data in pushes:
@@ -257,6 +311,65 @@ class ProcessDriver:
         if finish is not None:
             self._ahead.append(self._send("finish", {"thinking_capped": finish}, now=False))
         self._await_new()  # here, so a factory that fails is reported at `new`
+
+    def plan_next(self, pushes: Sequence[str], *, finish: bool | None) -> None:
+        """Say what the case after this one will push (and `finish` with, unless None), as
+        `plan` would be told: in protocol 2 it is sent as soon as the program has answered
+        every request of this case (so the program works on it while the harness checks this
+        one, and what it writes to stderr from then on is the next case's), and taken by the
+        next `start_case` and `plan` when they name it. Anything else drops it unread."""
+        if (
+            self.protocol < FAST_PROTOCOL
+            or self._worker is None
+            or self._adopting
+            or (self._next is not None and self._next.sent is not None)
+        ):
+            return
+        total = 0
+        for data in pushes:
+            total += len(data)
+            if len(data) > _AHEAD_PAYLOAD or total > _AHEAD_CASE:
+                return
+        self._next = _Spec(pushes, finish)
+        self._release()
+
+    def _release(self) -> None:
+        """Send the next case ahead, once every request before it is answered (its replies are
+        read, or wait in the pipe): the program has ended the current case by then."""
+        spec, worker = self._next, self._worker
+        if spec is None or spec.sent is not None or worker is None or self._adopting:
+            return
+        if worker.lines_in < worker.seq or worker.exited:
+            return
+        # Everything it wrote to stderr before its last reply is in the pipe: read it, so the
+        # mark parts this case's stderr from the next one's.
+        spec.mark = self._case_end = worker.stderr_mark(drain=True)
+        data, self._case_data = self._case_data, spec.data
+        try:
+            sent = [self._send("new", {}, now=False)]
+            sent.extend(self._send_push(push, now=False) for push in spec.pushes)
+            if spec.finish is not None:
+                sent.append(self._send("finish", {"thinking_capped": spec.finish}, now=False))
+        finally:
+            self._case_data = data
+        spec.sent = sent
+        # If it died, the next case finds that out (`receive` still gives this one's replies).
+        with contextlib.suppress(OSError):
+            worker.flush()
+
+    def _adopt(self, spec: _Spec) -> None:
+        """Take the case sent ahead as this one."""
+        assert spec.sent is not None and self._worker is not None
+        self._adopting = False
+        self._next = None
+        self._case_mark, self._case_end = spec.mark, None
+        self._case_data = spec.data
+        self._slices = {}
+        if self._shared is not None:  # the case before is all read, and this one has no room
+            self._shared.reset()
+        self._new = spec.sent[0]
+        self._ahead.extend(spec.sent[1:])
+        self._await_new()
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol >= FAST_PROTOCOL:
@@ -346,7 +459,11 @@ class ProcessDriver:
 
     def case_stderr(self) -> str:
         """What the program wrote to stderr in the current case, shortened ("" when nothing)."""
-        return "" if self._worker is None else self._worker.stderr_since(self._case_mark)
+        return "" if self._worker is None else self._stderr(self._worker)
+
+    def _stderr(self, worker: Worker) -> str:
+        """The current case's stderr: from its mark to the next case's, when that was sent."""
+        return worker.stderr_since(self._case_mark, self._case_end)
 
     def close(self) -> None:
         """Say `bye` and let the program exit (killing it after a grace period)."""
@@ -423,13 +540,20 @@ class ProcessDriver:
         self._last = sent
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
+        held = self._next is not None and self._next.sent is None
+        if held:  # has the program answered the whole case? Then send the next one now.
+            if worker.lines_in < worker.seq:
+                worker.read_ready()
+            self._release()
         try:
             reply_line = worker.receive(deadline, sent.mark)
         except (OSError, EOFError):
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
+        if held:
+            self._release()
         if reply_line is None:
-            stderr = worker.stderr_since(self._case_mark)
+            stderr = self._stderr(worker)
             self._discard()
             raise TargetTimeout(
                 f"no reply to {op} within {allowed:g} s (the time allowed for one call); "
@@ -498,7 +622,10 @@ class ProcessDriver:
     def _planned(self, op: str, data: str | None = None) -> dict[str, Any] | None:
         """The reply to the next planned request when it is this `op` (of this payload), checked
         as `_call` checks; None when nothing is planned."""
-        self._await_new()
+        if self._adopting:  # a case with no plan: not the one sent ahead
+            self._begin()
+        if self._new is not None:
+            self._await_new()
         if not self._ahead:
             return None
         sent = self._ahead.popleft()
@@ -522,7 +649,7 @@ class ProcessDriver:
         text = message if isinstance(message, str) else json.dumps(message)
         headline, _, rest = text.partition("\n")
         assert self._worker is not None
-        stderr = self._worker.stderr_since(self._case_mark)
+        stderr = self._stderr(self._worker)
         # The program is still in step with the harness: a crash reply needs no restart.
         details = "\n".join(part for part in (rest.rstrip(), stderr) if part)
         if kind == "crash" and self._own_errors:  # the adapter's words, as an in-process run's
@@ -572,14 +699,14 @@ class ProcessDriver:
     def _broken(self, message: str) -> TargetCrash:
         """The program can no longer be talked to: a crash for this case, and a restart."""
         assert self._worker is not None
-        stderr = self._worker.stderr_since(self._case_mark)
+        stderr = self._stderr(self._worker)
         self._discard()
         return TargetCrash(message, details=self._details(stderr=stderr))
 
     def _garbage(self, reply: Any, why: str) -> TargetCrash:
         """A reply the harness cannot take: a crash for this case, and a restart."""
         assert self._worker is not None
-        stderr = self._worker.stderr_since(self._case_mark)
+        stderr = self._stderr(self._worker)
         self._discard()
         op = "?" if self._last is None else self._last.op
         try:
@@ -601,6 +728,9 @@ class ProcessDriver:
     def _discard(self) -> None:
         self._ahead.clear()
         self._new = None
+        self._next = None  # sent ahead to this program: the next case sends it again
+        self._adopting = False
+        self._case_end = None
         self._close_shared()
         worker, self._worker = self._worker, None
         if worker is not None:

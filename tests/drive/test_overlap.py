@@ -1,0 +1,179 @@
+"""The next case sent ahead (`ProcessDriver.plan_next`): the program works on it while the harness
+checks the current one, and nothing of one case is ever another's: its replies, its crash, its
+timeout, its stderr. tests/programs/overlap_v2.py misbehaves on marked payloads."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.drive.inprocess import InProcessDriver, load_target
+from harness.drive.process import ProcessDriver
+from harness.errors import TargetCrash, TargetTimeout
+
+PROGRAM = Path(__file__).resolve().parents[1] / "programs" / "overlap_v2.py"
+STRICT = Path(__file__).resolve().parents[1] / "programs" / "strict_v1.py"
+
+Steps = tuple[list[dict[str, Any]], dict[str, Any]]
+
+
+def pushes(case_id: str, marker: str = "") -> list[str]:
+    """A short case whose payloads carry `case_id` (logged to stderr) and `marker`."""
+    first = {"id": case_id, "choices": [{"index": 0, "delta": {"content": "a" + marker}}]}
+    last = {
+        "id": case_id,
+        "choices": [{"index": 0, "delta": {"content": "b"}, "finish_reason": "stop"}],
+    }
+    return [json.dumps(first), json.dumps(last)]
+
+
+def play(driver: Any, case: Sequence[str], after: Sequence[str] | None = None) -> Steps:
+    """One case as the runner plays it: its plan, the plan of the case after it, every reply."""
+    driver.start_case()
+    if hasattr(driver, "plan"):
+        driver.plan(case, finish=False)
+    if after is not None:
+        driver.plan_next(after, finish=False)
+    steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+    return steps, driver.finish(False)
+
+
+def logged(stderr: str) -> list[str]:
+    """The lines the program logged, as a report shows them (shortened, under a heading)."""
+    return [line.strip() for line in stderr.splitlines() if line.strip().startswith("pushed")]
+
+
+def expected(case: Sequence[str]) -> Steps:
+    return play(InProcessDriver(load_target("reference:Assembler")), case)
+
+
+@pytest.fixture
+def driver() -> Any:
+    with ProcessDriver([sys.executable, str(PROGRAM)], timeout=10) as made:
+        made.start()
+        assert made.protocol == 2
+        yield made
+
+
+def test_the_program_works_on_the_next_case_while_this_one_is_checked(driver: Any) -> None:
+    slow = pushes("c2", "SLOW")  # a second's work for the program
+    assert play(driver, pushes("c1"), after=slow) == expected(pushes("c1"))
+    time.sleep(2)  # the harness checking c1 (the program has had c2 since c1 was answered)
+    began = time.monotonic()
+    assert play(driver, slow) == expected(slow)
+    assert time.monotonic() - began < 0.9  # its second was spent while the harness was busy
+
+
+def test_stderr_written_in_the_next_case_is_not_this_ones(driver: Any) -> None:
+    # c1 logs its first push a second late: only a case answered in full ends its stderr.
+    assert play(driver, pushes("c1", "SLOW"), after=pushes("c2")) == expected(pushes("c1", "SLOW"))
+    time.sleep(0.5)  # the program has read c2 and logged its pushes by now
+    assert logged(driver.case_stderr()) == ["pushed c1", "pushed c1"]
+    play(driver, pushes("c2"))
+    assert logged(driver.case_stderr()) == ["pushed c2", "pushed c2"]
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [("EXIT", "exited with status 3"), ("GARBAGE", "not JSON")],
+)
+def test_a_crash_drops_the_next_case_and_the_new_program_gets_it(
+    driver: Any, marker: str, message: str
+) -> None:
+    first = driver.pid
+    # GARBAGE answers every request (one line too many is not it): c2 is sent before the
+    # harness reads the bad line, and is lost with the program.
+    with pytest.raises(TargetCrash, match=message) as crash:
+        play(driver, pushes("c1", marker), after=pushes("c2"))
+    assert "pushed c2" not in crash.value.details
+    assert play(driver, pushes("c2")) == expected(pushes("c2"))
+    assert driver.pid != first
+    assert logged(driver.case_stderr()) == ["pushed c2", "pushed c2"]
+
+
+def test_a_crash_in_the_next_case_is_never_this_ones(driver: Any) -> None:
+    driver.start_case()
+    case = pushes("c1")
+    driver.plan(case, finish=False)
+    driver.plan_next(pushes("c2", "EXIT"), finish=False)
+    time.sleep(0.5)  # c1 is answered: the first read sends c2, which the program dies of
+    steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+    assert (steps, driver.finish(False)) == expected(case)
+    with pytest.raises(TargetCrash, match="exited with status 3"):
+        play(driver, pushes("c2", "EXIT"))
+    assert play(driver, pushes("c3")) == expected(pushes("c3"))
+
+
+def test_a_program_gone_after_this_case_leaves_this_cases_replies(driver: Any) -> None:
+    # It exits once it has answered c1: sending c2 fails, and c1's replies are still c1's.
+    case = pushes("c1", "SLOW QUIT")  # so c1 is not answered yet when c2 is planned
+    driver.start_case()
+    driver.plan(case, finish=False)
+    driver.plan_next(pushes("c2"), finish=False)
+    time.sleep(1.5)  # c1 is answered and the program gone: the first read tries to send c2
+    steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+    assert (steps, driver.finish(False)) == expected(case)
+    with pytest.raises(TargetCrash, match="exited with status 0 before answering new"):
+        play(driver, pushes("c2"))
+    assert play(driver, pushes("c3")) == expected(pushes("c3"))
+
+
+def test_a_hang_in_the_next_case_is_its_own_timeout() -> None:
+    with ProcessDriver([sys.executable, str(PROGRAM)], timeout=1) as driver:
+        assert play(driver, pushes("c1"), after=pushes("c2", "HANG")) == expected(pushes("c1"))
+        time.sleep(1.5)  # longer than the time allowed: only waiting counts
+        began = time.monotonic()
+        with pytest.raises(TargetTimeout, match="no reply to push within 1 s"):
+            play(driver, pushes("c2", "HANG"))
+        assert time.monotonic() - began < 5
+        assert play(driver, pushes("c3")) == expected(pushes("c3"))
+
+
+def test_a_case_that_is_not_the_one_sent_ahead_drops_its_replies(driver: Any) -> None:
+    # The runner retries c1 (another outcome) instead of going on to c2: c2's replies are read
+    # and dropped, and neither they nor its stderr reach the case that runs.
+    play(driver, pushes("c1"), after=pushes("c2"))
+    time.sleep(0.3)
+    assert play(driver, pushes("c3")) == expected(pushes("c3"))
+    assert logged(driver.case_stderr()) == ["pushed c3", "pushed c3"]
+    # The same with a next case that kills the program: the case that runs is not blamed.
+    first = driver.pid
+    play(driver, pushes("c4"), after=pushes("c5", "EXIT"))
+    assert play(driver, pushes("c6")) == expected(pushes("c6"))
+    assert driver.pid != first
+    # And a case with no plan at all (pushed one by one).
+    play(driver, pushes("c7"), after=pushes("c8"))
+    driver.start_case()
+    case = pushes("c9")
+    steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+    assert (steps, driver.finish(False)) == expected(case)
+
+
+def test_the_next_case_with_another_finish_is_not_taken(driver: Any) -> None:
+    play(driver, pushes("c1"), after=pushes("c2"))
+    driver.start_case()
+    case = pushes("c2")
+    driver.plan(case, finish=True)  # the same pushes, another finish: sent again
+    steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+    capped = driver.finish(True)
+    assert capped["completion"]["thinking_capped"] is True
+    assert steps == expected(case)[0]
+
+
+def test_a_version_1_program_gets_nothing_ahead() -> None:
+    with ProcessDriver([sys.executable, str(STRICT)], timeout=10) as driver:
+        driver.start()
+        assert driver.protocol == 1
+        driver.start_case()
+        sent = driver._worker.seq
+        driver.plan_next(pushes("c2"), finish=False)
+        assert driver._worker.seq == sent
+        case = pushes("c1")
+        steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
+        assert (steps, driver.finish(False)) == expected(case)
