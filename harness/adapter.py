@@ -24,8 +24,6 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
-import click
-
 from harness.drive.inprocess import (
     Factory,
     TargetCrash,
@@ -459,26 +457,68 @@ def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:
             return
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("target")
-@click.option(
-    "--max-memory",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_MEMORY_MIB,
-    show_default=True,
-    metavar="MIB",
-    help="Address-space limit of this process in MiB (0: none); beyond it, MemoryError.",
-)
-def main(target: str, max_memory: int) -> None:
-    """Serve TARGET (module:Class, module:factory or file.py:Class) over conform's line protocol.
+def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
+    """`python -m harness.adapter TARGET [--max-memory MIB]`: serve TARGET.
 
-    Reads requests from stdin and writes replies to stdout (docs/protocol.md); the target's own
-    output goes to stderr.
-    """
+    The command line conform itself starts a worker with is read here; any other one (`--help`, a
+    mistake, another spelling of the option) goes to the click command, which explains it. So a
+    worker does not import click, about a fifth of its start."""
+    args = sys.argv[1:] if args is None else args
+    plain = _plain_command_line(args)
+    if plain is None:
+        _command()(args, prog_name=prog_name)
+    else:
+        _serve_target(*plain)
+
+
+def _plain_command_line(args: list[str]) -> tuple[str, int] | None:
+    """(TARGET, MIB) of `TARGET` or `TARGET --max-memory MIB` with a valid TARGET; else None."""
+    if len(args) == 1:
+        target, limit = args[0], str(DEFAULT_MAX_MEMORY_MIB)
+    elif len(args) == 3 and args[1] == "--max-memory":
+        target, limit = args[0], args[2]
+    else:
+        return None
+    if target.startswith("-") or not limit.isascii() or not limit.isdigit():
+        return None
     try:
         split_spec(target)
-    except ValueError as exc:
-        raise click.BadParameter(f"{target!r}: {exc}", param_hint="TARGET") from None
+    except ValueError:
+        return None
+    return target, int(limit)
+
+
+def _command() -> Any:
+    """The adapter's click command (made on first use: a worker started by conform needs none)."""
+    import click
+
+    @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+    @click.argument("target")
+    @click.option(
+        "--max-memory",
+        type=click.IntRange(min=0),
+        default=DEFAULT_MAX_MEMORY_MIB,
+        show_default=True,
+        metavar="MIB",
+        help="Address-space limit of this process in MiB (0: none); beyond it, MemoryError.",
+    )
+    def command(target: str, max_memory: int) -> None:
+        """Serve TARGET (module:Class, module:factory or file.py:Class) over conform's line
+        protocol.
+
+        Reads requests from stdin and writes replies to stdout (docs/protocol.md); the target's
+        own output goes to stderr.
+        """
+        try:
+            split_spec(target)
+        except ValueError as exc:
+            raise click.BadParameter(f"{target!r}: {exc}", param_hint="TARGET") from None
+        _serve_target(target, max_memory)
+
+    return command
+
+
+def _serve_target(target: str, max_memory: int) -> None:
     requests, replies = _claim_stdio()
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     _limit_memory(max_memory)

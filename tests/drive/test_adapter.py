@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from harness.adapter import DEFAULT_MAX_MEMORY_MIB, _plain_command_line
 from harness.check.modes import PLAIN, UNKNOWN_FIELDS
 from harness.check.parallel import run
 from harness.check.runner import CaseResult
@@ -195,6 +196,33 @@ def test_the_adapter_has_help_and_rejects_a_malformed_target() -> None:
         capture_output=True, text=True, timeout=30, check=False,
     )  # fmt: skip
     assert done.returncode == 2 and "MODULE:ATTRIBUTE" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "plain"),
+    [
+        (["reference:Assembler"], ("reference:Assembler", DEFAULT_MAX_MEMORY_MIB)),
+        (["reference:Assembler", "--max-memory", "0"], ("reference:Assembler", 0)),
+        (["reference:Assembler", "--max-memory", "-1"], None),
+        (["reference:Assembler", "--max-memory=5"], None),
+        (["reference"], None),
+        (["--help"], None),
+        ([], None),
+    ],
+)
+def test_only_conform_s_own_command_line_skips_click(
+    args: list[str], plain: tuple[str, int] | None
+) -> None:
+    # Anything else goes to the click command, which explains it (the test above).
+    assert _plain_command_line(args) == plain
+
+
+def test_a_worker_does_not_import_click() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys, harness.adapter; print('click' in sys.modules)"],
+        capture_output=True, text=True, timeout=30, check=True,
+    )  # fmt: skip
+    assert done.stdout.strip() == "False"
 
 
 def test_a_target_that_cannot_load_in_the_worker_is_one_error_line() -> None:
