@@ -19,6 +19,7 @@ from harness.drive.process import REPLIES_PROTOCOL, SHARED_PROTOCOL, ProcessDriv
 from harness.drive.replies import resolve_texts
 from harness.drive.spec import python_target_driver
 from harness.errors import TargetCrash
+from tests.drive.test_protocol_v3 import _case
 
 pytestmark = pytest.mark.skipif(
     SharedPayloads.make() is None or SharedReplies.make() is None,
@@ -39,12 +40,6 @@ def _payloads(size: int) -> list[str]:
     payloads = [{"id": "c1", "choices": [{"index": 0, "delta": delta}]} for delta in chunks]
     payloads.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     return [json.dumps(p, ensure_ascii=n % 2 == 0) for n, p in enumerate(payloads)]
-
-
-def _case(driver: Any, payloads: list[str]) -> tuple[list[dict], dict]:
-    driver.start_case()
-    steps = [driver.push(data, n) for n, data in enumerate(payloads, 1)]
-    return steps, driver.finish(False)
 
 
 def _replies(driver: Any) -> list[bytes]:
