@@ -434,7 +434,9 @@ def _close_quietly(fd: int) -> None:
         os.close(fd)
 
 
-_COMPACT = sys.getsizeof("é") - 2  # the header of a non-ASCII string (CPython; a guess elsewhere)
+# The header of a non-ASCII string (CPython; a guess elsewhere), from one made at run time: a
+# one-character string such as "é" is a static singleton in 3.12, of another size.
+_COMPACT = sys.getsizeof("".join(("é", "é"))) - 3
 
 
 def utf16_is_cheaper(data: str) -> bool:
