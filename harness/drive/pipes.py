@@ -340,12 +340,24 @@ class SharedPayloads(SharedWriter):
 
     The harness writes each payload after the ones before it in the case (`put`) and starts again
     at 0 with each case (`reset`, once every reply of the last case is read); the program maps
-    the same file read-only. The file lives in /dev/shm and is unlinked as soon as the program
-    has opened it (`unlink`, after the reply to `hello`), so nothing is left behind. Its room is
-    reserved before it is written: a full /dev/shm is a payload sent through the pipe instead.
+    the same file read-only. Its room is reserved before it is written: no room is a payload
+    sent through the pipe instead.
+
+    On Linux it is a memory file sealed against shrinking, which the program inherits (`fd`, the
+    same number in the program) and opens by the path `/proc/self/fd/N`: a program that tries to
+    shrink it (the harness writes into its own mapping of it) is refused, where a file it could
+    truncate would kill the harness with SIGBUS. Elsewhere it is a file in /dev/shm, unlinked as
+    soon as the program has opened it (`unlink`, after the reply to `hello`). Either way nothing
+    is left behind.
     """
 
     def __init__(self) -> None:
+        self.fd_passed: int | None = _sealed_memory_file("conform-payloads")
+        if self.fd_passed is not None:
+            fd, self.path = self.fd_passed, f"/proc/self/fd/{self.fd_passed}"
+            super().__init__(fd)
+            self._remove = weakref.finalize(self, _remove_shared, None, fd)
+            return
         import tempfile
 
         fd, self.path = tempfile.mkstemp(prefix="conform-", suffix=".shared", dir=_SHARED_DIR)
@@ -356,8 +368,11 @@ class SharedPayloads(SharedWriter):
 
     @classmethod
     def make(cls) -> SharedPayloads | None:
-        """A new shared file; None where there is no /dev/shm (protocol 3 is then not offered)."""
-        if not hasattr(os, "posix_fallocate") or not os.path.isdir(_SHARED_DIR):
+        """A new shared file; None where there is neither a sealed memory file nor /dev/shm
+        (protocol 3 is then not offered)."""
+        if not hasattr(os, "posix_fallocate"):
+            return None
+        if not _can_seal() and not os.path.isdir(_SHARED_DIR):
             return None
         try:
             return cls()
@@ -365,9 +380,11 @@ class SharedPayloads(SharedWriter):
             return None
 
     def unlink(self) -> None:
-        """Remove the file's name (the mappings, and the program's, stay)."""
-        with contextlib.suppress(OSError):
-            os.unlink(self.path)
+        """Remove the file's name (the mappings, and the program's, stay); a memory file has
+        none."""
+        if self.fd_passed is None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
 
     def close(self) -> None:
         self._unmap()
@@ -383,50 +400,65 @@ class SharedReplies:
     descriptor (`fd`, kept open in the program as the same number) and may only grow it.
     """
 
-    def __init__(self) -> None:
-        import fcntl
-
-        self.fd = os.memfd_create("conform-replies", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
         self._close = weakref.finalize(self, _close_quietly, self.fd)
-        try:
-            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
-        except OSError:
-            self._close()
-            raise
         self._map: mmap.mmap | None = None
 
     @classmethod
     def make(cls) -> SharedReplies | None:
         """A new replies' file; None where memory files cannot be sealed (then 4 is not offered)."""
-        if not hasattr(os, "memfd_create") or not sys.platform.startswith("linux"):
-            return None
-        try:
-            return cls()
-        except (OSError, AttributeError):
-            return None
+        fd = _sealed_memory_file("conform-replies")
+        return None if fd is None else cls(fd)
 
     def text(self, at: int, size: int) -> tuple[str | None, str | None]:
         """(the `size` bytes of UTF-8 at offset `at`, decoded, None) or (None, what is wrong)."""
         end = at + size
         found = self._map
-        if found is None or len(found) < end:
-            length = os.fstat(self.fd).st_size
-            if length < end:
-                return None, f"bytes {at} to {end} are beyond the replies' file's {length:,}"
-            if found is not None:
-                found.close()
-            self._map = found = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ)
-        with memoryview(found) as view, view[at:end] as part:
-            try:
+        try:
+            if found is None or len(found) < end:
+                length = os.fstat(self.fd).st_size
+                if length < end:
+                    return None, f"bytes {at} to {end} are beyond the replies' file's {length:,}"
+                if found is not None:
+                    found.close()
+                self._map = None
+                self._map = found = mmap.mmap(self.fd, length, access=mmap.ACCESS_READ)
+            with memoryview(found) as view, view[at:end] as part:
                 return str(part, "utf-8"), None
-            except UnicodeDecodeError as exc:
-                return None, f"bytes {at} to {end} of the replies' file are not UTF-8: {exc}"
+        except UnicodeDecodeError as exc:
+            return None, f"bytes {at} to {end} of the replies' file are not UTF-8: {exc}"
+        except (OSError, ValueError, MemoryError) as exc:  # a file grown beyond what maps
+            return None, f"bytes {at} to {end} of the replies' file cannot be read: {exc}"
 
     def close(self) -> None:
         if self._map is not None:
             self._map.close()
             self._map = None
         self._close()
+
+
+def _can_seal() -> bool:
+    return hasattr(os, "memfd_create") and sys.platform.startswith("linux")
+
+
+def _sealed_memory_file(name: str) -> int | None:
+    """A memory file no one can shrink (`F_SEAL_SHRINK`), for a program to inherit; None where
+    there is none."""
+    if not _can_seal():
+        return None
+    import fcntl
+
+    try:
+        fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (OSError, AttributeError):
+        return None
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    except (OSError, AttributeError):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _close_quietly(fd: int) -> None:
@@ -484,9 +516,10 @@ def _string_memory() -> _StringMemory | None:
     return _MEMORY[0]
 
 
-def _remove_shared(path: str, fd: int) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
+def _remove_shared(path: str | None, fd: int) -> None:
+    if path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
     with contextlib.suppress(OSError):
         os.close(fd)
 
@@ -584,7 +617,10 @@ class Worker:
         self._drain_ready()
         new = self._stderr_total - mark
         after = 0 if end is None else max(self._stderr_total - end, 0)
-        kept = bytes(self._stderr[-new : len(self._stderr) - after]) if new > after else b""
+        stop = len(self._stderr) - after
+        if new > after and stop <= 0:  # what came after `end` filled all that is kept
+            return f"stderr: {new - after:,} bytes, no longer kept (later output took their place)"
+        kept = bytes(self._stderr[-new:stop]) if new > after else b""
         return shortened_stderr(kept, dropped=new > len(self._stderr))
 
     def _keep_stderr(self, chunk: bytes) -> None:
@@ -631,6 +667,10 @@ class Worker:
             self._out_open = False
             self._selector.unregister(self._out)
         return True
+
+    def holds(self, needle: bytes) -> bool:
+        """Whether the replies read but not yet taken hold `needle`."""
+        return needle in self._pending
 
     def read_ready(self) -> None:
         """Read what stdout holds now, without waiting (`lines_in` then counts it)."""

@@ -69,6 +69,9 @@ FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (do
 SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
 REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
+#: In a reply's raw line: a key of a protocol-4 piece (a text in the replies' file). Inside a JSON
+#: string the quotes would be escaped, so a text holding these characters does not look like it.
+_PIECE = b'"at"'
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
@@ -214,7 +217,14 @@ class ProcessDriver:
                     hello["shared"] = self._shared.path
                 if self._replies is not None:
                     hello["replies"] = self._replies.fd
-            passed = () if self._replies is None else (self._replies.fd,)
+            passed = tuple(
+                fd
+                for fd in (
+                    None if self._shared is None else self._shared.fd_passed,
+                    None if self._replies is None else self._replies.fd,
+                )
+                if fd is not None
+            )
             try:
                 self._worker = Worker(
                     self._command, self._env, family=self._family, pass_fds=passed
@@ -333,13 +343,20 @@ class ProcessDriver:
         self._next = _Spec(pushes, finish)
         self._release()
 
-    def _release(self) -> None:
+    def _release(self, unresolved: bytes = b"") -> None:
         """Send the next case ahead, once every request before it is answered (its replies are
-        read, or wait in the pipe): the program has ended the current case by then."""
+        read, or wait in the pipe): the program has ended the current case by then.
+
+        Not while a reply not yet resolved (`unresolved`, or one still waiting in the pipe) may
+        hold a text in the replies' file (protocol 4): the next case's `new` lets the program
+        write over that file, so such a case's replies are all read first."""
         spec, worker = self._next, self._worker
         if spec is None or spec.sent is not None or worker is None or self._adopting:
             return
         if worker.lines_in < worker.seq or worker.exited:
+            return
+        replies = self._replies is not None and self.protocol >= REPLIES_PROTOCOL
+        if replies and (_PIECE in unresolved or worker.holds(_PIECE)):
             return
         # Everything it wrote to stderr before its last reply is in the pipe: read it, so the
         # mark parts this case's stderr from the next one's.
@@ -550,8 +567,8 @@ class ProcessDriver:
         except (OSError, EOFError):
             status = worker.exit_status()
             raise self._broken(f"the program {status} before answering {op}") from None
-        if held:
-            self._release()
+        if held and reply_line is not None:
+            self._release(reply_line)
         if reply_line is None:
             stderr = self._stderr(worker)
             self._discard()

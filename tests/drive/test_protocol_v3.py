@@ -53,7 +53,8 @@ def test_the_worker_speaks_3_and_agrees_with_in_process() -> None:
     with python_target_driver("reference:Assembler") as worker:
         worker.start()
         assert worker.protocol == REPLIES_PROTOCOL
-        assert not os.path.exists(worker._shared.path)  # unlinked once the program opened it
+        path = worker._shared.path  # a memory file (no name), or unlinked once opened
+        assert path.startswith("/proc/self/fd/") or not os.path.exists(path)
         sent = _sent(worker)
         # Small, then past the file's first MiB (it grows, and the program maps it again), then
         # small again: each case starts at offset 0.
@@ -132,10 +133,68 @@ def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
 
     shared = SharedPayloads.make()
     assert shared is not None and os.path.exists(shared.path)
-    path = shared.path
+    path, fd = shared.path, shared.fd
     del shared  # dropped without close (a program that never answered hello, a stopped run)
     gc.collect()
-    assert not os.path.exists(path)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    assert not path.startswith("/dev/shm") or not os.path.exists(path)
+
+
+_SHRINKS = """
+import json, os, sys
+from harness.adapter import Session
+from harness.drive.inprocess import load_target
+session = Session("reference:Assembler", load_target("reference:Assembler"), None)
+for line in iter(sys.stdin.buffer.readline, b""):
+    request = json.loads(line)
+    if request.get("op") == "hello":
+        fd = os.open(request["shared"], os.O_RDWR)
+    reply, done = session.answer(line, sys.stdin.buffer)
+    sys.stdout.buffer.write(session.encode(reply))
+    sys.stdout.buffer.flush()
+    if request.get("op") == "push" and "at" in request:
+        try:
+            os.ftruncate(fd, 0)  # the harness writes into its mapping of this file
+            print("shrunk", file=sys.stderr)
+        except OSError as exc:
+            print("refused", exc, file=sys.stderr)
+    if done:
+        break
+"""
+
+_HARNESS = """
+import json, sys
+from harness.drive.process import ProcessDriver
+from harness.errors import TargetCrash
+big = json.dumps({"id": "c", "choices": [{"index": 0, "delta": {"content": "x" * 100000}}]})
+driver = ProcessDriver([sys.executable, sys.argv[1]])
+driver.start()
+assert driver.protocol >= 3, driver.protocol
+for _ in range(3):
+    driver.start_case()
+    try:
+        driver.push(big, 1)
+    except TargetCrash:
+        pass
+print("alive")
+"""
+
+
+def test_a_program_that_shrinks_the_shared_file_cannot_kill_the_harness(tmp_path: Path) -> None:
+    # Where the file can be truncated, the harness's next write into its mapping is a SIGBUS.
+    import subprocess
+    import sys
+
+    program, harness = tmp_path / "shrinks.py", tmp_path / "drives_it.py"
+    program.write_text(_SHRINKS, "utf-8")
+    harness.write_text(_HARNESS, "utf-8")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run(
+        [sys.executable, str(harness), str(program)],
+        capture_output=True, text=True, timeout=60, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip() == "alive", (done.returncode, done.stderr)
 
 
 def test_ascii_text_is_written_to_the_shared_file_as_its_bytes() -> None:

@@ -16,7 +16,7 @@ import pytest
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import SHARED_FROM, SharedPayloads, SharedReplies, Worker
 from harness.drive.process import REPLIES_PROTOCOL, SHARED_PROTOCOL, ProcessDriver
-from harness.drive.replies import resolve_texts
+from harness.drive.replies import MAX_REPLY_TEXT, resolve_texts
 from harness.drive.spec import python_target_driver
 from harness.errors import TargetCrash
 from tests.drive.test_protocol_v3 import _case
@@ -87,7 +87,7 @@ class _File:
     """A replies' file holding `data` (as a program would have written it)."""
 
     def __init__(self, data: bytes) -> None:
-        self.replies = SharedReplies()
+        self.replies = SharedReplies.make()
         os.pwrite(self.replies.fd, data, 0)
 
 
@@ -117,6 +117,24 @@ def test_pieces_in_the_replies_file_are_checked() -> None:
             assert found is not None and problem in found, (piece, found)
     finally:
         file.replies.close()
+
+
+def test_a_reply_stands_for_a_bounded_text_however_few_its_bytes() -> None:
+    # A piece, or references into a payload repeated, must not make the harness hold gigabytes:
+    # a reply's texts are bounded as a reply line in the pipe is (MAX_REPLY_TEXT).
+    class Unread:
+        def text(self, at: int, size: int) -> tuple[str | None, str | None]:
+            raise AssertionError("a piece beyond the bound is refused before it is read")
+
+    found, _ = _resolved(Unread(), {"at": 0, "bytes": MAX_REPLY_TEXT + 1})
+    assert found is not None and "longer than 268,435,456 characters" in found
+    payload = "x" * 2**20
+    many = [[2, 0, len(payload)]] * 257  # 257 MiB from one reply of a few kilobytes
+    reply = {"seq": 3, "events": [{"type": "content", "text": {"$text": many}}]}
+    found = resolve_texts("push", reply, {2: payload}, {}, None)
+    assert found is not None and "$.events[0].text.$text[256] would make" in found
+    reply = {"seq": 3, "events": [{"type": "content", "text": {"$text": many[:256]}}]}
+    assert resolve_texts("push", reply, {2: payload}, {}, None) is None  # at the bound: read
 
 
 def test_the_replies_file_cannot_be_shrunk_under_the_harness() -> None:
@@ -172,7 +190,7 @@ def test_a_program_that_lies_about_its_replies_file_crashes_the_case(
 
 
 def test_the_program_inherits_the_replies_file() -> None:
-    replies = SharedReplies()
+    replies = SharedReplies.make()
     try:
         script = "import os, sys; print(sorted(int(f) for f in os.listdir('/proc/self/fd')))"
         worker = Worker([sys.executable, "-c", script], None, family="test", pass_fds=(replies.fd,))
@@ -218,7 +236,7 @@ def test_utf16_payloads_the_worker_refuses(tmp_path: Path) -> None:
     reply, _ = v3.answer(b'{"seq":3,"op":"push","bytes":48,"at":0,"encoding":"utf-16le"}')
     assert "is not spoken here" in reply["error"]["message"]
     v4 = Session("reference:Assembler", load_target("reference:Assembler"), None)
-    replies = SharedReplies()
+    replies = SharedReplies.make()
     try:
         line = {**hello, "accept": [1, 2, 3, 4], "replies": replies.fd}
         assert v4.answer(json.dumps(line).encode())[0]["protocol"] == REPLIES_PROTOCOL
