@@ -125,23 +125,49 @@ def _shared_text(
     return text, None
 
 
+#: The characters the texts of one reply may stand for, references resolved: as much as a reply
+#: line in the pipe may hold (a reply of a few bytes must not make the harness hold gigabytes).
+MAX_REPLY_TEXT = 256 * 1024 * 1024
+
+
+class _Budget:
+    """What is left of `MAX_REPLY_TEXT` for the reply being resolved."""
+
+    def __init__(self) -> None:
+        self.left = MAX_REPLY_TEXT
+
+    def take(self, size: int, where: str) -> str | None:
+        """None when `size` more characters (or bytes, which are never fewer) fit; else why not."""
+        if size > self.left:
+            return f"{where} would make the reply's texts longer than {MAX_REPLY_TEXT:,} characters"
+        self.left -= size
+        return None
+
+
 def _text(
     value: Any,
     payloads: dict[int, str],
     where: str,
     slices: Slices,
     replies: SharedTexts | None = None,
+    budget: _Budget | None = None,
 ) -> tuple[str | None, str | None]:
     """(the text a reference stands for, None) or (None, what is wrong with it)."""
     pieces = value.get(_TEXT_REF)
     if len(value) != 1 or not isinstance(pieces, list):
         return None, f'{where} must be a string or {{"$text": [piece, ...]}}'
+    budget = _Budget() if budget is None else budget
     parts: list[str] = []
     for number, piece in enumerate(pieces):
         if isinstance(piece, str):
             parts.append(piece)
             continue
         if isinstance(piece, dict):
+            size = piece.get("bytes")
+            if type(size) is int and size > 0:
+                problem = budget.take(size, f"{where}.$text[{number}]")
+                if problem is not None:
+                    return None, problem
             text, problem = _shared_text(piece, replies, f"{where}.$text[{number}]", slices)
             if text is None:
                 return None, problem
@@ -163,6 +189,9 @@ def _text(
                 f"{where}.$text[{number}] is [{seq}, {start}, {end}], outside the {len(data):,} "
                 f"characters of push {seq}'s data"
             )
+        problem = budget.take(end - start, f"{where}.$text[{number}]")
+        if problem is not None:
+            return None, problem
         key = (seq, start, end)
         text = slices.get(key)
         if text is None:  # the completion's text is often one event's: the same string object
@@ -178,9 +207,10 @@ def _resolve_in(
     where: str,
     slices: Slices,
     replies: SharedTexts | None,
+    budget: _Budget,
 ) -> str | None:
     if isinstance(obj, dict) and isinstance(obj.get(key), dict):
-        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices, replies)
+        text, problem = _text(obj[key], payloads, f"{where}.{key}", slices, replies, budget)
         if problem is not None:
             return problem
         obj[key] = text
@@ -202,6 +232,7 @@ def resolve_texts(
     `replies` is the file of protocol 4 (None in 2 and 3, where a piece in it is garbage).
     """
     slices = {} if slices is None else slices
+    budget = _Budget()  # for the whole reply
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
@@ -209,19 +240,21 @@ def resolve_texts(
                 key = "arguments" if "arguments" in event else "text"
                 if isinstance(event.get(key), dict):  # (its path is written only then)
                     where = f"$.events[{number}]"
-                    problem = _resolve_in(event, key, payloads, where, slices, replies)
+                    problem = _resolve_in(event, key, payloads, where, slices, replies, budget)
                     if problem is not None:
                         return problem
     elif op == "finish":
         completion = reply.get("completion")
         for key in ("content", "reasoning_content"):
-            problem = _resolve_in(completion, key, payloads, "$.completion", slices, replies)
+            problem = _resolve_in(
+                completion, key, payloads, "$.completion", slices, replies, budget
+            )
             if problem is not None:
                 return problem
         calls = completion.get("tool_calls") if isinstance(completion, dict) else None
         for number, call in enumerate(calls if isinstance(calls, list) else ()):
             where = f"$.completion.tool_calls[{number}]"
-            problem = _resolve_in(call, "arguments", payloads, where, slices, replies)
+            problem = _resolve_in(call, "arguments", payloads, where, slices, replies, budget)
             if problem is not None:
                 return problem
     return None

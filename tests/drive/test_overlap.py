@@ -177,3 +177,50 @@ def test_a_version_1_program_gets_nothing_ahead() -> None:
         case = pushes("c1")
         steps = [driver.push(data, line) for line, data in enumerate(case, 1)]
         assert (steps, driver.finish(False)) == expected(case)
+
+
+def _escaped(letter: str, count: int, size: int) -> list[str]:
+    """A case of `count` deltas of `size` letters and a quote (escaped in the JSON)."""
+    delta = {"content": letter * size + '"'}
+    first = [{"id": "c", "choices": [{"index": 0, "delta": delta}]} for _ in range(count)]
+    last = {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return [json.dumps(p) for p in [*first, last]]
+
+
+def test_a_case_whose_texts_are_in_the_replies_file_is_read_before_the_next_is_sent() -> None:
+    # Protocol 4: the next case's `new` lets the program write over the replies' file, where this
+    # case's completion (a long escaped text) waits to be read.
+    from harness.drive.spec import python_target_driver
+
+    this, after = _escaped("a", 400, 200), _escaped("b", 6, 15_000)
+    with python_target_driver("reference:Assembler") as worker:
+        worker.start()
+        assert worker.protocol == 4
+        worker.start_case()
+        worker.plan(this, finish=False)
+        worker.plan_next(after, finish=False)
+        time.sleep(0.5)  # every reply of this case is in the pipe: the next case could go now
+        for line, data in enumerate(this, 1):
+            worker.push(data, line)
+        completion = worker.finish(False)["completion"]
+        assert completion["content"] == ("a" * 200 + '"') * 400
+        assert play(worker, after) == expected(after)  # and the next case still runs
+
+
+def test_a_case_s_stderr_pushed_out_by_the_next_case_s_is_said_so() -> None:
+    from harness.drive.pipes import Worker, new_family
+
+    program = (
+        "import sys, time; sys.stderr.write('this case\\n'); sys.stderr.flush(); time.sleep(0.3);"
+        "sys.stderr.write('next case\\n' * 20000); sys.stderr.flush(); time.sleep(5)"
+    )
+    worker = Worker([sys.executable, "-c", program], None, family=new_family())
+    try:
+        mark = worker.stderr_mark()
+        time.sleep(0.15)
+        end = worker.stderr_mark(drain=True)  # this case's stderr ends here
+        time.sleep(0.6)
+        shown = worker.stderr_since(mark, end)
+        assert "next case" not in shown and "no longer kept" in shown, shown
+    finally:
+        worker.stop(kill=True)
