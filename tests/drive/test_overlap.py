@@ -73,7 +73,10 @@ def test_the_program_works_on_the_next_case_while_this_one_is_checked(driver: An
 def test_stderr_written_in_the_next_case_is_not_this_ones(driver: Any) -> None:
     # c1 logs its first push a second late: only a case answered in full ends its stderr.
     assert play(driver, pushes("c1", "SLOW"), after=pushes("c2")) == expected(pushes("c1", "SLOW"))
-    time.sleep(0.5)  # the program has read c2 and logged its pushes by now
+    deadline = time.monotonic() + 10  # until the program has logged c2's pushes
+    while time.monotonic() < deadline and "pushed c2" not in driver._worker.stderr_since(0):
+        time.sleep(0.05)
+    assert "pushed c2" in driver._worker.stderr_since(0)
     assert logged(driver.case_stderr()) == ["pushed c1", "pushed c1"]
     play(driver, pushes("c2"))
     assert logged(driver.case_stderr()) == ["pushed c2", "pushed c2"]
