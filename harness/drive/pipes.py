@@ -593,6 +593,9 @@ class Worker:
         self._pending = bytearray()  # stdout read but not yet taken as a reply
         self.lines_in = 0  # line feeds ever read from stdout: the replies the program has written
         self._scanned = 0  # bytes of _pending known to hold no line feed
+        self._taken = 0  # bytes of stdout taken as replies: where _pending starts in the stream
+        self._looked = 0  # `holds`: where in the stream it has looked up to
+        self._found_at = -1  # `holds`: where in the stream its needle was last found
         self._stderr = bytearray()
         self._stderr_total = 0  # bytes ever written to stderr, for marks
         self._out_open = True
@@ -669,8 +672,16 @@ class Worker:
         return True
 
     def holds(self, needle: bytes) -> bool:
-        """Whether the replies read but not yet taken hold `needle`."""
-        return needle in self._pending
+        """Whether the replies read but not yet taken hold `needle` (always the same needle).
+
+        Each byte is looked at once, however often this is asked while the replies are taken one
+        by one (a long case's: asking `needle in` every time would be quadratic)."""
+        start = max(self._looked - len(needle) + 1, self._taken) - self._taken
+        found = self._pending.rfind(needle, start)
+        if found >= 0:
+            self._found_at = self._taken + found
+        self._looked = self._taken + len(self._pending)
+        return self._found_at >= self._taken
 
     def read_ready(self) -> None:
         """Read what stdout holds now, without waiting (`lines_in` then counts it)."""
@@ -802,11 +813,13 @@ class Worker:
             if end >= 0:
                 line = bytes(self._pending[:end])
                 del self._pending[: end + 1]
+                self._taken += end + 1
                 self._scanned = 0
                 return line
             self._scanned = len(self._pending)
             if len(self._pending) > _MAX_REPLY:
                 line = bytes(self._pending[:QUOTED_CHARS])
+                self._taken += len(self._pending)
                 self._pending.clear()
                 self._scanned = 0
                 return line  # quoted as garbage: it cannot be a reply

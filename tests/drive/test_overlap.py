@@ -227,3 +227,23 @@ def test_a_case_s_stderr_pushed_out_by_the_next_case_s_is_said_so() -> None:
         assert "next case" not in shown and "no longer kept" in shown, shown
     finally:
         worker.stop(kill=True)
+
+
+def test_holds_follows_the_replies_taken() -> None:
+    from harness.drive.pipes import Worker, new_family
+
+    program = (
+        "import sys, time; sys.stdout.write('x\\n\"at\"\\ny\\n'); sys.stdout.flush(); time.sleep(5)"
+    )
+    worker = Worker([sys.executable, "-c", program], None, family=new_family())
+    try:
+        deadline = time.monotonic() + 10
+        while worker.lines_in < 3 and time.monotonic() < deadline:
+            worker.read_ready()
+            time.sleep(0.01)
+        assert worker.holds(b'"at"')  # all three read, none taken
+        assert worker.receive(deadline) == b"x" and worker.holds(b'"at"')
+        assert worker.receive(deadline) == b'"at"' and not worker.holds(b'"at"')
+        assert worker.receive(deadline) == b"y" and not worker.holds(b'"at"')
+    finally:
+        worker.stop(kill=True)
