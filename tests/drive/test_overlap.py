@@ -202,7 +202,11 @@ def test_a_case_whose_texts_are_in_the_replies_file_is_read_before_the_next_is_s
         worker.start_case()
         worker.plan(this, finish=False)
         worker.plan_next(after, finish=False)
-        time.sleep(0.5)  # every reply of this case is in the pipe: the next case could go now
+        pipe, deadline = worker._worker, time.monotonic() + 20
+        while pipe.lines_in < pipe.seq and time.monotonic() < deadline:  # every reply read, so
+            pipe.read_ready()  # the next case could go now
+            time.sleep(0.01)
+        assert pipe.lines_in == pipe.seq
         for line, data in enumerate(this, 1):
             worker.push(data, line)
         completion = worker.finish(False)["completion"]
@@ -213,16 +217,24 @@ def test_a_case_whose_texts_are_in_the_replies_file_is_read_before_the_next_is_s
 def test_a_case_s_stderr_pushed_out_by_the_next_case_s_is_said_so() -> None:
     from harness.drive.pipes import Worker, new_family
 
+    # The program logs this case's line, then (told to go on) the next case's 200 KB.
     program = (
-        "import sys, time; sys.stderr.write('this case\\n'); sys.stderr.flush(); time.sleep(0.3);"
-        "sys.stderr.write('next case\\n' * 20000); sys.stderr.flush(); time.sleep(5)"
+        "import sys; sys.stderr.write('this case\\n'); sys.stderr.flush(); sys.stdin.readline();"
+        "sys.stderr.write('next case\\n' * 20000); sys.stderr.flush(); sys.stdin.readline()"
     )
     worker = Worker([sys.executable, "-c", program], None, family=new_family())
+
+    def logged_at_least(size: int) -> int:
+        deadline = time.monotonic() + 20
+        while (mark := worker.stderr_mark(drain=True)) < size and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return mark
+
     try:
         mark = worker.stderr_mark()
-        time.sleep(0.15)
-        end = worker.stderr_mark(drain=True)  # this case's stderr ends here
-        time.sleep(0.6)
+        end = logged_at_least(len("this case\n"))  # this case's stderr ends here
+        worker.send(b"go\n", time.monotonic() + 10)
+        logged_at_least(end + len("next case\n") * 20000)
         shown = worker.stderr_since(mark, end)
         assert "next case" not in shown and "no longer kept" in shown, shown
     finally:
