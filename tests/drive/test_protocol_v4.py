@@ -19,7 +19,7 @@ from harness.drive.process import REPLIES_PROTOCOL, SHARED_PROTOCOL, ProcessDriv
 from harness.drive.replies import MAX_REPLY_TEXT, resolve_texts
 from harness.drive.spec import python_target_driver
 from harness.errors import TargetCrash
-from tests.drive.test_protocol_v3 import _case
+from tests.drive.test_protocol_v3 import _case, _sent
 
 pytestmark = pytest.mark.skipif(
     SharedPayloads.make() is None or SharedReplies.make() is None,
@@ -210,14 +210,7 @@ def test_large_non_ascii_payloads_go_as_utf16_unless_four_bytes_a_character() ->
     ]
     with python_target_driver("reference:Assembler") as worker:
         worker.start()
-        sent: list[dict] = []
-        real = worker._send
-
-        def send(op: str, fields: dict, **options: Any) -> Any:
-            sent.append({"op": op, **fields})
-            return real(op, fields, **options)
-
-        worker._send = send
+        sent = _sent(worker)
         assert _case(worker, payloads) == _case(in_process, payloads)
     pushes = [r for r in sent if r["op"] == "push"]
     assert [r.get("encoding") for r in pushes] == ["utf-16le", "utf-16le", None]
