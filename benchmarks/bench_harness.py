@@ -16,10 +16,12 @@ For each, in one process and interleaved repeat by repeat:
 Harness overhead is `run - assembler`, shown per payload pushed and as a ratio to the
 assembler's own time per payload (the target: below 1.0, in plain mode). A breakdown of the
 overhead follows for plain mode: reading the recordings, `inject`, normalizing (`push_step`
-minus `push`, and `push_steps`, the batch the runner uses in-process, minus `push`), and
-comparing with the golden steps. Each figure is the median of the repeats, with the garbage
-collector off while a contender runs. The script also checks that each golden file is
-parsed once per run and that deepdiff is never imported when every case passes.
+minus `push`, and `push_steps`, the batch the runner uses in-process, minus `push`),
+comparing with the golden steps one by one, rendering each golden file from a passing pass (what
+an in-process run does instead of parsing it and comparing steps), and parsing it (what a run does
+when a pass needs the document). Each figure is the median of the repeats, with the garbage
+collector off while a contender runs. The script also checks that each golden file is parsed at
+most once per run and that deepdiff is never imported when every case passes.
 
 `conform run` end to end (a child process, startup included) is timed once per mode too.
 
@@ -50,9 +52,10 @@ from harness.check import parallel, runner  # noqa: E402
 from harness.check.compare import same_step  # noqa: E402
 from harness.check.modes import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
 from harness.drive.inprocess import InProcessDriver, push_step  # noqa: E402
+from harness.drive.normalize import SAID  # noqa: E402
 from harness.suite import golden as golden_files  # noqa: E402
 from harness.suite.cases import Case, Suite  # noqa: E402
-from harness.suite.recording import iter_payloads  # noqa: E402
+from harness.suite.recording import iter_payloads, read_recording  # noqa: E402
 
 SEED = 20261129
 
@@ -204,6 +207,22 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
         for case in cases:
             golden_files.read_golden(case)
 
+    passes = []  # what the whole-pass verdict renders for each case (runner.rendered_pass)
+    for case, texts in zip(cases, payloads, strict=True):
+        info, _ = read_recording(case.recording)
+        driver = InProcessDriver(reference.Assembler)
+        driver.start_case()
+        made: list[dict[str, Any]] = []
+        driver.push_steps(texts, [p.line for p in iter_payloads(case.recording)], made)
+        ended = bool(made) and "error" in made[-1]
+        if ended:
+            made[-1].pop(SAID, None)
+        passes.append((case, info, made, None if ended else driver.finish(info.thinking_capped)))
+
+    def render() -> None:  # reading each golden file too
+        for case, info, made, finish in passes:
+            golden_files.open_golden(case).renders(info, made, finish)
+
     got = medians(
         {
             "read": read,
@@ -212,6 +231,7 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
             "push_steps": push_in_batches,
             "compare": compare,
             "golden": parse_golden,
+            "render": render,
         },
         repeats,
     )
@@ -220,7 +240,8 @@ def report_breakdown(cases: Sequence[Case], repeats: int) -> None:
     print(f"  normalizing (push_step - push) {us(got['push_step'] - got['push'], count)}")
     print(f"  ... in batches (push_steps - push) {us(got['push_steps'] - got['push'], count)}")
     print(f"  comparing with golden     {us(got['compare'], count)}")
-    print(f"  parsing golden (once/run) {us(got['golden'], count)}")
+    print(f"  rendering the golden file {us(got['render'], count)}  (a passing pass, in-process)")
+    print(f"  parsing golden (if needed) {us(got['golden'], count)}")
     print(f"  the assembler's push      {us(got['push'], count)}")
     for mode in MODES:
         change = mutator(mode, seed=SEED, case_id="x")
@@ -254,8 +275,11 @@ def claims(cases: Sequence[Case]) -> tuple[int, bool]:
 
 def check_claims(cases: Sequence[Case]) -> None:
     decodes, deepdiff = claims(cases)
-    once = "yes" if decodes == len(cases) else "NO"
-    print(f"\ngolden files parsed once per run, all modes: {once} ({decodes} for {len(cases)})")
+    once = "yes" if decodes <= len(cases) else "NO"
+    print(
+        f"\ngolden files parsed at most once per run, every mode: {once} "
+        f"({decodes} for {len(cases)})"
+    )
     print(f"deepdiff imported during passing runs: {'YES' if deepdiff else 'no'}")
 
 

@@ -131,7 +131,7 @@ class _Run:
 
     def golden(self, case: Case) -> dict[str, Any]:
         assert self.plan is not None, "collection makes the plan"
-        return self.plan.golden(case)
+        return self.plan.golden(case).document
 
     def make_driver(self) -> Driver:
         return self.options.start_driver()

@@ -2,7 +2,8 @@
 
 All are frozen msgspec Structs: immutable, typed, cheap to build (the assembler makes one per event,
 so dataclasses would cost a large share of its time), and what `reference._wire` decodes into
-directly where the payload's shape and the public shape agree (`Timings`).
+directly where the payload's shape and the public shape agree (`Timings`). An event encodes
+(`msgspec.json.encode`) as the golden files' event object: its `type` first, then its fields.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ class FinishReason(enum.StrEnum):
     LENGTH = "length"
 
 
-class Progress(msgspec.Struct, frozen=True, gc=False):
+class Progress(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="progress"):
     """Prompt processing progress (`prompt_progress`)."""
 
     total: int | None = None
@@ -53,19 +54,19 @@ class Progress(msgspec.Struct, frozen=True, gc=False):
     time_ms: int | None = None
 
 
-class Reasoning(msgspec.Struct, frozen=True, gc=False):
+class Reasoning(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="reasoning"):
     """A piece of thinking text (`reasoning_content`)."""
 
     text: str
 
 
-class Content(msgspec.Struct, frozen=True, gc=False):
+class Content(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="content"):
     """A piece of answer text (`content`)."""
 
     text: str
 
 
-class ToolCallDelta(msgspec.Struct, frozen=True, gc=False):
+class ToolCallDelta(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag="tool_call_delta"):
     """One entry of a chunk's `tool_calls`, as that piece had it."""
 
     index: int

@@ -16,11 +16,11 @@ from typing import Any
 
 from harness.check.modes import mutator
 from harness.check.results import FULL, CaseResult
-from harness.check.runner import CasePlan, Pushes, Upcoming, first_pass, run_case
+from harness.check.runner import CasePlan, Pushes, Upcoming, first_pass, rendered_pass, run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
-from harness.suite.golden import made_for, read_golden
-from harness.suite.recording import read_recording
+from harness.suite.golden import Golden, made_for, open_golden
+from harness.suite.recording import RecordingInfo, read_recording
 from harness.suite.sse import Payload
 
 
@@ -29,27 +29,37 @@ def _cancelled(cancel: threading.Event | None) -> bool:
 
 
 class _Case:
-    """One case of a run, read when first needed: its payloads and golden file, and what each
-    mode pushes (`Pushes`, shared by the mode's passes and by the plan sent ahead of them)."""
+    """One case of a run, read when first needed: its recording and golden file, the golden
+    document when a pass needs it, and what each mode pushes (`Pushes`, shared by the mode's
+    passes and by the plan sent ahead of them)."""
 
-    __slots__ = ("_goldens", "_pushes", "case", "golden", "payloads")
+    __slots__ = ("_document", "_goldens", "_pushes", "case", "golden", "info", "payloads")
 
-    def __init__(self, case: Case, goldens: Callable[[Case], dict[str, Any]]) -> None:
+    def __init__(self, case: Case, goldens: Callable[[Case], Golden]) -> None:
         self.case = case
         self._goldens = goldens
-        self.golden: dict[str, Any] | None = None
+        self.golden: Golden | None = None
+        self.info: RecordingInfo | None = None
         self.payloads: list[Payload] | None = None
         self._pushes: dict[str, Pushes] = {}
+        self._document: dict[str, Any] | None = None
 
-    def load(self) -> dict[str, Any]:
-        """The golden document (raising when the case is broken: a stale golden file)."""
+    def load(self) -> Golden:
+        """The golden file (raising when the case is broken: a missing golden file)."""
         if self.golden is None:
             # The recording's payloads are read once for every mode and outcome of the case
             # (None for one too large to hold: each pass then reads it as it goes).
-            info, payloads = read_recording(self.case.recording)
-            self.golden = made_for(self.case, info.thinking_capped, self._goldens(self.case))
-            self.payloads = payloads
+            self.info, self.payloads = read_recording(self.case.recording)
+            self.golden = self._goldens(self.case)
         return self.golden
+
+    def document(self) -> dict[str, Any]:
+        """The golden document, parsed once (raising when it is malformed or stale)."""
+        if self._document is None:
+            golden, info = self.load(), self.info
+            assert info is not None
+            self._document = made_for(self.case, info.thinking_capped, golden.document)
+        return self._document
 
     def pushes(self, mode: str, seed: int) -> Pushes | None:
         if self.payloads is None:
@@ -77,7 +87,7 @@ class _Runs:
         modes: Sequence[str],
         seed: int,
         require: dict[str, str] | None,
-        goldens: Callable[[Case], dict[str, Any]],
+        goldens: Callable[[Case], Golden],
     ) -> None:
         self._take = take
         self._modes = modes
@@ -102,8 +112,12 @@ class _Runs:
             self._cases.popleft()
 
     def _first(self, item: _Case, mode: str) -> CasePlan | None:
-        golden, pushes = item.golden, item.pushes(mode, self._seed)
-        if golden is None or pushes is None:
+        pushes = item.pushes(mode, self._seed)
+        if item.golden is None or pushes is None:
+            return None
+        try:
+            golden = item.document()
+        except Exception:  # raised again in its turn, where it belongs
             return None
         return first_pass(
             item.case, golden, pushes, mode=mode, seed=self._seed, require=self._require
@@ -143,11 +157,23 @@ def _run_all(
     for item, mode, after in runs:
         if _cancelled(cancel):
             return
-        assert item.golden is not None
+        assert item.golden is not None and item.info is not None
         try:
-            result = run_case(
+            result = rendered_pass(
                 item.case,
                 item.golden,
+                item.document,
+                item.info,
+                driver,
+                mode=mode,
+                seed=seed,
+                level=level,
+                require=require,
+                pushes=item.pushes(mode, seed),
+                after=after,
+            ) or run_case(
+                item.case,
+                item.document(),
                 driver,
                 mode=mode,
                 seed=seed,
@@ -175,7 +201,7 @@ def run(
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
     level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+    goldens: Callable[[Case], Golden] = open_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode, in order; each golden file is read once.
 
@@ -208,7 +234,7 @@ def run_parallel(
     cancel: threading.Event | None = None,
     require: dict[str, str] | None = None,
     level: str = FULL,
-    goldens: Callable[[Case], dict[str, Any]] = read_golden,
+    goldens: Callable[[Case], Golden] = open_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
 

@@ -2,7 +2,9 @@
 
 The runner only produces records (`CaseResult`); `harness.reports.text` turns them into text. Each
 step is compared as soon as it is made, against the golden step of the same index, with the cheap
-exact check first and deepdiff only on a difference (`harness.check.compare`).
+exact check first and deepdiff only on a difference (`harness.check.compare`). In-process, the
+usual passing case is judged whole first (`rendered_pass`): its pass renders the golden file byte
+for byte, which is never parsed then; any other pass is judged from its replayed calls.
 """
 
 from __future__ import annotations
@@ -47,14 +49,22 @@ from harness.check.results import (
     Expectation as Expectation,
 )
 from harness.drive.base import plan_case, plan_next_case
-from harness.drive.inprocess import Driver, TargetCrash, TargetTimeout, finish_step, push_step
+from harness.drive.inprocess import (
+    Driver,
+    TargetCrash,
+    TargetTimeout,
+    finish_step,
+    plain_steps,
+    push_step,
+)
 from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
-from harness.suite.recording import iter_payloads
+from harness.suite.golden import Golden
+from harness.suite.recording import RecordingInfo, iter_payloads
 from harness.suite.sse import Payload
-from reference.choices import REFERENCE, Choices
+from reference.choices import OUTCOMES, REFERENCE, Choices
 
 _LINE_OF_PAYLOAD = operator.attrgetter("line")
 _DATA_OF_PAYLOAD = operator.attrgetter("data")
@@ -346,6 +356,7 @@ class _Play:
         except (TypeError, ValueError, OverflowError, RecursionError):
             equal = False
         if not equal:
+            plain_steps(actual)
             for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
                 if same_step(want, got):
                     continue
@@ -480,6 +491,172 @@ def _play_truncated(
         play.finish(expected, capped=capped, ended_early=ended_early)
         if play.found:
             return
+
+
+def rendered_pass(
+    case: Case,
+    golden: Golden,
+    document: Callable[[], dict[str, Any]],
+    info: RecordingInfo,
+    driver: Driver,
+    *,
+    mode: str,
+    seed: int,
+    level: str,
+    require: dict[str, str] | None = None,
+    pushes: Pushes | None,
+    after: Upcoming | None = None,
+) -> CaseResult | None:
+    """`run_case` for the usual case, judged whole: PASSED when the target's pass over the
+    recording renders its golden file byte for byte (`Golden.renders`), without parsing the
+    file or comparing a step; otherwise `run_case` judges that same pass, replayed from what the
+    target answered (`_Replay`), with the golden `document`. None when the case is not run so.
+
+    A driver that takes a whole pass in one call (`push_steps`: in-process) is run so, in a mode
+    that pushes the whole recording once (not `truncated`), at the full level, for a case that
+    pins no implementation-defined point (whose file holds other outcomes too). The pass pushes
+    every payload, up to the target's first error step or crash, then calls `finish` unless it
+    ended in one: all that `run_case`'s first pass asks, and more (a step depends only on the
+    pushes before it, and a fresh assembler starts the next pass), so the verdict is always of
+    one pass of the target, as `run_case` alone gives it.
+    """
+    if (
+        level != FULL
+        or mode == TRUNCATED
+        or pushes is None
+        or golden.data is None
+        or not hasattr(driver, "push_steps")
+        or not _POINTS.isdisjoint(info.pins)
+    ):
+        return None
+    started = time.perf_counter()
+    payloads = pushes.payloads
+    sent = pushes.first(len(payloads))
+    lines = list(map(_LINE_OF_PAYLOAD, payloads))
+    steps: list[dict[str, Any]] = []
+    finish: dict[str, Any] | None = None
+    crash: TargetCrash | None = None
+    at = NEW  # the call under way, should the target crash
+    try:
+        driver.start_case()
+        at = PUSH
+        driver.push_steps(sent, lines, steps)
+        if not steps or "error" not in steps[-1]:
+            at = FINISH
+            finish = driver.finish(info.thinking_capped)
+    except TargetCrash as exc:
+        crash = exc
+    if crash is None and golden.renders(
+        info,
+        [*steps[:-1], _unsaid(steps[-1])] if steps else steps,
+        None if finish is None else _unsaid(finish),
+    ):
+        return CaseResult(
+            case.case_id,
+            mode,
+            case.recording_name,
+            PASSED,
+            time.perf_counter() - started,
+            seed=seed if mode in SEEDED else None,
+            pins=info.pins,
+        )
+    replay = _Replay(driver, sent, lines, steps, finish, crash, at if crash else None)
+    result = run_case(
+        case,
+        document(),
+        replay,
+        mode=mode,
+        seed=seed,
+        require=require,
+        level=level,
+        payloads=payloads,
+        pushes=pushes,
+        after=after,
+    )
+    return replace(result, duration=time.perf_counter() - started)
+
+
+def _unsaid(step: dict[str, Any]) -> dict[str, Any]:
+    """`step` (or a finish) as a golden file holds it: without what the target said (`SAID`)."""
+    return step if SAID not in step else {k: v for k, v in step.items() if k != SAID}
+
+
+class _Replay:
+    """The in-process driver of a pass already made, for `run_case` to judge as it was made: its
+    first case is answered from the record (`steps`, then `finish`, or the `crash` that ended it
+    at the call `crashed_at` names), each later one (another allowed outcome) by the target
+    itself, as always. A request the record does not hold is a bug in conform (an
+    AssertionError), never a verdict."""
+
+    def __init__(
+        self,
+        driver: Driver,
+        pushed: list[str],
+        lines: list[int],
+        steps: list[dict[str, Any]],
+        finish: dict[str, Any] | None,
+        crash: TargetCrash | None,
+        crashed_at: str | None,
+    ) -> None:
+        self._driver = driver
+        self._pushed, self._lines, self._steps = pushed, lines, steps
+        self._finish, self._crash, self._crashed_at = finish, crash, crashed_at
+        self._cases = 0
+        self._next = 0  # the recorded step the next push gets
+
+    def _raise_if_crashed(self, at: str) -> None:
+        if self._crash is not None and self._crashed_at == at:
+            raise self._crash
+
+    def start_case(self) -> None:
+        self._cases += 1
+        if self._cases > 1:
+            self._driver.start_case()
+        else:
+            self._raise_if_crashed(NEW)
+
+    def _step(self, data: str, line: int) -> dict[str, Any]:
+        index = self._next
+        if index == len(self._steps):
+            self._raise_if_crashed(PUSH)
+        assert index < len(self._steps), "the replay holds no step for this push"
+        assert self._pushed[index] == data and self._lines[index] == line, "not the push made"
+        self._next = index + 1
+        return self._steps[index]
+
+    def push(self, data: str, line: int) -> dict[str, Any]:
+        if self._cases > 1:
+            return self._driver.push(data, line)
+        step = self._step(data, line)
+        plain_steps([step])  # one step at a time is compared field by field
+        return step
+
+    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
+        if self._cases > 1:
+            self._driver.push_steps(pushes, lines, out)  # type: ignore[attr-defined]
+            return
+        for data, line in zip(pushes, lines, strict=True):
+            step = self._step(data, line)
+            out.append(step)
+            if "error" in step:
+                return
+
+    def finish(self, thinking_capped: bool) -> dict[str, Any]:
+        if self._cases > 1:
+            return self._driver.finish(thinking_capped)
+        self._raise_if_crashed(FINISH)
+        assert self._finish is not None, "the replay holds no finish"
+        return self._finish
+
+    def case_stderr(self) -> str:
+        return self._driver.case_stderr()
+
+    def close(self) -> None:
+        self._driver.close()
+
+
+#: The implementation-defined points a case may pin (its golden file then holds every outcome).
+_POINTS = frozenset(OUTCOMES)
 
 
 def run_case(

@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.drive.base import Driver
 from harness.drive.normalize import (
+    MAX_INT_BITS,
     REFERENCE_EVENTS,
     REFERENCE_STATE,
     SAID,
@@ -243,6 +244,18 @@ def _step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
     return {"line": line, "events": normalized, "state": _state_of(assembler)}
 
 
+def plain_steps(steps: Sequence[dict[str, Any]]) -> None:
+    """Read the reference's own events that `InProcessDriver.push_steps` kept in `steps` into
+    the golden schema's dicts, in place: what a field-by-field comparison and a report take."""
+    known = REFERENCE_EVENTS
+    for step in steps:
+        events = step.get("events")
+        if events and any(type(event) is not dict for event in events):
+            step["events"] = [
+                known[type(event)](event) if type(event) in known else event for event in events
+            ]
+
+
 def _state_of(assembler: Any) -> dict[str, Any]:
     """`read_state`, its failures as TargetCrash."""
     return _checked(read_state, assembler)
@@ -296,15 +309,18 @@ class InProcessDriver:
         """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
         first error step; on a crash, `out` holds the steps made before it.
 
-        The usual push is `push_step` written out: a list of the reference's own events, read
-        by their `REFERENCE_EVENTS` readers (anything else, and every failure, takes
-        `push_step`'s own ways, which say why). The reference's state is read in one call
-        (`REFERENCE_STATE`), and a step whose four values are those of the step before shares
-        that step's state object (no caller changes a step's parts).
+        The usual push is `push_step` written out, with one difference: a list of the
+        reference's own events is kept as it is, not read into dicts. Each is a frozen Struct
+        that encodes as its golden object (JSON and msgpack alike), so a whole pass is compared
+        in one encoding; `plain_steps` reads them into dicts where a step is looked at field by
+        field. Anything else, and every failure, takes `push_step`'s own ways, which say why. The
+        reference's state is read in one call (`REFERENCE_STATE`), and a step whose four values
+        are those of the step before shares that step's state object (no caller changes a
+        step's parts).
         """
         assembler = self._assembler
         append = out.append
-        fast = REFERENCE_EVENTS
+        known = REFERENCE_EVENTS
         read = REFERENCE_STATE.get(type(assembler))
         last: tuple[Any, ...] | None = None
         state: dict[str, Any] = {}
@@ -319,23 +335,36 @@ class InProcessDriver:
             if type(events) is not list:
                 append(_step_of(assembler, events, line))
                 continue
-            try:
-                if len(events) == 1:  # the usual chunk: one piece of text (no comprehension)
-                    event = events[0]
-                    normalized = [fast[type(event)](event)]
-                else:
-                    normalized = [fast[type(event)](event) for event in events]
-            except KeyError:  # an event of another type: the generic readers
+            if len(events) == 1:  # the usual chunk: one piece of text (no generator)
+                if type(events[0]) not in known:
+                    append(_step_of(assembler, events, line))
+                    continue
+            elif not all(map(known.__contains__, map(type, events))):
                 append(_step_of(assembler, events, line))
                 continue
             if read is None:
-                append({"line": line, "events": normalized, "state": _state_of(assembler)})
+                # Another assembler's list, which it may change later: a copy of it.
+                append({"line": line, "events": events[:], "state": _state_of(assembler)})
                 continue
-            values = read(assembler)
-            if values != last:
-                state = _checked(state_of_values, assembler, values)
-                last = values
-            append({"line": line, "events": normalized, "state": state})
+            values = read(assembler)  # the reference makes a new list on every push
+            if values != last:  # `state_of_values`, written out: reasoning changes it each push
+                read_id, tokens, in_reasoning, finished = last = values
+                if (
+                    (read_id is None or type(read_id) is str)
+                    and type(tokens) is int
+                    and tokens.bit_length() <= MAX_INT_BITS
+                    and type(in_reasoning) is bool
+                    and type(finished) is bool
+                ):
+                    state = {
+                        "id": read_id,
+                        "reasoning_tokens": tokens,
+                        "in_reasoning": in_reasoning,
+                        "is_finished": finished,
+                    }
+                else:
+                    state = _checked(state_of_values, assembler, values)
+            append({"line": line, "events": events, "state": state})
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)

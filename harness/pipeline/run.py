@@ -31,6 +31,7 @@ from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
 from harness.reports.report import Report, RunInfo
 from harness.suite.cases import Case
+from harness.suite.golden import Golden
 
 #: The exit status of a run stopped by an error inside conform (a bug in conform).
 INTERNAL_ERROR = 3
@@ -150,10 +151,10 @@ class _IdleCoreDrivers:
         self.extra = 0  # workers beyond -j
         self.jobs = max(options.jobs, cores.cores)  # its -j workers count from the start
 
-    def taken(self, golden: Callable[[Case], dict[str, Any]]) -> Callable[[Case], dict[str, Any]]:
+    def taken(self, golden: Callable[[Case], Golden]) -> Callable[[Case], Golden]:
         """`golden`, counting the cases taken."""
 
-        def read(case: Case) -> dict[str, Any]:
+        def read(case: Case) -> Golden:
             with self._lock:
                 self._taken += 1
             self._cores.wake()

@@ -14,15 +14,13 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from harness.check.modes import MODES
 from harness.check.options import unique_modes
 from harness.check.xfail import XfailList
 from harness.errors import ConformError
 from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, selected_cases
-from harness.suite.golden import read_golden
-from harness.suite.golden_stream import STREAM_ABOVE
+from harness.suite.golden import Golden, open_golden
 
 
 @dataclass(frozen=True)
@@ -47,7 +45,7 @@ class Plan:
     selection: Selection
     #: Every case id of the suites, selected or not: what an --xfail line must match.
     all_ids: tuple[str, ...]
-    _goldens: dict[str, dict[str, Any]] = field(default_factory=dict, repr=False, compare=False)
+    _goldens: dict[str, Golden] = field(default_factory=dict, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
@@ -60,15 +58,16 @@ class Plan:
         """How many runs the plan asks for: every case in every mode."""
         return len(self.cases) * len(self.modes)
 
-    def golden(self, case: Case) -> dict[str, Any]:
-        """The golden document of `case`, parsed once for every target that runs it (a golden
-        file read step by step, above `STREAM_ABOVE` bytes, is not kept)."""
+    def golden(self, case: Case) -> Golden:
+        """The golden file of `case`, read once for every target that runs it and parsed when
+        one first needs its document (a file read step by step, above `STREAM_ABOVE` bytes, is
+        not kept)."""
         with self._lock:
             found = self._goldens.get(case.case_id)
         if found is not None:
             return found
-        golden = read_golden(case)
-        if case.golden.stat().st_size <= STREAM_ABOVE:
+        golden = open_golden(case)
+        if golden.data is not None:
             with self._lock:
                 self._goldens.setdefault(case.case_id, golden)
         return golden

@@ -14,7 +14,7 @@ import shlex
 import site
 import sysconfig
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import SuiteError
@@ -29,11 +29,12 @@ class Case:
     case_id: str
     recording: Path
     golden: Path
+    #: The recording's path below `recordings/`, as golden files name it (made once: a run
+    #: names it in every result).
+    recording_name: str = field(init=False, repr=False, compare=False)
 
-    @property
-    def recording_name(self) -> str:
-        """The recording's path below `recordings/`, as golden files name it."""
-        return f"{self.case_id}{self.recording.suffix}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recording_name", f"{self.case_id}{self.recording.suffix}")
 
     @property
     def pins(self) -> tuple[str, ...]:

@@ -9,21 +9,22 @@ extension (`tests/suite/snapshot.py`) alike; writes are atomic.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
-from harness.files import stale_temp_files, write_atomically
+from harness.files import read_small, stale_temp_files, write_atomically
 from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
 from harness.suite.golden_schema import check_golden
 from harness.suite.golden_types import decode_typed
-from harness.suite.recording import case_id_of, iter_payloads, read_info
+from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
 from reference import choices as choices_of
 from reference.choices import Choices
 
@@ -143,13 +144,15 @@ def read_golden(case: Case) -> dict[str, Any]:
     A file above `golden_stream.STREAM_ABOVE` bytes is not parsed whole: its `steps` is then a
     lazy `GoldenSteps`, read from disk on each iteration (`harness.suite.golden_stream`).
     """
+    return open_golden(case).document
+
+
+def open_golden(case: Case) -> Golden:
+    """The golden file of `case`, read but not yet parsed; GoldenError when it is missing or
+    cannot be read (a malformed one is named when its document is first asked for)."""
     path = case.golden
     try:
-        with open(path, "rb") as stream:  # one open for the size and the bytes
-            whole = os.fstat(stream.fileno()).st_size <= golden_stream.STREAM_ABOVE
-            data = stream.read() if whole else b""
-        if not whole:
-            return golden_stream.read_streamed(path, schema=SCHEMA)
+        data = read_small(path, golden_stream.STREAM_ABOVE)  # None: too large to hold
     except FileNotFoundError:
         raise GoldenError(
             path,
@@ -158,10 +161,95 @@ def read_golden(case: Case) -> dict[str, Any]:
         ) from None
     except OSError as exc:  # a folder, no permission: one line, never a traceback
         raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
+    return Golden(case, data)
+
+
+_render_json = msgspec.json.Encoder().encode
+_render_pack = msgspec.msgpack.Encoder().encode
+
+
+class Golden:
+    """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
+    read step by step), and its document, parsed and checked when first asked for.
+
+    `renders` lets a run judge the usual passing case without parsing the file at all: the
+    document a target's pass makes, in `serialize`'s layout, is the file byte for byte. A target
+    that passes makes the reference's steps and finish, so for all but a few files (a number
+    msgspec writes otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing
+    the parsed steps, at a fraction of the cost; anything else is judged the usual way.
+    """
+
+    __slots__ = ("_document", "case", "data")
+
+    def __init__(self, case: Case, data: bytes | None) -> None:
+        self.case = case
+        self.data = data
+        self._document: dict[str, Any] | None = None
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The golden document; GoldenError when the file is malformed."""
+        found = self._document
+        if found is None:
+            found = self._document = _parse(self.case, self.data)
+        return found
+
+    def renders(
+        self,
+        info: RecordingInfo,
+        steps: list[dict[str, Any]],
+        finish: dict[str, Any] | None,
+    ) -> bool:
+        """True when the golden file is exactly what `build_golden` would write, had the
+        reference made `steps` and `finish` (None: the steps end in an error) of the recording
+        that `info` describes; False when it may be anything else.
+
+        The document is written with msgspec, which writes NaN and infinities as `null`: a
+        pass that holds any such number is not judged here (its msgpack encoding, which keeps
+        them, is searched for the first two bytes every non-finite double has).
+        """
+        data = self.data
+        if data is None:
+            return False
+        document: dict[str, Any] = {
+            "schema": SCHEMA,
+            "recording": self.case.recording_name,
+            "thinking_capped": info.thinking_capped,
+            "pins": list(info.pins),
+            "steps": steps,
+        }
+        if finish is not None:
+            document["finish"] = finish
+        try:
+            text = msgspec.json.format(_render_json(document), indent=2)
+            packed = _render_pack(document)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return False
+        return (
+            len(data) == len(text) + 1
+            and data.startswith(text)
+            and data.endswith(b"\n")
+            and _NON_FINITE[0] not in packed
+            and _NON_FINITE[1] not in packed
+        )
+
+
+#: A msgpack double (0xcb) whose sign and exponent bytes start with every bit of the exponent
+#: set: NaN and the infinities (and the largest finite doubles, judged the usual way too).
+_NON_FINITE = (b"\xcb\x7f", b"\xcb\xff")
+
+
+def _parse(case: Case, data: bytes | None) -> dict[str, Any]:
+    """The golden document of `case` from the file's bytes (None: stream it from disk)."""
+    if data is None:
+        try:
+            return golden_stream.read_streamed(case.golden, schema=SCHEMA)
+        except OSError as exc:  # gone since it was opened: one line, never a traceback
+            raise GoldenError(case.golden, f"cannot be read: {exc.strerror or exc}") from None
     golden: dict[str, Any] | None = decode_typed(data)
     if golden is None:  # refused as it was decoded: say why in the schema's terms
         golden = _explain(case, data)
-    _check_steps(path, golden, hint=_regenerate(case))
+    _check_steps(case.golden, golden, hint=_regenerate(case))
     return golden
 
 

@@ -7,12 +7,12 @@ constant memory.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import RecordingError
+from harness.files import read_small
 from harness.suite.sse import EventDecoder, Payload
 
 #: The file endings that are recordings.
@@ -76,12 +76,14 @@ def read_info(path: Path) -> RecordingInfo:
     return _info_of(path, (line for _, line in _numbered_lines(path)))
 
 
-def _info_of(path: Path, lines: Iterable[str]) -> RecordingInfo:
-    """`read_info` of a recording whose lines (without their ends) are `lines`."""
+def _info_of(path: Path, lines: Iterable[str], suffix: str | None = None) -> RecordingInfo:
+    """`read_info` of a recording whose lines (without their ends) are `lines` (`suffix`: the
+    path's, when the caller has it)."""
     comments: list[str] = []
     capped = False
     pins: set[str] = set()
-    marker = "#" if path.suffix == ".http" else ":"  # what a comment line starts with
+    http = (path.suffix if suffix is None else suffix) == ".http"
+    marker = "#" if http else ":"  # what a comment line starts with
     for line in lines:
         line = line.removeprefix("\ufeff") if not comments else line
         if not line.startswith(marker):
@@ -202,11 +204,10 @@ def _simple_payloads(
     same payloads).
     """
     try:
-        with open(path, "rb") as stream:
-            if os.fstat(stream.fileno()).st_size > READ_WHOLE_BELOW:
-                return None
-            raw = stream.read()
+        raw = read_small(path, READ_WHOLE_BELOW)
     except OSError:
+        return None
+    if raw is None:
         return None
     if b"\r" in raw:
         return None
@@ -217,7 +218,7 @@ def _simple_payloads(
         lines = _lines_of(raw)
         try:
             if info is not None:  # its comment lines, as `read_info` reads them
-                head_info = _info_of(path, (line for _, line in _lines_of(raw)))
+                head_info = _info_of(path, (line for _, line in _lines_of(raw)), suffix)
             _skip_http_head(path, lines)
         except (RecordingError, UnicodeDecodeError):
             return None  # the line-by-line reader says what is wrong
@@ -269,7 +270,7 @@ def _simple_payloads(
     if head_info is not None:
         info.append(head_info)  # type: ignore[union-attr]
     elif info is not None and suffix == ".sse":
-        info.append(_info_of(path, comments))  # the head's lines are the file's first
+        info.append(_info_of(path, comments, suffix))  # the head's lines are the file's first
     return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
 
 

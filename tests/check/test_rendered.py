@@ -1,0 +1,231 @@
+"""The whole-pass verdict of an in-process run (`harness.check.runner.rendered_pass`): a pass that
+renders its golden file byte for byte passes without the file being parsed, and any other pass is
+judged by `run_case` from the same calls, replayed; so every result is the one `run_case` gives."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import msgspec
+import pytest
+
+import reference
+import tests.miniatures as miniatures
+from harness.check import parallel, runner
+from harness.check.results import CRASHED, FAILED, PASSED, CaseResult
+from harness.drive.inprocess import InProcessDriver
+from harness.errors import GoldenError
+from harness.suite import golden as golden_files
+from harness.suite.cases import Case, Suite
+from harness.suite.golden import Golden, read_golden, serialize
+from harness.suite.recording import read_recording
+from tests.check.test_runner import CrashesAtThirdPush, FailsAtSecondPush
+
+PLAIN = "llama-server/content_stop"  # its finish's timings hold nulls (no draft fields)
+CASES = (
+    PLAIN,
+    "llama-server/tool_calls_parallel",
+    "llama-server/server_error",  # ends in an error step
+    "llama-server/reasoning_then_answer",
+)
+MODES = ("plain", "unknown-fields", "hostile-keys")
+
+
+def _run(
+    cases: list[Case], factory: Any, monkeypatch: pytest.MonkeyPatch, *, whole: bool
+) -> list[object]:
+    """Every result of `cases` in `MODES`, with the whole-pass verdict or without it."""
+    with monkeypatch.context() as patch:
+        if not whole:
+            patch.setattr(parallel, "rendered_pass", lambda *_, **__: None)
+        driver = InProcessDriver(factory)
+        try:
+            results = list(parallel.run(cases, driver, modes=MODES, seed=5))
+        except GoldenError as exc:
+            return [f"GoldenError: {exc}"]
+    return [replace(r, duration=0.0) for r in results]
+
+
+def test_every_verdict_is_run_cases_for_deliberately_wrong_targets(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each miniature, and targets that err early or crash, over cases in three modes: the same
+    results, mismatches and crash reports with the whole-pass verdict as without it."""
+    names = sorted({*miniatures.BATTERY, *miniatures.PITFALLS})
+    factories = [getattr(miniatures, name) for name in names]
+    factories += [FailsAtSecondPush, CrashesAtThirdPush, reference.Assembler]
+    seen: set[object] = set()
+    for factory in factories:
+        wanted = list(CASES)
+        pitfall = miniatures.PITFALLS.get(factory.__name__)
+        if pitfall is not None:
+            wanted.append(pitfall[0])
+        cases = suite.cases(tuple(wanted))
+        whole = _run(cases, factory, monkeypatch, whole=True)
+        alone = _run(cases, factory, monkeypatch, whole=False)
+        assert whole == alone, factory.__name__
+        seen.update(r.status for r in whole if isinstance(r, CaseResult))
+    assert {PASSED, FAILED, CRASHED} <= seen
+
+
+def _decodes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    decoded: list[bytes] = []
+    real = golden_files.decode_typed
+
+    def counting(data: bytes, part: str | None = None) -> Any:
+        decoded.append(data)
+        return real(data, part)
+
+    monkeypatch.setattr(golden_files, "decode_typed", counting)
+    return decoded
+
+
+def test_a_passing_case_is_judged_without_parsing_its_golden_file(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decoded = _decodes(monkeypatch)
+    cases = suite.cases(CASES)
+    results = list(parallel.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=5))
+    assert [r.status for r in results] == [PASSED] * len(cases) * len(MODES)
+    assert decoded == []
+    modes = ["plain", "unknown-fields"]  # in hostile-keys its error may be an allowed one (I6)
+    failing = list(parallel.run(cases[:1], InProcessDriver(FailsAtSecondPush), modes=modes, seed=5))
+    assert [r.status for r in failing] == [FAILED] * len(modes)
+    assert len(decoded) == 1  # parsed once, for every mode that needs it
+
+
+class _Counted(FailsAtSecondPush):
+    """Counts its assemblers and their pushes, over all of them."""
+
+    made = 0
+    pushed = 0
+
+    def __init__(self) -> None:
+        super().__init__()
+        type(self).made += 1
+
+    def push(self, data: str) -> list[Any]:
+        type(self).pushed += 1
+        return super().push(data)
+
+
+def test_a_failing_pass_is_judged_from_the_calls_it_made(suite: Suite) -> None:
+    """The verdict is of one pass of the target: a pass that does not render its golden file is
+    judged from its replayed calls, and the target is not run a second time."""
+    (case,) = suite.cases((PLAIN,))
+    (result,) = parallel.run([case], InProcessDriver(_Counted), modes=["plain"], seed=5)
+    assert result.status == FAILED
+    assert (_Counted.made, _Counted.pushed) == (1, 2)  # the second push erred: nothing after
+
+
+class _NotANumber(reference.Assembler):
+    """Reports NaN for the timings the server left out, which the golden file holds as null."""
+
+    def finish(self, thinking_capped: bool) -> reference.Completion:
+        completion = super().finish(thinking_capped)
+        assert completion.timings is not None and completion.timings.draft_n is None
+        timings = msgspec.structs.replace(completion.timings, draft_n=math.nan)
+        return msgspec.structs.replace(completion, timings=timings)
+
+
+def test_nan_where_the_golden_file_has_null_fails(suite: Suite) -> None:
+    """msgspec writes NaN as `null`: the rendered file would match; the verdict must not."""
+    (case,) = suite.cases((PLAIN,))
+    (result,) = parallel.run([case], InProcessDriver(_NotANumber), modes=["plain"], seed=5)
+    assert result.status == FAILED
+    assert [m.path for m in result.mismatches] == ["finish.completion.timings.draft_n"]
+
+
+class _ReusesItsList(reference.Assembler):
+    """Returns the same list on every push, refilled: right, if unusual."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._events: list[Any] = []
+
+    def push(self, data: str) -> list[Any]:
+        self._events[:] = super().push(data)
+        return self._events
+
+
+def test_a_target_that_refills_one_list_passes(suite: Suite) -> None:
+    cases = suite.cases(CASES)
+    results = list(parallel.run(cases, InProcessDriver(_ReusesItsList), modes=["plain"], seed=5))
+    assert [r.status for r in results] == [PASSED] * len(cases)
+
+
+def _golden_of(case: Case, document: dict[str, Any]) -> Golden:
+    return Golden(case, serialize(document).encode())
+
+
+def test_a_stale_golden_file_is_named_as_run_case_names_it(suite: Suite) -> None:
+    (case,) = suite.cases((PLAIN,))
+    info, payloads = read_recording(case.recording)
+    assert payloads is not None
+    golden = read_golden(case)
+    stale = [
+        {**golden, "steps": golden["steps"][:-1]},  # fewer steps than payloads
+        {**golden, "steps": [*golden["steps"], golden["steps"][-1]]},  # more
+        {**golden, "steps": [{**golden["steps"][0], "line": 99}, *golden["steps"][1:]]},
+    ]
+    for changed in stale:
+        file = _golden_of(case, changed)
+        for factory in (reference.Assembler, FailsAtSecondPush):
+            found = []
+            for whole in (True, False):
+                pushes = runner.Pushes(payloads, None)
+                try:
+                    if whole:
+                        result = runner.rendered_pass(
+                            case,
+                            file,
+                            lambda f=file: f.document,
+                            info,
+                            InProcessDriver(factory),
+                            mode="plain",
+                            seed=5,
+                            level="full",
+                            pushes=pushes,
+                        )
+                    else:
+                        result = runner.run_case(
+                            case,
+                            changed,
+                            InProcessDriver(factory),
+                            mode="plain",
+                            seed=5,
+                            payloads=payloads,
+                            pushes=pushes,
+                        )
+                except GoldenError as exc:
+                    found.append(str(exc))
+                else:
+                    assert result is not None
+                    found.append(replace(result, duration=0.0))
+            assert found[0] == found[1], (changed, factory)
+            assert isinstance(found[0], str) or found[0].status == FAILED
+
+
+def test_a_golden_file_in_another_layout_is_judged_the_usual_way(suite: Suite) -> None:
+    """The same document written compactly: nothing renders it, and the case still passes."""
+    (case,) = suite.cases((PLAIN,))
+    info, payloads = read_recording(case.recording)
+    assert payloads is not None
+    document = read_golden(case)
+    compact = Golden(case, msgspec.json.encode(document))
+    driver = InProcessDriver(reference.Assembler)
+    assert not compact.renders(info, [], None)
+    result = runner.rendered_pass(
+        case,
+        compact,
+        lambda: compact.document,
+        info,
+        driver,
+        mode="plain",
+        seed=5,
+        level="full",
+        pushes=runner.Pushes(payloads, None),
+    )
+    assert result is not None and result.status == PASSED
