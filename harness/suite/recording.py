@@ -232,46 +232,65 @@ def _simple_payloads(
         raw = raw[cut + 1 :]
     if raw.startswith(b"\xef\xbb\xbf"):  # the stream's byte order mark: the decoder drops it
         return None
-    head = raw
-    while raw.startswith(b":"):  # leading comment lines (an .sse file's directives)
-        end = raw.find(b"\n")
+    start = 0
+    while raw.startswith(b":", start):  # leading comment lines (an .sse file's directives)
+        end = raw.find(b"\n", start)
         if end < 0:
             return None
-        raw = raw[end + 1 :]
+        start = end + 1
         first += 1
     datas: list[str | None]
     try:
-        comments = _utf8(head[: len(head) - len(raw)]).split("\n")[:-1]
+        comments = _utf8(raw[:start]).split("\n")[:-1]
         # llama-server's own stream: every event a `data: ` line and a blank one. Split at
         # those, the pieces are the payloads (when the file has no other line break).
-        pieces = raw[6:-2].split(b"\n\ndata: ")
-        if raw[:6] == b"data: " and raw[-2:] == b"\n\n" and raw.count(b"\n") == 2 * len(pieces):
-            datas = list(map(_utf8, pieces))
-        else:
-            # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout
-            # is plain when every other line is blank, and the events are the lines between.
-            split = raw.split(b"\n")
-            if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
-                return None
-            datas = [
-                t[6:]
-                if t[:6] == "data: "
-                else t[5:]
-                if t[:5] == "data:"
-                else ""
-                if t == "data"
-                else None
-                for t in map(_utf8, split[0::2])
-            ]
+        if raw.startswith(b"data: ", start) and raw.endswith(b"\n\n"):
+            pieces = raw[start + 6 : -2].split(b"\n\ndata: ")
+            if raw.count(b"\n", start) == 2 * len(pieces):
+                texts: list[str] = list(map(_utf8, pieces))
+                if "[DONE]" in texts:
+                    del texts[texts.index("[DONE]") :]
+                _keep_info(info, head_info, path, comments, suffix)
+                return list(map(Payload, range(first, first + 2 * len(texts), 2), texts))
+        raw = raw[start:]
+        # Split at each LF (a search for one byte: far quicker than for "\n\n"): the layout
+        # is plain when every other line is blank, and the events are the lines between.
+        split = raw.split(b"\n")
+        if len(split) % 2 == 0 or any(split[1::2]):  # some event spans lines: not plain
+            return None
+        datas = [
+            t[6:]
+            if t[:6] == "data: "
+            else t[5:]
+            if t[:5] == "data:"
+            else ""
+            if t == "data"
+            else None
+            for t in map(_utf8, split[0::2])
+        ]
     except UnicodeDecodeError:
         return None
     if "[DONE]" in datas:
         del datas[datas.index("[DONE]") :]
-    if head_info is not None:
-        info.append(head_info)  # type: ignore[union-attr]
-    elif info is not None and suffix == ".sse":
-        info.append(_info_of(path, comments, suffix))  # the head's lines are the file's first
+    _keep_info(info, head_info, path, comments, suffix)
     return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
+
+
+def _keep_info(
+    info: list[RecordingInfo] | None,
+    head: RecordingInfo | None,
+    path: Path,
+    comments: list[str],
+    suffix: str,
+) -> None:
+    """Append to `info` (when asked for) the recording's `read_info`: an `.http` file's from its
+    head, an `.sse` file's from its leading `comments`, which are the file's first lines."""
+    if info is None:
+        return
+    if head is not None:
+        info.append(head)
+    elif suffix == ".sse":
+        info.append(_info_of(path, comments, suffix))
 
 
 _utf8 = bytes.decode  # UTF-8, strict
