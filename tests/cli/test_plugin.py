@@ -207,3 +207,27 @@ def test_a_bad_timeout_is_one_usage_error(pytester: pytest.Pytester, value: str)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
     assert "--conform-timeout" in err and "Traceback" not in err and len(err.splitlines()) <= 3
+
+
+def test_a_stale_golden_file_is_named_not_blamed_on_the_target(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    """A recording whose `thinking_capped` its golden file does not share is the suite's fault,
+    as `conform run` says: the test fails naming the golden file, whatever the target does."""
+    case = "synthetic/r3_timings_draft_fields"
+    root = Path(__file__).resolve().parents[2]
+    for folder, suffix in (("recordings", ".sse"), ("golden", ".json")):
+        (tmp_path / folder / "synthetic").mkdir(parents=True)
+        (tmp_path / folder / f"{case}{suffix}").write_bytes(
+            (root / folder / f"{case}{suffix}").read_bytes()
+        )
+    recording = tmp_path / "recordings" / f"{case}.sse"
+    first, rest = recording.read_text(encoding="utf-8").split("\n", 1)
+    assert first.startswith(": ")  # a comment line, made a directive: no line moves
+    recording.write_text(": thinking_capped: true\n" + rest, encoding="utf-8")
+    result = pytester.runpytest(
+        "--conform-target", "reference:Assembler", "--conform-in-process",
+        "--conform-suite", str(tmp_path), "--conform-mode", "plain", "-n", "0",
+    )  # fmt: skip
+    assert outcomes(result).get("failed") == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*out of date with*thinking_capped is true*"])
