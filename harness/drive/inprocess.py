@@ -309,19 +309,23 @@ class InProcessDriver:
         """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
         first error step; on a crash, `out` holds the steps made before it.
 
-        The usual push is `push_step` written out, with one difference: a list of the
-        reference's own events is kept as it is, not read into dicts. Each is a frozen Struct
-        that encodes as its golden object (JSON and msgpack alike), so a whole pass is compared
-        in one encoding; `plain_steps` reads them into dicts where a step is looked at field by
-        field. Anything else, and every failure, takes `push_step`'s own ways, which say why. The
-        reference's state is read in one call (`REFERENCE_STATE`), and a step whose four values
-        are those of the step before shares that step's state object (no caller changes a
-        step's parts).
+        The usual push is `push_step` written out. The reference's own assembler (the exact
+        type, with its one-call state reader `REFERENCE_STATE`) has its list of events kept as
+        it is: each a frozen Struct of the types its fields were decoded as, which encodes as
+        its golden object (JSON and msgpack alike), so a whole pass is compared in one
+        encoding; `plain_steps` reads them into dicts where a step is looked at field by field.
+        Its state is read in one call, and a step whose four values are those of the step
+        before shares that step's state object (no caller changes a step's parts). Any other
+        assembler's steps are read as `push_step` reads them, and every failure takes
+        `push_step`'s own ways, which say why.
         """
         assembler = self._assembler
         append = out.append
         known = REFERENCE_EVENTS
         read = REFERENCE_STATE.get(type(assembler))
+        if read is None:
+            self._push_each(pushes, lines, append)
+            return
         last: tuple[Any, ...] | None = None
         state: dict[str, Any] = {}
         for data, line in zip(pushes, lines, strict=True):
@@ -342,10 +346,6 @@ class InProcessDriver:
             elif not all(map(known.__contains__, map(type, events))):
                 append(_step_of(assembler, events, line))
                 continue
-            if read is None:
-                # Another assembler's list, which it may change later: a copy of it.
-                append({"line": line, "events": events[:], "state": _state_of(assembler)})
-                continue
             values = read(assembler)  # the reference makes a new list on every push
             if values != last:  # `state_of_values`, written out: reasoning changes it each push
                 read_id, tokens, in_reasoning, finished = last = values
@@ -365,6 +365,21 @@ class InProcessDriver:
                 else:
                     state = _checked(state_of_values, assembler, values)
             append({"line": line, "events": events, "state": state})
+
+    def _push_each(
+        self, pushes: Sequence[str], lines: Sequence[int], append: Callable[[Any], None]
+    ) -> None:
+        """`push_steps` of any assembler but the reference's own: `push_step` on each."""
+        assembler = self._assembler
+        for data, line in zip(pushes, lines, strict=True):
+            try:
+                events = assembler.push(data)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # as `push_step` takes it
+                append({"line": line, **_error_step(exc, "push", say=True)})
+                return
+            append(_step_of(assembler, events, line))
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)

@@ -179,7 +179,10 @@ def normalize_event(event: Any) -> dict[str, Any]:
     fast = REFERENCE_EVENTS.get(type(event))
     if fast is not None:
         result: dict[str, Any] = fast(event)
-        return result
+        # The reference's types made by other code may hold anything (a Struct's constructor
+        # checks no types): one that holds more than JSON scalars is read as any event is.
+        if all(type(value) in _PLAIN for value in result.values()):
+            return result
     kind = _event_type(event)
     normalized: dict[str, Any] = {"type": kind}
     for name in EVENT_FIELDS[kind]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -154,6 +155,28 @@ def test_a_target_that_refills_one_list_passes(suite: Suite) -> None:
     cases = suite.cases(CASES)
     results = list(parallel.run(cases, InProcessDriver(_ReusesItsList), modes=["plain"], seed=5))
     assert [r.status for r in results] == [PASSED] * len(cases)
+
+
+class _DecimalText(reference.Assembler):
+    """Answers with the reference's own event type, its text a Decimal, which JSON has no type
+    for (msgspec writes one as a string, `"1"`, and msgpack too)."""
+
+    def push(self, data: str) -> list[Any]:
+        return [
+            reference.Content(Decimal(e.text)) if isinstance(e, reference.Content) else e  # type: ignore[arg-type]
+            for e in super().push(data)
+        ]
+
+
+def test_a_value_json_has_no_type_for_is_not_read_as_the_text_it_is_written_as(
+    suite: Suite,
+) -> None:
+    """In the reference's own event types as in any other: a value that is not a JSON scalar
+    cannot be read, however it would be written."""
+    (case,) = suite.cases(("synthetic/r1_two_choices_one_chunk",))  # answers "1", "2", "3"
+    (result,) = parallel.run([case], InProcessDriver(_DecimalText), modes=["plain"], seed=5)
+    assert result.status == CRASHED
+    assert result.crash is not None and "is a Decimal, not a JSON scalar" in result.crash.message
 
 
 def _golden_of(case: Case, document: dict[str, Any]) -> Golden:
