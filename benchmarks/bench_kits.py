@@ -119,9 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                 old = statistics.median(f[i] for f in figures["before"])
                 new = statistics.median(f[i] for f in figures["after"])
                 print(f"{name:8} {figure:13} {old:8.2f} {new:8.2f} {new / old:12.2f}")
-            changed = [
-                k for k in statuses["before"] if statuses["before"][k] != statuses["after"].get(k)
-            ]
+            old_status, new_status = statuses["before"], statuses["after"]
+            changed = [k for k in old_status if old_status[k] != new_status.get(k)]
             if changed or statuses["before"].keys() != statuses["after"].keys():
                 same = False
                 print(f"{name:8} results CHANGED in {len(changed)} runs, e.g. {changed[:3]}")
