@@ -2,13 +2,16 @@
 examples built from another git revision (`--before`, default `main`) and from this checkout.
 
     python benchmarks/bench_kits.py [--before REF] [--repeats 3] [--only go,rust,js] [--mode M]
+                                    [--matrix]
 
 Each run is `conform run --exec PROGRAM -q --json FILE` over the shipped suite (every mode unless
 `--mode`), in this checkout, wrapped to report the CPU seconds of conform itself (the harness) and
 of the program it waited for. The two builds of an example run side by side, alternating, and the
 script prints medians and the ratio after/before of each figure. It also checks that both builds
 give every case and mode the same status (the results must not change), and exits 1 when they
-do not. Builds: go (examples/go), cargo offline against Debian's crates (examples/rust), node.
+do not. With `--matrix` it also times `conform matrix` over the chosen examples, the old builds
+against the new. Builds: go (examples/go), cargo offline against Debian's crates (examples/rust),
+node.
 """
 
 from __future__ import annotations
@@ -79,17 +82,36 @@ def commands(examples: Path, name: str, folder: Path, only: list[str]) -> dict[s
 
 def run(program: list[str], report: Path, modes: list[str]) -> tuple[float, float, float, dict]:
     """One `conform run --exec`: wall seconds, harness CPU, program CPU, and each run's status."""
-    command = [sys.executable, "-c", _RUSAGE, "run", "--exec", " ".join(program), "-q"]
-    command += ["--json", str(report), "--timeout", "60"]
+    return timed(["run", "--exec", " ".join(program), "-q", "--json", str(report)], report, modes)
+
+
+def timed(arguments: list[str], report: Path, modes: list[str]) -> tuple[float, float, float, dict]:
+    """`conform ARGUMENTS`: wall seconds, harness CPU, programs' CPU, and each run's status."""
+    command = [sys.executable, "-c", _RUSAGE, *arguments, "--timeout", "60"]
     command += [arg for mode in modes for arg in ("--mode", mode)]
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     line = next(x for x in reversed(done.stderr.splitlines()) if x.startswith("conform-cpu "))
     harness, program_cpu = (float(x) for x in line.split()[1:])
-    results = json.loads(report.read_text(encoding="utf-8"))["results"]
+    found = json.loads(report.read_text(encoding="utf-8"))
+    results = found.get("results", [])  # (none in a matrix report)
     statuses = {(r["case"], r["mode"]): r["status"] for r in results}
     return wall, harness, program_cpu, statuses
+
+
+def matrix(programs: dict[str, list[str]], report: Path, modes: list[str]) -> tuple[float, ...]:
+    """`conform matrix` over `programs`: wall seconds, harness CPU, programs' CPU."""
+    columns = [a for name, p in programs.items() for a in ("--exec", f"{name}={' '.join(p)}")]
+    return timed(["matrix", *columns, "--json", str(report)], report, modes)[:3]
+
+
+def show(name: str, before: list[tuple[float, ...]], after: list[tuple[float, ...]]) -> None:
+    """Medians of wall, harness CPU and programs' CPU, before and after, and their ratios."""
+    for i, figure in enumerate(("wall s", "harness CPU s", "program CPU s")):
+        old = statistics.median(f[i] for f in before)
+        new = statistics.median(f[i] for f in after)
+        print(f"{name:8} {figure:13} {old:8.2f} {new:8.2f} {new / old:12.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", default="go,rust,js", help="examples, comma-separated")
     parser.add_argument("--mode", action="append", default=[], help="input mode (repeatable)")
+    parser.add_argument("--matrix", action="store_true", help="also time conform matrix")
     args = parser.parse_args(argv)
     only = [name for name in args.only.split(",") if name]
     same = True
@@ -115,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
                     wall, harness, cpu, got = run(program, folder / "report.json", args.mode)
                     figures[side].append((wall, harness, cpu))
                     statuses.setdefault(side, got)
-            for i, figure in enumerate(("wall s", "harness CPU s", "program CPU s")):
-                old = statistics.median(f[i] for f in figures["before"])
-                new = statistics.median(f[i] for f in figures["after"])
-                print(f"{name:8} {figure:13} {old:8.2f} {new:8.2f} {new / old:12.2f}")
+            show(name, figures["before"], figures["after"])
             old_status, new_status = statuses["before"], statuses["after"]
             changed = [k for k in old_status if old_status[k] != new_status.get(k)]
             if changed or statuses["before"].keys() != statuses["after"].keys():
@@ -129,6 +149,13 @@ def main(argv: list[str] | None = None) -> int:
                 for status in statuses["after"].values():
                     counts[status] = counts.get(status, 0) + 1
                 print(f"{name:8} results   the same in all {len(statuses['after'])} runs {counts}")
+        if args.matrix:
+            report = folder / "matrix.json"
+            sides: dict[str, list[tuple[float, ...]]] = {"before": [], "after": []}
+            for _ in range(args.repeats):
+                sides["before"].append(matrix(before, report, args.mode))
+                sides["after"].append(matrix(after, report, args.mode))
+            show("matrix", sides["before"], sides["after"])
     return 0 if same else 1
 
 
