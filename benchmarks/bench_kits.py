@@ -9,7 +9,9 @@ Each run is `conform run --exec PROGRAM -q --json FILE` over the shipped suite (
 of the program it waited for. The two builds of an example run side by side, alternating, and the
 script prints medians and the ratio after/before of each figure. It also checks that both builds
 give every case and mode the same status (the results must not change), and exits 1 when they
-do not. With `--matrix` it also times `conform matrix` over the chosen examples, the old builds
+do not. For scale it also runs conform's own Python worker (`reference:Assembler`, protocol 4)
+over the same cases, whose harness CPU is what the kits' protocol is measured against. With
+`--matrix` it also times `conform matrix` over the chosen examples, the old builds
 against the new. Builds: go (examples/go), cargo offline against Debian's crates (examples/rust),
 node.
 """
@@ -121,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="go,rust,js", help="examples, comma-separated")
     parser.add_argument("--mode", action="append", default=[], help="input mode (repeatable)")
     parser.add_argument("--matrix", action="store_true", help="also time conform matrix")
+    parser.add_argument("--worker", default="reference:Assembler", help="Python target for scale")
     args = parser.parse_args(argv)
     only = [name for name in args.only.split(",") if name]
     same = True
@@ -149,6 +152,14 @@ def main(argv: list[str] | None = None) -> int:
                 for status in statuses["after"].values():
                     counts[status] = counts.get(status, 0) + 1
                 print(f"{name:8} results   the same in all {len(statuses['after'])} runs {counts}")
+        report = folder / "worker.json"
+        alone = ["run", args.worker, "-q", "--json", str(report)]
+        worker = [timed(alone, report, args.mode) for _ in range(args.repeats)]
+        shown = ", ".join(
+            f"{figure} {statistics.median(w[i] for w in worker):.2f}"
+            for i, figure in enumerate(("wall s", "harness CPU s", "worker CPU s"))
+        )
+        print(f"python worker ({args.worker}, protocol 4): {shown}")
         if args.matrix:
             report = folder / "matrix.json"
             sides: dict[str, list[tuple[float, ...]]] = {"before": [], "after": []}
