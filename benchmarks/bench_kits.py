@@ -79,6 +79,13 @@ def commands(examples: Path, name: str, folder: Path, only: list[str]) -> dict[s
         found["rust"] = [str(rust)]
     if "js" in only:
         found["js"] = ["node", str(examples / "js" / "assembler.mjs")]
+    clients = examples / "clients" / "node"
+    for client in ("openai-node", "vercel-ai"):  # built on the JavaScript kit too
+        if client in only:
+            modules = ROOT / "examples" / "clients" / "node" / "node_modules"  # (npm ci there)
+            if not (clients / "node_modules").exists():
+                (clients / "node_modules").symlink_to(modules)
+            found[client] = ["node", str(clients / f"{client}.mjs")]
     return found
 
 
@@ -120,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", default="main", help="git revision of the old kits")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", default="go,rust,js", help="examples, comma-separated")
+    parser.add_argument(
+        "--only",
+        default="go,rust,js",
+        help="examples, comma-separated: go, rust, js, and the clients openai-node, vercel-ai",
+    )
     parser.add_argument("--mode", action="append", default=[], help="input mode (repeatable)")
     parser.add_argument("--matrix", action="store_true", help="also time conform matrix")
     parser.add_argument("--worker", default="reference:Assembler", help="Python target for scale")
