@@ -209,7 +209,10 @@ def _resolve_in(
     replies: SharedTexts | None,
     budget: _Budget,
 ) -> str | None:
-    if isinstance(obj, dict) and isinstance(obj.get(key), dict):
+    # An object that is no reference (no "$text") is a value of the wrong type, as in version 1:
+    # a mismatch, shown against the golden text, not garbage.
+    value = obj.get(key) if isinstance(obj, dict) else None
+    if isinstance(value, dict) and _TEXT_REF in value:
         text, problem = _text(obj[key], payloads, f"{where}.{key}", slices, replies, budget)
         if problem is not None:
             return problem

@@ -119,6 +119,21 @@ def test_a_bad_text_reference_is_named(ref: list, problem: str) -> None:
     assert found is not None and problem in found
 
 
+def test_an_object_that_is_no_reference_is_a_value_as_in_version_1() -> None:
+    # A client that passes a tool call's JSON arguments on as an object: a mismatch (R6), as in
+    # version 1, not a crash of the program (and its restart).
+    arguments = {"path": "a.txt"}
+    event = {"type": "tool_call_delta", "index": 0, "id": None, "name": None}
+    reply = {"seq": 4, "events": [{**event, "arguments": arguments}], "state": {}}
+    assert resolve_texts("push", reply, {3: "hello"}) is None
+    assert reply["events"][0]["arguments"] == {"path": "a.txt"}
+    finish = {"seq": 5, "completion": {"content": {"x": 1}, "tool_calls": [{"arguments": {}}]}}
+    assert resolve_texts("finish", finish, {3: "hello"}) is None
+    assert finish["completion"] == {"content": {"x": 1}, "tool_calls": [{"arguments": {}}]}
+    bad = {"seq": 6, "events": [{"type": "content", "text": {"$text": [[3, 0, 1]], "x": 1}}]}
+    assert "must be a string or" in str(resolve_texts("push", bad, {3: "hello"}))
+
+
 def test_numbers_json_cannot_hold_cross_as_marks() -> None:
     reply = {"state": {"reasoning_tokens": {"$number": "NaN"}}, "x": [{"$number": "-Infinity"}]}
     assert resolve_numbers(reply) is None

@@ -18,9 +18,11 @@ from harness.suite.cases import Suite
 from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
+from tests.integration.versions import at_protocol_1, check_both_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "go"
+KIT = ROOT / "examples" / "kits" / "go"  # the module the example's go.mod replaces
 XFAIL = EXAMPLE / "conform.xfail"
 #: `--rule` for every implementation-defined point: the cases where --strict can change a verdict.
 POINTED = tuple(arg for point in OUTCOMES for arg in ("--rule", point))
@@ -68,7 +70,7 @@ def binary() -> str:
         # Built in the module's folder (it has its own go.mod); GOCACHE stays the user's default.
         subprocess.run([str(GO), "build", "-o", str(out), "."], cwd=EXAMPLE, check=True)
 
-    key = source_key(EXAMPLE, tool_version(str(GO), "version"))
+    key = source_key(EXAMPLE, source_key(KIT), tool_version(str(GO), "version"))
     return str(cached_build("conform-go", key, make))
 
 
@@ -102,6 +104,13 @@ def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str
 
 def test_the_example_follows_the_protocol_schemas(binary: str, tmp_path: Path) -> None:
     passes_every_case(binary, PLAIN, tmp_path / "report.json", "--validate-protocol")
+
+
+def test_it_speaks_both_versions_of_the_protocol(binary: str, tmp_path: Path) -> None:
+    # conform offers version 2, which the kit speaks (the runs above); offered 1 alone, it passes
+    # too, and spoken to directly it answers each version as that version says.
+    check_both_versions([binary])
+    passes_every_case(at_protocol_1(binary), PLAIN, tmp_path / "report.json")
 
 
 def test_a_lone_surrogate_in_the_request_line_is_a_protocol_error(binary: str) -> None:
@@ -141,9 +150,8 @@ def test_each_pitfall_left_in_fails_its_case(
 
 def test_the_adapter_kit_passes_its_own_tests() -> None:
     # examples/kits/go: the line-protocol loop and the llama-server glue the example is built on.
-    kit = ROOT / "examples" / "kits" / "go"
     done = subprocess.run(
-        [str(GO), "test", "./..."], cwd=kit, capture_output=True, text=True, check=False
+        [str(GO), "test", "./..."], cwd=KIT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("ok "), done.stdout

@@ -23,9 +23,11 @@ from harness.suite.cases import Suite
 from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
+from tests.integration.versions import at_protocol_1, check_both_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "rust"
+KIT = ROOT / "examples" / "kits" / "rust"  # the path dependency that holds its loop
 XFAIL = EXAMPLE / "conform.xfail"
 #: `--rule` for every implementation-defined point: the cases where --strict can change a verdict.
 POINTED = tuple(arg for point in OUTCOMES for arg in ("--rule", point))
@@ -71,7 +73,7 @@ def build(*cargo_args: str) -> Path:
     crates = sorted(p.name for c in CRATES for p in REGISTRY.glob(f"{c}-1.*"))
     rustc = str(Path(cargo).with_name("rustc"))
     versions = tool_version(cargo, "--version"), tool_version(rustc, "--version")
-    key = source_key(EXAMPLE, *versions, *crates, *cargo_args)
+    key = source_key(EXAMPLE, source_key(KIT), *versions, *crates, *cargo_args)
 
     def make(dest: Path) -> None:
         target = TARGET_DIR / ("-".join(a.strip("-") for a in cargo_args) or "default")
@@ -131,6 +133,15 @@ def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str
 
 def test_the_example_follows_the_protocol_schemas(binary: str) -> None:
     passes_every_case(binary, PLAIN, "--validate-protocol")
+
+
+def test_it_speaks_both_versions_of_the_protocol(binary: str) -> None:
+    # conform offers version 2, which the kit speaks (the runs above); offered 1 alone, it passes
+    # too, and spoken to directly it answers each version as that version says.
+    check_both_versions([binary])
+    code, output = conform("run", "--exec", at_protocol_1(shlex.quote(binary)), "--mode", PLAIN)
+    assert code == 0, output
+    assert "crashed" not in output and "timed-out" not in output, output
 
 
 # Each pitfall, and the cases of the suite that catch it (the rust-named ones were written for it).
@@ -195,15 +206,14 @@ def test_the_adapter_kit_passes_its_own_tests(built: Path) -> None:
     # on (`built` first: it skips or fails as the toolchain says, and warms the shared crates).
     cargo = find_cargo()
     assert cargo is not None
-    kit = ROOT / "examples" / "kits" / "rust"
     env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR / "kit")}
     done = subprocess.run(
         [cargo, "test", "--offline", "--quiet"],
-        cwd=kit,
+        cwd=KIT,
         env=env,
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "test result: ok. 2 passed" in done.stdout, done.stdout
+    assert "test result: ok. 4 passed" in done.stdout, done.stdout

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -14,12 +17,16 @@ type event struct {
 }
 
 type completion struct {
-	Content string `json:"content"`
+	Content string  `json:"content"`
+	Score   float64 `json:"score"`
 }
 
 // echo is a target that turns each payload into a content event; "boom" is a server error,
-// "panic" panics, "oops" is an error of no kind.
-type echo struct{ pushed []string }
+// "panic" panics, "oops" is an error of no kind, and "nan" makes the completion's score NaN.
+type echo struct {
+	pushed []string
+	score  float64
+}
 
 func (e *echo) Push(data string) ([]event, error) {
 	switch data {
@@ -31,33 +38,46 @@ func (e *echo) Push(data string) ([]event, error) {
 		return nil, errors.New("oops")
 	case "":
 		return nil, nil
+	case "nan":
+		e.score = math.NaN()
+		return nil, nil
 	}
 	e.pushed = append(e.pushed, data)
 	return []event{{"content", data}}, nil
 }
 
 func (e *echo) Finish(bool) (*completion, error) {
-	return &completion{strings.Join(e.pushed, "")}, nil
+	return &completion{strings.Join(e.pushed, ""), e.score}, nil
 }
 
 func (e *echo) State() State { return State{} }
 
 func run(t *testing.T, requests ...string) []map[string]any {
 	t.Helper()
-	s := NewSession(Hello{"echo", "1", "go"}, func() Target[event, *completion] { return &echo{} }, Options{})
-	var out bytes.Buffer
-	if err := ServeIO(strings.NewReader(strings.Join(requests, "\n")+"\n"), &out, s); err != nil {
+	replies, err := serve(requests...)
+	if err != nil {
 		t.Fatal(err)
 	}
+	return replies
+}
+
+// serve answers `requests` (each a line, or a framed payload with its LF) with an echo session.
+func serve(requests ...string) ([]map[string]any, error) {
+	s := NewSession(Hello{"echo", "1", "go"}, func() Target[event, *completion] { return &echo{} }, Options{})
+	var out bytes.Buffer
+	err := ServeIO(strings.NewReader(strings.Join(requests, "\n")+"\n"), &out, s)
 	var replies []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		var r map[string]any
+		if line == "" {
+			continue
+		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Fatalf("reply %q: %v", line, err)
+			return replies, fmt.Errorf("reply %q: %v", line, err)
 		}
 		replies = append(replies, r)
 	}
-	return replies
+	return replies, err
 }
 
 func kind(r map[string]any) string {
@@ -140,5 +160,123 @@ func TestGlue(t *testing.T) {
 	}
 	if _, err := ReadProgress("x"); err == nil {
 		t.Error("prompt_progress must be an object")
+	}
+}
+
+// framed is a protocol-2 push of `payload` after its request line.
+func framed(seq int, payload string) string {
+	return fmt.Sprintf(`{"seq":%d,"op":"push","bytes":%d}`, seq, len(payload)) + "\n" + payload
+}
+
+func TestProtocol2(t *testing.T) {
+	r := run(t,
+		`{"seq":1,"op":"hello","protocol":1,"accept":[1,2,3,4],"shared":"/proc/self/fd/4"}`,
+		`{"seq":2,"op":"new"}`,
+		framed(3, "H\u00e9\n\"x\""),                         // a LF, a quote and a backslash inside: framed, not escaped
+		`{"seq":4,"op":"push","data":"{\"x\":\"\ud800\"}"}`, // a lone surrogate still comes as "data"
+		framed(5, "ignored"),
+		`{"seq":6,"op":"finish","thinking_capped":false}`,
+		`{"seq":7,"op":"new"}`,
+		framed(8, "é"),
+		framed(9, ""),
+		`{"seq":10,"op":"push","data":"!"}`,
+		framed(11, "nan"),
+		`{"seq":12,"op":"finish","thinking_capped":true}`,
+		framed(13, "late"),
+		`{"seq":14,"op":"finish","thinking_capped":true}`,
+		`{"seq":15,"op":"new"}`,
+		framed(16, "boom"),
+		framed(17, "after the error"),
+		`{"seq":18,"op":"new"}`,
+		framed(19, "panic"),
+		`{"seq":20,"op":"finish","thinking_capped":false}`,
+		`{"seq":21,"op":"bye"}`,
+	)
+	if len(r) != 21 {
+		t.Fatalf("%d replies, want 21: %v", len(r), r)
+	}
+	for i, reply := range r {
+		if reply["seq"] != float64(i+1) {
+			t.Fatalf("reply %d answers seq %v", i+1, reply["seq"])
+		}
+	}
+	if r[0]["protocol"] != 2.0 {
+		t.Errorf("hello: %v", r[0])
+	}
+	if ev := r[2]["events"].([]any); ev[0].(map[string]any)["text"] != "H\u00e9\n\"x\"" {
+		t.Errorf("framed push: %v", r[2])
+	}
+	for i, want := range map[int]string{3: "protocol", 15: "server", 18: "crash"} {
+		if kind(r[i]) != want {
+			t.Errorf("reply %d: want %s, got %v", i+1, want, r[i])
+		}
+	}
+	for _, i := range []int{4, 5, 12, 13, 16, 19} {
+		if len(r[i]) != 2 || r[i]["skipped"] != true {
+			t.Errorf("reply %d: want skipped, got %v", i+1, r[i])
+		}
+	}
+	c, _ := r[11]["completion"].(map[string]any)
+	if c["content"] != "é!" || !reflect.DeepEqual(c["score"], map[string]any{"$number": "NaN"}) {
+		t.Errorf("finish: want content é! and score {$number: NaN}, got %v", r[11])
+	}
+}
+
+func TestProtocol1StaysAsItWas(t *testing.T) {
+	r := run(t,
+		`{"seq":1,"op":"hello","protocol":1}`,
+		`{"seq":2,"op":"new"}`,
+		`{"seq":3,"op":"push","data":"boom"}`,
+		`{"seq":4,"op":"push","data":"x"}`,
+		`{"seq":5,"op":"finish","thinking_capped":false}`,
+		`{"seq":6,"op":"push","data":"y"}`,
+		framed(7, "z"),
+	)
+	if r[0]["protocol"] != 1.0 {
+		t.Errorf("hello without accept: %v", r[0])
+	}
+	// Version 1 plans nothing: every request reaches the assembler, as it always did.
+	if r[3]["events"] == nil || r[4]["completion"] == nil || r[5]["events"] == nil {
+		t.Errorf("version 1 skipped a request: %v", r)
+	}
+	if kind(r[6]) != "bad_request" {
+		t.Errorf(`"bytes" is not version 1: %v`, r[6])
+	}
+	// NaN cannot be written in version 1: the program stops (the harness sees it crash).
+	_, err := serve(`{"seq":1,"op":"hello","protocol":1}`, `{"seq":2,"op":"new"}`,
+		`{"seq":3,"op":"push","data":"nan"}`, `{"seq":4,"op":"finish","thinking_capped":false}`)
+	if err == nil || !strings.Contains(err.Error(), "unsupported value: NaN") {
+		t.Errorf("NaN in version 1: %v", err)
+	}
+	if r := run(t, `{"seq":1,"op":"hello","protocol":3}`); kind(r[0]) != "bad_request" {
+		t.Errorf("hello for protocol 3: %v", r[0])
+	}
+}
+
+func TestMarkNumbers(t *testing.T) {
+	type inner struct {
+		X float64 `json:"x"`
+	}
+	type Embedded struct {
+		E float32 `json:"e"`
+	}
+	type outer struct {
+		Embedded
+		In      *inner         `json:"in"`
+		List    []float64      `json:"list"`
+		Map     map[string]any `json:"map,omitempty"`
+		Empty   []int          `json:"empty,omitempty"`
+		Skipped float64        `json:"-"`
+		Plain   string
+		hidden  float64
+	}
+	v := outer{Embedded{float32(math.Inf(-1))}, &inner{math.Inf(1)}, []float64{1.5, math.NaN()}, nil, []int{}, math.NaN(), "p", 0}
+	raw, err := json.Marshal(markNumbers(reflect.ValueOf(v)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"Plain":"p","e":{"$number":"-Infinity"},"in":{"x":{"$number":"Infinity"}},"list":[1.5,{"$number":"NaN"}]}`
+	if string(raw) != want {
+		t.Errorf("got  %s\nwant %s", raw, want)
 	}
 }

@@ -1,8 +1,11 @@
 // conform-kit: what every JavaScript target of conform needs besides its assembler (Node.js 20).
 //
-// - `serve({ hello, create })` runs conform's line protocol, version 1 (docs/protocol.md) on
-//   stdin and stdout: one request at a time, in order, and it **awaits** whatever `push` and
-//   `finish` return, so the assembler may be synchronous or async.
+// - `serve({ hello, create })` runs conform's line protocol (docs/protocol.md) on stdin and
+//   stdout: one request at a time, in order, and it **awaits** whatever `push` and `finish`
+//   return, so the assembler may be synchronous or async. It speaks version 2 when `hello` offers
+//   it: payloads framed after their request line (no JSON string to unescape), cases planned
+//   ahead (what comes after the reply that ends a case is answered `skipped`), and NaN or an
+//   infinity in a reply written as `{"$number": "NaN"}` (JSON.stringify would write `null`).
 // - `PayloadFeed` is a `fetch` for clients that read an HTTP body themselves (openai-node, the
 //   Vercel AI SDK): each pushed payload becomes one server-sent event on the response body, and
 //   `write` resolves when the client has read it and waits for more bytes.
@@ -21,7 +24,8 @@ import { realpathSync } from "node:fs";
 import process from "node:process";
 import { pathToFileURL } from "node:url";
 
-export const PROTOCOL = 1;
+/** The highest version of the line protocol the kit speaks: 2 when `hello` offers it, else 1. */
+export const PROTOCOL = 2;
 export const KINDS = Object.freeze(["protocol", "stream_closed_early", "server"]);
 export const TIMINGS_FIELDS = Object.freeze([
   "cache_n",
@@ -278,10 +282,19 @@ export class FeedRouter {
 
 class BadRequest extends Error {}
 
-// Replies are written in ASCII: no raw U+2028 or U+2029 that a line splitter might break on.
-export function encodeReply(reply) {
-  const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
-  return `${JSON.stringify(reply).replace(/[\u007f-\uffff]/g, escape)}\n`;
+const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+
+// Protocol 2: a number JSON cannot hold, as `{"$number": "NaN"}` ("Infinity", "-Infinity").
+const markNumbers = (key, value) =>
+  typeof value === "number" && !Number.isFinite(value) ? { $number: String(value) } : value;
+
+/**
+ * One reply as its line. Replies are written in ASCII: no raw U+2028 or U+2029 that a line
+ * splitter might break on. With `numbers` (protocol 2), NaN and the infinities are marked.
+ */
+export function encodeReply(reply, { numbers = false } = {}) {
+  const text = numbers ? JSON.stringify(reply, markNumbers) : JSON.stringify(reply);
+  return `${text.replace(/[\u007f-\uffff]/g, escape)}\n`;
 }
 
 function errorReply(seq, kind, message) {
@@ -302,46 +315,84 @@ function crashMessage(e) {
   return `${e?.name ?? "Error"}: ${e?.message ?? e}`;
 }
 
-/** Answers requests one at a time; `answer` returns [reply, exit]. */
+/** The size of the payload framed after this request (protocol 2), or null when none follows. */
+export function framedSize(request) {
+  const size = isPlainObject(request) && request.op === "push" ? request.bytes : undefined;
+  return Number.isSafeInteger(size) && size >= 0 ? size : null;
+}
+
+/**
+ * Answers requests one at a time; `answer(line, frame)` returns [reply, exit]. `frame` is what
+ * followed the line when `framedSize` of its request is not null: the payload's bytes and a LF.
+ */
 export class Session {
   target = null;
+  protocol = 1; // the version agreed in `hello`
+  ended = false; // the case had its error or its finish: protocol 2 skips what was planned after
 
   constructor({ hello, create }) {
-    this.hello = { ...hello, protocol: PROTOCOL };
+    this.hello = hello;
     this.create = create;
   }
 
-  async answer(line) {
+  async answer(line, frame) {
     let request;
     try {
       request = JSON.parse(line);
     } catch (e) {
       return [errorReply(null, "bad_request", `the request is not valid JSON: ${e.message}`), false];
     }
+    return this.answerRequest(request, frame);
+  }
+
+  /** `answer` for a request already parsed. */
+  async answerRequest(request, frame) {
     const seq = isPlainObject(request) && Number.isSafeInteger(request.seq) ? request.seq : null;
     try {
       if (seq === null) throw new BadRequest('every request needs an integer "seq"');
+      if (request.op === "push" && "bytes" in request) request.data = this.#framed(request, frame);
       return await this.#dispatch(seq, request);
     } catch (e) {
       if (e instanceof BadRequest) return [errorReply(seq, "bad_request", e.message), false];
       process.stderr.write(`program crashed: ${e?.stack ?? e}\n`);
+      this.ended = true;
       return [errorReply(seq, "crash", crashMessage(e)), false];
     }
   }
 
+  #framed(request, frame) {
+    if (this.protocol < 2) throw new BadRequest('"bytes" is protocol 2, which was not agreed in "hello"');
+    const size = framedSize(request);
+    if (size === null) throw new BadRequest('"bytes" must be a non-negative integer');
+    if (frame === undefined || frame.length !== size + 1 || frame[size] !== 0x0a) {
+      throw new BadRequest(`the payload after the request line is not ${size} bytes and a LF`);
+    }
+    try {
+      return utf8.decode(frame.subarray(0, size));
+    } catch {
+      throw new BadRequest("the framed payload is not UTF-8");
+    }
+  }
+
   async #dispatch(seq, request) {
+    const skipped = () => this.ended && this.protocol >= 2;
     switch (request.op) {
-      case "hello":
-        if (request.protocol !== PROTOCOL) {
-          throw new BadRequest(`protocol ${JSON.stringify(request.protocol)} is not spoken here; 1 is`);
+      case "hello": {
+        const { protocol, accept } = request;
+        if (protocol !== 1 && protocol !== PROTOCOL) {
+          throw new BadRequest(`protocol ${JSON.stringify(protocol)} is not spoken here; 1 and 2 are`);
         }
-        return [{ seq, ...this.hello }, false];
+        this.protocol = Array.isArray(accept) && accept.includes(PROTOCOL) ? PROTOCOL : protocol;
+        return [{ seq, ...this.hello, protocol: this.protocol }, false];
+      }
       case "new":
         await this.#close();
+        this.ended = false;
         this.target = await this.create();
         return [{ seq, ok: true }, false];
       case "push": {
         if (typeof request.data !== "string") throw new BadRequest('"push" needs a string "data"');
+        if (skipped()) return [{ seq, skipped: true }, false];
         const reply = await this.#run(seq, async (t) => {
           const events = await t.push(request.data);
           return { seq, events, state: stateOf(t) };
@@ -352,8 +403,10 @@ export class Session {
         if (typeof request.thinking_capped !== "boolean") {
           throw new BadRequest('"finish" needs a boolean "thinking_capped"');
         }
+        if (skipped()) return [{ seq, skipped: true }, false];
         const capped = request.thinking_capped;
         const reply = await this.#run(seq, async (t) => ({ seq, completion: await t.finish(capped) }));
+        this.ended = true;
         return [reply, false];
       }
       case "bye":
@@ -382,10 +435,90 @@ export class Session {
     try {
       return await call(this.target);
     } catch (e) {
+      this.ended = true;
       if (e && KINDS.includes(e.kind)) return errorReply(seq, e.kind, e.message ?? "");
       process.stderr.write(`assembler crashed: ${e?.stack ?? e}\n`);
       return errorReply(seq, "crash", crashMessage(e));
     }
+  }
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Splits what arrives on standard input into requests: each line, parsed (or the error reply for
+ * it), with the payload framed after it (protocol 2) gathered whole. `write(chunk)` takes the
+ * next bytes and returns the requests they completed, as [request, frame] or [null, reply].
+ */
+export class RequestReader {
+  #pending = []; // the bytes of an unfinished line (or frame), in chunks
+  #length = 0;
+  #want = null; // the frame awaited: its size with the LF, and the request it belongs to
+  #request = null;
+
+  write(chunk) {
+    const done = [];
+    let start = 0;
+    while (start < chunk.length) {
+      if (this.#want !== null) {
+        const take = Math.min(this.#want - this.#length, chunk.length - start);
+        this.#keep(chunk.subarray(start, start + take));
+        start += take;
+        if (this.#length === this.#want) {
+          done.push([this.#request, this.#take()]);
+          this.#want = this.#request = null;
+        }
+        continue;
+      }
+      const nl = chunk.indexOf(0x0a, start);
+      if (nl === -1) {
+        this.#keep(chunk.subarray(start));
+        break;
+      }
+      this.#keep(chunk.subarray(start, nl));
+      start = nl + 1;
+      const line = this.#take();
+      const [request, reply] = parseLine(line);
+      const size = framedSize(request);
+      if (size === null) done.push(request === null ? [null, reply] : [request, undefined]);
+      else [this.#want, this.#request] = [size + 1, request];
+    }
+    return done;
+  }
+
+  /** What is left at the end of input: a last line without its LF, or an unfinished frame. */
+  end() {
+    if (this.#want !== null) return [[this.#request, this.#take()]];
+    if (this.#length === 0) return [];
+    const [request, reply] = parseLine(this.#take());
+    return [request === null ? [null, reply] : [request, undefined]];
+  }
+
+  #keep(bytes) {
+    if (bytes.length === 0) return;
+    this.#pending.push(bytes);
+    this.#length += bytes.length;
+  }
+
+  #take() {
+    const bytes = this.#pending.length === 1 ? this.#pending[0] : Buffer.concat(this.#pending);
+    this.#pending = [];
+    this.#length = 0;
+    return bytes;
+  }
+}
+
+function parseLine(bytes) {
+  let text;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    return [null, errorReply(null, "bad_request", "the request is not valid UTF-8")];
+  }
+  try {
+    return [JSON.parse(text), null];
+  } catch (e) {
+    return [null, errorReply(null, "bad_request", `the request is not valid JSON: ${e.message}`)];
   }
 }
 
@@ -399,22 +532,14 @@ export function serve({ hello, create }) {
   // Standard output carries replies only: a client's own logging goes to standard error.
   for (const name of ["log", "info", "debug"]) console[name] = console.error;
   const session = new Session({ hello, create });
-  const decoder = new TextDecoder("utf-8", { fatal: true });
-  const lines = [];
-  let pending = Buffer.alloc(0);
+  const reader = new RequestReader();
+  const requests = [];
   let ended = false;
   let busy = false;
   let done = false;
 
-  const handle = async (bytes) => {
-    let text;
-    try {
-      text = decoder.decode(bytes);
-    } catch {
-      return [errorReply(null, "bad_request", "the request is not valid UTF-8"), false];
-    }
-    return session.answer(text);
-  };
+  const handle = async ([request, frameOrReply]) =>
+    request === null ? [frameOrReply, false] : session.answerRequest(request, frameOrReply);
 
   const finish = () => {
     done = true;
@@ -426,9 +551,9 @@ export function serve({ hello, create }) {
   const drain = async () => {
     if (busy) return;
     busy = true;
-    while (lines.length > 0 && !done) {
-      const [reply, exit] = await handle(lines.shift());
-      process.stdout.write(encodeReply(reply));
+    while (requests.length > 0 && !done) {
+      const [reply, exit] = await handle(requests.shift());
+      process.stdout.write(encodeReply(reply, { numbers: session.protocol >= 2 }));
       if (exit) finish();
     }
     busy = false;
@@ -437,18 +562,11 @@ export function serve({ hello, create }) {
 
   process.stdin.on("data", (chunk) => {
     if (done) return;
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
-    let start = 0;
-    for (let nl = pending.indexOf(0x0a); nl !== -1; nl = pending.indexOf(0x0a, start)) {
-      lines.push(pending.subarray(start, nl));
-      start = nl + 1;
-    }
-    pending = pending.subarray(start);
+    requests.push(...reader.write(chunk));
     void drain();
   });
   process.stdin.on("end", () => {
-    if (pending.length > 0) lines.push(pending);
-    pending = Buffer.alloc(0);
+    requests.push(...reader.end());
     ended = true;
     void drain();
   });

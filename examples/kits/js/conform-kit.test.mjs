@@ -13,7 +13,9 @@ import {
   readInteger,
   readProgress,
   readTimings,
+  RequestReader,
   Session,
+  encodeReply,
   sseEvent,
 } from "./conform-kit.mjs";
 
@@ -149,4 +151,95 @@ test("the glue range-checks integers and keeps all eleven timings", () => {
   assert.equal(readId(null, "a"), "a");
   assert.equal(readId("a", "b"), "a");
   assert.throws(() => readId(null, 7), { kind: "protocol" });
+});
+
+// A target that echoes each payload; "bad" is a protocol error, "nan" makes the completion NaN.
+function echoSession() {
+  return new Session({
+    hello: { name: "t", version: "1", language: "javascript" },
+    create: () => ({
+      texts: [],
+      score: 0,
+      push(data) {
+        if (data === "bad") throw Object.assign(new Error("nope"), { kind: "protocol" });
+        if (data === "nan") this.score = NaN;
+        this.texts.push(data);
+        return [{ type: "content", text: data }];
+      },
+      finish() {
+        return { content: this.texts.join(""), score: this.score };
+      },
+      state() {
+        return { id: null, reasoning_tokens: 0, in_reasoning: false, is_finished: false };
+      },
+    }),
+  });
+}
+
+const framedLine = (seq, payload) =>
+  JSON.stringify({ seq, op: "push", bytes: Buffer.byteLength(payload) });
+const frameOf = (payload) => Buffer.from(`${payload}\n`);
+
+test("version 2: framed payloads, skipped after the end of a case, $number", async () => {
+  const session = echoSession();
+  const ask = async (line, frame) => (await session.answer(line, frame))[0];
+  const hello = await ask(JSON.stringify({ seq: 1, op: "hello", protocol: 1, accept: [1, 2, 3, 4] }));
+  assert.equal(hello.protocol, 2);
+  await ask('{"seq":2,"op":"new"}');
+  const text = 'H\u00e9\n"\\'; // a LF, a quote and a backslash: framed, not escaped
+  assert.equal((await ask(framedLine(3, text), frameOf(text))).events[0].text, text);
+  assert.equal((await ask(framedLine(4, "bad"), frameOf("bad"))).error.kind, "protocol");
+  assert.deepEqual(await ask(framedLine(5, "x"), frameOf("x")), { seq: 5, skipped: true });
+  assert.deepEqual(await ask('{"seq":6,"op":"finish","thinking_capped":false}'), {
+    seq: 6,
+    skipped: true,
+  });
+  await ask('{"seq":7,"op":"new"}');
+  await ask(framedLine(8, "nan"), frameOf("nan"));
+  assert.equal((await ask('{"seq":9,"op":"push","data":"!"}')).events[0].text, "!");
+  const done = await ask('{"seq":10,"op":"finish","thinking_capped":false}');
+  assert.equal(done.completion.content, "nan!");
+  const marked = '{"seq":10,"completion":{"content":"nan!","score":{"$number":"NaN"}}}\n';
+  assert.equal(encodeReply(done, { numbers: true }), marked);
+  assert.deepEqual(await ask(framedLine(11, "y"), frameOf("y")), { seq: 11, skipped: true });
+  await ask('{"seq":12,"op":"new"}');
+  assert.equal((await ask(framedLine(13, "abc"), Buffer.from("ab\n"))).error.kind, "bad_request");
+  const latin = await ask(framedLine(14, "x"), Buffer.from([0xff, 0x0a]));
+  assert.equal(latin.error.kind, "bad_request");
+});
+
+test("version 1 stays as it was: no frames, nothing skipped, NaN as null", async () => {
+  const session = echoSession();
+  const ask = async (line, frame) => (await session.answer(line, frame))[0];
+  assert.equal((await ask('{"seq":1,"op":"hello","protocol":1}')).protocol, 1);
+  await ask('{"seq":2,"op":"new"}');
+  assert.equal((await ask('{"seq":3,"op":"push","data":"bad"}')).error.kind, "protocol");
+  assert.equal((await ask('{"seq":4,"op":"push","data":"nan"}')).events[0].text, "nan");
+  const done = await ask('{"seq":5,"op":"finish","thinking_capped":false}');
+  assert.equal(encodeReply(done), '{"seq":5,"completion":{"content":"nan","score":null}}\n');
+  assert.equal((await ask(framedLine(6, "x"), frameOf("x"))).error.kind, "bad_request");
+  assert.equal((await ask('{"seq":7,"op":"hello","protocol":3}')).error.kind, "bad_request");
+});
+
+test("the reader splits lines and frames however the bytes arrive", () => {
+  const payload = "one\ntwo é";
+  const input = Buffer.from(
+    `{"seq":1,"op":"new"}\n${framedLine(2, payload)}\n${payload}\n{"seq":3,"op":"push","data":"x"}\n{"bad\n{"seq":4}`,
+  );
+  for (const step of [1, 2, 3, 7, input.length]) {
+    const reader = new RequestReader();
+    const got = [];
+    for (let at = 0; at < input.length; at += step) {
+      got.push(...reader.write(input.subarray(at, at + step)));
+    }
+    got.push(...reader.end());
+    assert.equal(got.length, 5, `chunks of ${step}`);
+    assert.deepEqual(got[0], [{ seq: 1, op: "new" }, undefined]);
+    assert.equal(got[1][0].bytes, Buffer.byteLength(payload));
+    assert.equal(got[1][1].toString(), `${payload}\n`);
+    assert.deepEqual(got[2], [{ seq: 3, op: "push", data: "x" }, undefined]);
+    assert.equal(got[3][0], null);
+    assert.equal(got[3][1].error.kind, "bad_request");
+    assert.deepEqual(got[4], [{ seq: 4 }, undefined]);
+  }
 });

@@ -1,9 +1,13 @@
 //! conform-kit: what every Rust target of conform needs besides its assembler.
 //!
-//! - [`serve`] runs conform's line protocol, version 1 (docs/protocol.md) on stdin and stdout:
-//!   one request at a time, each reply flushed; `data` is read raw, so a payload holding a lone
-//!   surrogate escape (which serde_json refuses in a `String`) is answered with a `protocol`
-//!   error instead of failing the request line; a panic is a `crash` reply, not a dead program.
+//! - [`serve`] runs conform's line protocol (docs/protocol.md) on stdin and stdout: one request
+//!   at a time, each reply flushed; `data` is read raw, so a payload holding a lone surrogate
+//!   escape (which serde_json refuses in a `String`) is answered with a `protocol` error instead
+//!   of failing the request line; a panic is a `crash` reply, not a dead program. It speaks
+//!   version 2 when `hello` offers it: payloads framed after their request line (read as bytes,
+//!   no JSON string to unescape) and cases planned ahead (what comes after the reply that ends a
+//!   case is answered `skipped`). serde_json writes a NaN or an infinity as `null`, so a reply
+//!   never holds one to mark as `{"$number": "NaN"}`: such a value shows as `got null`.
 //! - The validated llama-server glue ([`read_timings`], [`read_progress`], [`ReasoningState`]):
 //!   the fields no OpenAI client keeps, checked as docs/spec.md says, for a program that wraps an
 //!   existing client.
@@ -22,15 +26,16 @@
 //! conform_kit::serve(conform_kit::Hello::new("my-asm", "1.0", "rust"), MyTarget::new);
 //! ```
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::panic::{self, AssertUnwindSafe};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
-/// The version of the line protocol the kit speaks.
-pub const PROTOCOL: u64 = 1;
+/// The highest version of the line protocol the kit speaks: 2 when `hello` offers it in
+/// `accept`, else 1.
+pub const PROTOCOL: u64 = 2;
 
 /// An assembler's error: `kind()` is `protocol`, `stream_closed_early` or `server`.
 pub trait KindedError {
@@ -98,8 +103,12 @@ struct Request<'a> {
     seq: u64,
     op: String,
     protocol: Option<u64>,
+    /// The versions the harness speaks (a list).
+    accept: Option<Value>,
     #[serde(borrow)]
     data: Option<&'a RawValue>,
+    /// Protocol 2: the payload's length in bytes; the payload and a LF follow the line.
+    bytes: Option<u64>,
     thinking_capped: Option<bool>,
 }
 
@@ -125,64 +134,98 @@ pub struct Session<T, F> {
     hello: Hello,
     create: F,
     target: Option<T>,
+    /// The version agreed in `hello`.
+    protocol: u64,
+    /// The case had its error or its finish: protocol 2 skips what was planned after it.
+    ended: bool,
 }
 
 impl<T: Target, F: FnMut() -> T> Session<T, F> {
     pub fn new(hello: Hello, create: F) -> Self {
-        Session { hello, create, target: None }
+        Session { hello, create, target: None, protocol: 1, ended: false }
     }
 
-    /// The reply to one request line, and whether the program should exit after it.
-    pub fn answer(&mut self, line: &str) -> (Value, bool) {
+    /// The reply to one request line, and whether the program should exit after it. `frames`
+    /// holds what follows the line: in protocol 2, a push's payload may come there.
+    pub fn answer(&mut self, line: &str, frames: &mut impl Read) -> (Value, bool) {
         let request: Request = match serde_json::from_str(line) {
             Ok(request) => request,
             Err(e) => return (error_reply(seq_of(line), "bad_request", e.to_string()), false),
         };
         let seq = request.seq;
         let bad = |message: &str| (error_reply(Some(seq), "bad_request", message), false);
+        // Read before anything else is checked: the next request starts after it.
+        let framed = match request.bytes.filter(|_| request.op == "push") {
+            None => None,
+            Some(size) => match self.frame(size, frames) {
+                Ok(payload) => Some(payload),
+                Err(problem) => return bad(&problem),
+            },
+        };
+        let skipped = (json!({"seq": seq, "skipped": true}), false);
         match request.op.as_str() {
             "hello" => {
-                if request.protocol != Some(PROTOCOL) {
-                    return bad("only protocol 1 is spoken here");
-                }
+                let asked = request.protocol.filter(|v| *v == 1 || *v == PROTOCOL);
+                let Some(asked) = asked else {
+                    return bad("only protocols 1 and 2 are spoken here");
+                };
+                let offered = request.accept.as_ref().and_then(Value::as_array);
+                let offered = offered.is_some_and(|a| a.contains(&json!(PROTOCOL)));
+                self.protocol = if offered { PROTOCOL } else { asked };
                 let h = &self.hello;
                 let reply = json!({"seq": seq, "name": h.name, "version": h.version,
-                                   "language": h.language, "protocol": PROTOCOL});
+                                   "language": h.language, "protocol": self.protocol});
                 (reply, false)
             }
             "new" => {
                 self.target = Some((self.create)());
+                self.ended = false;
                 (json!({"seq": seq, "ok": true}), false)
             }
             "push" => {
-                let Some(raw) = request.data.filter(|raw| raw.get().starts_with('"')) else {
-                    return bad("\"push\" needs a string \"data\"");
+                let data = match framed {
+                    Some(payload) => Ok(payload),
+                    None => {
+                        let Some(raw) = request.data.filter(|raw| raw.get().starts_with('"'))
+                        else {
+                            return bad("\"push\" needs a string \"data\"");
+                        };
+                        // The request line is valid JSON, so a string serde_json cannot decode
+                        // holds a lone surrogate escape: that payload is a protocol error
+                        // (docs/protocol.md).
+                        serde_json::from_str::<String>(raw.get())
+                            .map_err(|e| StreamError::protocol(format!("unpaired surrogate: {e}")))
+                    }
                 };
+                if self.ended && self.protocol >= 2 {
+                    return skipped;
+                }
                 let Some(target) = self.target.as_mut() else {
                     return bad("no case is open: send \"new\" first");
                 };
-                // The request line is valid JSON, so a string serde_json cannot decode holds a
-                // lone surrogate escape: that payload is a protocol error (docs/protocol.md).
-                let data: String = match serde_json::from_str(raw.get()) {
-                    Ok(data) => data,
-                    Err(e) => {
-                        let error = StreamError::protocol(format!("unpaired surrogate: {e}"));
-                        return (kinded_reply(seq, &error), false);
-                    }
+                let reply = match data {
+                    Err(error) => Err(kinded_reply(seq, &error)),
+                    Ok(data) => match target.push(&data) {
+                        Ok(events) => {
+                            Ok(json!({"seq": seq, "events": events, "state": target.state()}))
+                        }
+                        Err(error) => Err(kinded_reply(seq, &error)),
+                    },
                 };
-                let reply = match target.push(&data) {
-                    Ok(events) => json!({"seq": seq, "events": events, "state": target.state()}),
-                    Err(error) => kinded_reply(seq, &error),
-                };
-                (reply, false)
+                self.ended |= reply.is_err();
+                (reply.unwrap_or_else(|error| error), false)
             }
             "finish" => {
                 let Some(thinking_capped) = request.thinking_capped else {
                     return bad("\"finish\" needs a boolean \"thinking_capped\"");
                 };
+                if self.ended && self.protocol >= 2 {
+                    return skipped;
+                }
                 let Some(target) = self.target.take() else {
                     return bad("no case is open: send \"new\" first");
                 };
+                self.ended = true;
                 let reply = match target.finish(thinking_capped) {
                     Ok(completion) => json!({"seq": seq, "completion": completion}),
                     Err(error) => kinded_reply(seq, &error),
@@ -193,23 +236,45 @@ impl<T: Target, F: FnMut() -> T> Session<T, F> {
             other => bad(&format!("unknown op {other:?}")),
         }
     }
+
+    /// A framed payload: `size` bytes of UTF-8 and a LF (an `Err` is a bad request).
+    fn frame(&self, size: u64, frames: &mut impl Read) -> Result<String, String> {
+        if self.protocol < 2 {
+            return Err("\"bytes\" is protocol 2, which was not agreed in \"hello\"".into());
+        }
+        let size = usize::try_from(size).map_err(|_| "\"bytes\" is too large".to_string())?;
+        let mut payload = vec![0; size.checked_add(1).ok_or("\"bytes\" is too large")?];
+        if frames.read_exact(&mut payload).is_err() || payload.pop() != Some(b'\n') {
+            return Err(format!("the payload after the request line is not {size} bytes and a LF"));
+        }
+        String::from_utf8(payload).map_err(|e| format!("the framed payload is not UTF-8: {e}"))
+    }
 }
 
 /// Runs the line protocol on stdin and stdout until `bye` or end of input.
 pub fn serve<T: Target, F: FnMut() -> T>(hello: Hello, create: F) {
     // A panic is reported as a `crash` reply; keep its message off stdout.
     panic::set_hook(Box::new(|info| eprintln!("assembler panicked: {info}")));
-    let stdin = io::stdin();
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    let mut input = io::BufReader::with_capacity(64 * 1024, io::stdin().lock());
     let mut session = Session::new(hello, create);
-    for line in stdin.lock().split(b'\n') {
-        let Ok(line) = line else { break };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match input.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
         let (reply, exit) = match std::str::from_utf8(&line) {
             Err(_) => (error_reply(None, "bad_request", "the request is not valid UTF-8"), false),
-            Ok(text) => panic::catch_unwind(AssertUnwindSafe(|| session.answer(text)))
+            Ok(text) => panic::catch_unwind(AssertUnwindSafe(|| session.answer(text, &mut input)))
                 .unwrap_or_else(|_| {
                     session.target = None; // the case is over
+                    session.ended = true;
                     (error_reply(seq_of(text), "crash", "the assembler panicked"), false)
                 }),
         };
@@ -286,7 +351,9 @@ pub fn read_integer(value: Option<&Value>, at: &str) -> Result<Option<i64>, Stre
     }
     match read_number(value, at)? {
         None => Ok(None),
-        Some(f) if f.fract() != 0.0 => Err(StreamError::protocol(format!("{at} must be an integer"))),
+        Some(f) if f.fract() != 0.0 => {
+            Err(StreamError::protocol(format!("{at} must be an integer")))
+        }
         // Beyond 2^53-1 the parser has already rounded: no exact integer is left to read.
         Some(f) if f.abs() > MAX_SAFE_INTEGER => {
             Err(StreamError::protocol(format!("{at} is out of range")))
@@ -399,21 +466,96 @@ mod tests {
         }
     }
 
+    /// One request line (with what follows it: a framed payload) to `session`.
+    fn ask<F: FnMut() -> Echo>(session: &mut Session<Echo, F>, requests: &str) -> (Value, bool) {
+        let (line, rest) = requests.split_once('\n').unwrap_or((requests, ""));
+        session.answer(line, &mut rest.as_bytes())
+    }
+
+    /// A protocol-2 push of `payload` after its request line.
+    fn framed(seq: u64, payload: &str) -> String {
+        format!("{{\"seq\":{seq},\"op\":\"push\",\"bytes\":{}}}\n{payload}\n", payload.len())
+    }
+
     #[test]
     fn session_answers_each_request() {
         let mut s = Session::new(Hello::new("echo", "1", "rust"), || Echo(vec![]));
-        assert_eq!(s.answer(r#"{"seq":1,"op":"hello","protocol":1}"#).0["name"], "echo");
-        assert_eq!(s.answer(r#"{"seq":2,"op":"push","data":"x"}"#).0["error"]["kind"], "bad_request");
-        assert_eq!(s.answer(r#"{"seq":3,"op":"new"}"#).0["ok"], true);
-        assert_eq!(s.answer(r#"{"seq":4,"op":"push","data":"Hi"}"#).0["events"][0]["text"], "Hi");
-        assert_eq!(s.answer(r#"{"seq":5,"op":"push","data":""}"#).0["events"], json!([]));
-        let lone = s.answer(r#"{"seq":6,"op":"push","data":"{\"x\":\"\ud800\"}"}"#).0;
+        assert_eq!(ask(&mut s, r#"{"seq":1,"op":"hello","protocol":1}"#).0["name"], "echo");
+        assert_eq!(
+            ask(&mut s, r#"{"seq":2,"op":"push","data":"x"}"#).0["error"]["kind"],
+            "bad_request"
+        );
+        assert_eq!(ask(&mut s, r#"{"seq":3,"op":"new"}"#).0["ok"], true);
+        assert_eq!(
+            ask(&mut s, r#"{"seq":4,"op":"push","data":"Hi"}"#).0["events"][0]["text"],
+            "Hi"
+        );
+        assert_eq!(ask(&mut s, r#"{"seq":5,"op":"push","data":""}"#).0["events"], json!([]));
+        let lone = ask(&mut s, r#"{"seq":6,"op":"push","data":"{\"x\":\"\ud800\"}"}"#).0;
         assert_eq!(lone["error"]["kind"], "protocol");
-        assert_eq!(s.answer(r#"{"seq":7,"op":"push","data":"boom"}"#).0["error"]["kind"], "server");
-        let done = s.answer(r#"{"seq":8,"op":"finish","thinking_capped":false}"#).0;
+        assert_eq!(
+            ask(&mut s, r#"{"seq":7,"op":"push","data":"boom"}"#).0["error"]["kind"],
+            "server"
+        );
+        let done = ask(&mut s, r#"{"seq":8,"op":"finish","thinking_capped":false}"#).0;
         assert_eq!(done["completion"]["content"], "Hi");
-        assert_eq!(s.answer("not json").0["error"]["kind"], "bad_request");
-        assert!(s.answer(r#"{"seq":9,"op":"bye"}"#).1);
+        assert_eq!(ask(&mut s, "not json").0["error"]["kind"], "bad_request");
+        assert!(ask(&mut s, r#"{"seq":9,"op":"bye"}"#).1);
+    }
+
+    #[test]
+    fn version_1_plans_nothing() {
+        let mut s = Session::new(Hello::new("echo", "1", "rust"), || Echo(vec![]));
+        assert_eq!(ask(&mut s, r#"{"seq":1,"op":"hello","protocol":1}"#).0["protocol"], 1);
+        ask(&mut s, r#"{"seq":2,"op":"new"}"#);
+        assert_eq!(
+            ask(&mut s, r#"{"seq":3,"op":"push","data":"boom"}"#).0["error"]["kind"],
+            "server"
+        );
+        // Every request reaches the assembler, as it always did.
+        assert_eq!(ask(&mut s, r#"{"seq":4,"op":"push","data":"x"}"#).0["events"][0]["text"], "x");
+        let done = ask(&mut s, r#"{"seq":5,"op":"finish","thinking_capped":false}"#).0;
+        assert_eq!(done["completion"]["content"], "x");
+        assert_eq!(ask(&mut s, &framed(6, "y")).0["error"]["kind"], "bad_request");
+        let three = ask(&mut s, r#"{"seq":7,"op":"hello","protocol":3}"#).0;
+        assert_eq!(three["error"]["kind"], "bad_request");
+    }
+
+    #[test]
+    fn version_2_reads_frames_and_skips_after_the_end_of_a_case() {
+        let mut s = Session::new(Hello::new("echo", "1", "rust"), || Echo(vec![]));
+        let hello = r#"{"seq":1,"op":"hello","protocol":1,"accept":[1,2,3,4],"shared":"/x"}"#;
+        assert_eq!(ask(&mut s, hello).0["protocol"], 2);
+        ask(&mut s, r#"{"seq":2,"op":"new"}"#);
+        // A LF, a quote and a backslash inside: framed, not escaped.
+        let text = "H\u{e9}\n\"\\";
+        assert_eq!(ask(&mut s, &framed(3, text)).0["events"][0]["text"], text);
+        assert_eq!(ask(&mut s, &framed(4, "")).0["events"], json!([]));
+        // A lone surrogate still comes as "data".
+        let lone = ask(&mut s, r#"{"seq":5,"op":"push","data":"{\"x\":\"\ud800\"}"}"#).0;
+        assert_eq!(lone["error"]["kind"], "protocol");
+        let skipped = |seq: u64| json!({"seq": seq, "skipped": true});
+        assert_eq!(ask(&mut s, &framed(6, "Hi")).0, skipped(6));
+        assert_eq!(ask(&mut s, r#"{"seq":7,"op":"finish","thinking_capped":false}"#).0, skipped(7));
+        ask(&mut s, r#"{"seq":8,"op":"new"}"#);
+        assert_eq!(ask(&mut s, &framed(9, "a")).0["events"][0]["text"], "a");
+        assert_eq!(ask(&mut s, r#"{"seq":10,"op":"push","data":"b"}"#).0["events"][0]["text"], "b");
+        let done = ask(&mut s, r#"{"seq":11,"op":"finish","thinking_capped":false}"#).0;
+        assert_eq!(done["completion"]["content"], "ab");
+        assert_eq!(ask(&mut s, &framed(12, "c")).0, skipped(12));
+        assert_eq!(
+            ask(&mut s, r#"{"seq":13,"op":"finish","thinking_capped":true}"#).0,
+            skipped(13)
+        );
+        ask(&mut s, r#"{"seq":14,"op":"new"}"#);
+        assert_eq!(ask(&mut s, &framed(15, "boom")).0["error"]["kind"], "server");
+        assert_eq!(ask(&mut s, &framed(16, "d")).0, skipped(16));
+        // A frame shorter than it says, or not UTF-8, is a bad request.
+        let short = ask(&mut s, "{\"seq\":17,\"op\":\"push\",\"bytes\":9}\nabc\n").0;
+        assert_eq!(short["error"]["kind"], "bad_request");
+        let mut bytes = b"\xff\n".as_slice();
+        let latin = s.answer(r#"{"seq":18,"op":"push","bytes":1}"#, &mut bytes).0;
+        assert_eq!(latin["error"]["kind"], "bad_request");
     }
 
     #[test]
