@@ -137,7 +137,7 @@ class _Run:
 
         assert self.plan is not None, "collection makes the plan"
         capped = read_info(case.recording).thinking_capped  # a broken recording named first
-        return made_for(case, capped, self.plan.golden(case).document)
+        return made_for(case, capped, self.plan.golden(case))
 
     def make_driver(self) -> Driver:
         return self.options.start_driver()

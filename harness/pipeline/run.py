@@ -237,7 +237,7 @@ def run_target(
             cancel=stop.cancel,
             require=options.required_choices(),
             level=options.level,
-            goldens=plan.golden if idle is None else idle.taken(plan.golden),
+            goldens=plan.golden_file if idle is None else idle.taken(plan.golden_file),
         ):
             result = result if expected is None else expected.apply(result)
             results.append(result)

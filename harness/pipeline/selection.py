@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.check.modes import MODES
 from harness.check.options import unique_modes
@@ -58,10 +59,15 @@ class Plan:
         """How many runs the plan asks for: every case in every mode."""
         return len(self.cases) * len(self.modes)
 
-    def golden(self, case: Case) -> Golden:
+    def golden(self, case: Case) -> dict[str, Any]:
+        """The golden document of `case`, parsed once for every target that runs it (a golden
+        file read step by step, above `STREAM_ABOVE` bytes, is not kept)."""
+        return self.golden_file(case).document
+
+    def golden_file(self, case: Case) -> Golden:
         """The golden file of `case`, read once for every target that runs it and parsed when
-        one first needs its document (a file read step by step, above `STREAM_ABOVE` bytes, is
-        not kept)."""
+        one first needs its document (`golden`); one above `STREAM_ABOVE` bytes, read step by
+        step, is not kept."""
         with self._lock:
             found = self._goldens.get(case.case_id)
         if found is not None:
@@ -69,7 +75,7 @@ class Plan:
         golden = open_golden(case)
         if golden.data is not None:
             with self._lock:
-                self._goldens.setdefault(case.case_id, golden)
+                golden = self._goldens.setdefault(case.case_id, golden)
         return golden
 
     def expected_failures(self, path: Path | None) -> XfailList | None:
