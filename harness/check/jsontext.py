@@ -13,9 +13,13 @@ a double's range (valid JSON, and fine in ignored fields).
 from __future__ import annotations
 
 import json
+import operator
 import random
 import re
+from collections.abc import Callable
+from itertools import repeat, starmap
 from json.encoder import encode_basestring
+from typing import Any, Final
 
 import msgspec
 
@@ -29,6 +33,7 @@ _SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
 #: The same with the runs of white space as tokens of their own.
 _TOKEN = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
 _STRINGS = re.compile(_STRING)
+_STRINGS_SPLIT = re.compile(f"({_STRING})")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _WHITE = frozenset(" \t\n\r")
@@ -37,9 +42,17 @@ _OPEN = frozenset("{[")
 _GAPS = ("", "", "", " ", "  ", "\t", "\n", "\r", "\r\n", " \n\t", "\n\n  ", "\t\r ", "\n ")
 
 
+#: What `decoded` returns for a text that `rewritable` refuses or msgspec cannot decode.
+REFUSED: Final = object()
+
+
+def _too_deep(data: str) -> bool:
+    return data.count("{") + data.count("[") > MAX_DEPTH and _depth(data) > MAX_DEPTH
+
+
 def rewritable(data: str) -> bool:
     """True when `data` is one JSON text whose text may be rewritten without changing meaning."""
-    if data.count("{") + data.count("[") > MAX_DEPTH and _depth(data) > MAX_DEPTH:
+    if _too_deep(data):
         return False
     try:
         msgspec.json.decode(data)
@@ -48,6 +61,20 @@ def rewritable(data: str) -> bool:
     except msgspec.DecodeError:
         return _rewritable_slowly(data)
     return True
+
+
+def decoded(data: str) -> Any:
+    """msgspec's value of `data` when it is `rewritable` and msgspec takes it, else `REFUSED`.
+
+    One decode where `rewritable` and then `msgspec.json.decode` would make two: what msgspec
+    refuses and the stdlib takes (`1e400`) cannot be written back from a msgspec value anyway.
+    """
+    if _too_deep(data):
+        return REFUSED
+    try:
+        return msgspec.json.decode(data)
+    except (RecursionError, UnicodeEncodeError, msgspec.DecodeError):
+        return REFUSED
 
 
 def _reject(name: str) -> None:
@@ -97,13 +124,59 @@ def _decoded(token: str) -> str:
     return text
 
 
+def _below(rng: random.Random) -> Callable[[int], int]:
+    """`rng._randbelow`, the draw under `randrange`, `choice`, `sample` and `shuffle`, made
+    without their Python frames for a plain `random.Random` (the same bits in the same order)."""
+    if type(rng) is not random.Random:
+        below: Callable[[int], int] = rng._randbelow  # type: ignore[attr-defined]
+        return below
+    getrandbits = rng.getrandbits
+
+    def below_with_getrandbits(n: int) -> int:
+        k = n.bit_length()
+        r = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return r
+
+    return below_with_getrandbits
+
+
+def shuffle(rng: random.Random, items: list[Any]) -> None:
+    """`rng.shuffle(items)`, with the same draws, faster for a plain `random.Random`."""
+    if type(rng) is not random.Random:
+        rng.shuffle(items)
+        return
+    getrandbits = rng.getrandbits
+    for i in range(len(items) - 1, 0, -1):
+        n = i + 1
+        k = n.bit_length()
+        j = getrandbits(k)
+        while j >= n:
+            j = getrandbits(k)
+        items[i], items[j] = items[j], items[i]
+
+
+#: `len(_GAPS)` as a float, times a draw: `rng.choices(_GAPS)` scales `random()` so.
+_SCALE_GAPS = float(len(_GAPS)).__mul__
+
+
 def with_whitespace(data: str, rng: random.Random) -> str:
     """The text with random white space (space, tab, LF, CR) between all tokens and around."""
     solid = _SOLID.findall(data)
-    gaps = rng.choices(_GAPS, k=len(solid) + 1)
-    if len(solid) > 1 and not any("\n" in gap for gap in gaps):
+    # rng.choices(_GAPS, k=len(solid) + 1), draw for draw, without a Python step per token.
+    draws = starmap(rng.random, repeat((), len(solid) + 1))
+    gaps = list(map(_GAPS.__getitem__, map(int, map(_SCALE_GAPS, draws))))
+    if len(solid) > 1 and "\n" not in "".join(gaps):
         gaps[rng.randrange(1, len(solid))] = "\n"  # every payload of two tokens or more gets one
-    return "".join([gap + token for gap, token in zip(gaps, solid, strict=False)]) + gaps[-1]
+    return "".join(map(operator.add, gaps, solid)) + gaps[-1]
+
+
+#: Characters `encode_basestring` escapes (with `"` and `\`, which a string token's body only
+#: holds escaped): in a text without them, a string token is `"` + its characters + `"`.
+_CONTROL = re.compile(r"[\x00-\x1f]")
+#: Runs at least this long are escaped through UTF-16 and `bytes.hex` rather than `translate`.
+_LONG_RUN = 48
 
 
 def with_escapes(data: str, rng: random.Random) -> str:
@@ -112,21 +185,36 @@ def with_escapes(data: str, rng: random.Random) -> str:
     The run is one to a third of the string's characters, at a random place; one run per string
     (rather than scattered characters) keeps this mode's cost near the others'.
     """
-    return _STRINGS.sub(lambda match: _escape(match.group(), rng), data)
+    parts = _STRINGS_SPLIT.split(data)  # the text between the strings, then each string token
+    getrandbits = rng.getrandbits
+    plain = _CONTROL.search(data) is None
+    for at in range(1, len(parts), 2):
+        token = parts[at]
+        verbatim = plain and "\\" not in token
+        text = token[1:-1] if verbatim else _decoded(token)
+        size = len(text)
+        if not size:
+            continue
+        bits = getrandbits(48)  # one draw for the run's length, place and hex case
+        length = 1 + bits % (size // 3 + 1) if size > 2 else size
+        start = (bits >> 16) % (size - length + 1)
+        end = start + length
+        escaped = _escaped(text[start:end], upper=bits >> 47)
+        if verbatim:  # what encode_basestring would write back is the token's own text
+            parts[at] = token[: start + 1] + escaped + token[end + 1 :]
+        else:
+            head = encode_basestring(text[:start])[:-1]
+            parts[at] = head + escaped + encode_basestring(text[end:])[1:]
+    return "".join(parts)
 
 
-def _escape(token: str, rng: random.Random) -> str:
-    text = _decoded(token)
-    size = len(text)
-    if not size:
-        return token
-    bits = rng.getrandbits(48)  # one draw for the run's length, place and hex case
-    length = 1 + bits % (size // 3 + 1) if size > 2 else size
-    start = (bits >> 16) % (size - length + 1)
-    escaped = text[start : start + length].translate(_ESCAPES[bits >> 47])
-    head = encode_basestring(text[:start])[:-1]
-    tail = encode_basestring(text[start + length :])[1:]
-    return head + escaped + tail
+def _escaped(run: str, *, upper: int) -> str:
+    """Every character of `run` as a `\\u` escape, hex in upper case if `upper`, surrogate pairs
+    outside the BMP."""
+    if len(run) < _LONG_RUN:
+        return run.translate(_ESCAPES[upper])
+    hexes = run.encode("utf-16-be", "surrogatepass").hex(" ", 2)
+    return "\\u" + (hexes.upper() if upper else hexes).replace(" ", "\\u")
 
 
 class _EscapeTable(dict[int, str]):
@@ -139,8 +227,8 @@ class _EscapeTable(dict[int, str]):
     def __missing__(self, code: int) -> str:
         form = self.form
         if code > 0xFFFF:  # outside the BMP: a surrogate pair
-            code -= 0x10000
-            value = form % (0xD800 + (code >> 10)) + form % (0xDC00 + (code & 0x3FF))
+            low = code - 0x10000
+            value = form % (0xD800 + (low >> 10)) + form % (0xDC00 + (low & 0x3FF))
         else:
             value = form % code
         self[code] = value
@@ -148,6 +236,9 @@ class _EscapeTable(dict[int, str]):
 
 
 _ESCAPES = (_EscapeTable("\\u%04x"), _EscapeTable("\\u%04X"))
+#: The tokens that open, close or separate; every other token is copied into the member or
+#: element it is in.
+_STRUCTURE = frozenset("{}[],")
 
 
 def with_keys_shuffled(data: str, rng: random.Random) -> str:
@@ -155,86 +246,68 @@ def with_keys_shuffled(data: str, rng: random.Random) -> str:
 
     A member keeps its own white space; members with the same key (compared decoded, so `"a"` and
     `"\\u0061"` are one key) keep their order among themselves, so whichever reading of duplicate
-    keys a target has, last wins or all validated, means the same.
+    keys a target has, last wins or all validated, means the same. Objects are shuffled in the
+    order they close. `data` must be one JSON text (`rewritable`).
     """
     if "{" not in data:
         return data
-    text, _ = _value(_TOKEN.findall(data), 0, rng)
-    return text
-
-
-def _value(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
-    """The text of the value at `at` with the white space around it, and where it ends."""
+    # One pass over the tokens with a stack of the containers open around them: in an object,
+    # `members` holds the finished members and `parts` the current one; in an array (members is
+    # None), `parts` is the array's text so far.
     parts: list[str] = []
-    while found[at][0] in _WHITE:
-        parts.append(found[at])
-        at += 1
-    token = found[at]
-    if token == "{":
-        text, at = _object(found, at + 1, rng)
-    elif token == "[":
-        text, at = _array(found, at + 1, rng)
-    else:
-        text, at = token, at + 1
-    parts.append(text)
-    while at < len(found) and found[at][0] in _WHITE:
-        parts.append(found[at])
-        at += 1
-    return "".join(parts), at
-
-
-def _array(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
-    parts = ["["]
-    while True:
-        token = found[at]
-        if token == "]":
-            parts.append("]")
-            return "".join(parts), at + 1
-        if token == ",":
-            parts.append(",")
-            at += 1
-        elif token[0] in _WHITE:
-            parts.append(token)
-            at += 1
-        else:
-            text, at = _value(found, at, rng)
-            parts.append(text)
-
-
-def _object(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
-    members: list[tuple[str, str]] = []  # (decoded key, the member's text)
-    parts: list[str] = []
+    members: list[str] | None = None
+    keys: list[str] = []
     key: str | None = None
-    while True:
-        token = found[at]
-        if token == "}" or token == ",":
-            if key is not None:
-                members.append((key, "".join(parts)))
-            elif parts:  # white space alone: an empty object
-                members.append(("", "".join(parts)))
-            parts, key = [], None
-            at += 1
-            if token == "}":
-                break
-        elif key is None and token[0] == '"':
-            key = _decoded(token)
+    stack: list[tuple[list[str], list[str] | None, list[str], str | None]] = []
+    for token in _TOKEN.findall(data):
+        if token not in _STRUCTURE:
+            if key is None and members is not None and token[0] == '"':
+                key = token
             parts.append(token)
-            at += 1
-        elif token == ":" or token[0] in _WHITE:
-            parts.append(token)
-            at += 1
-        else:
-            text, at = _value(found, at, rng)
+        elif token == ",":
+            if members is None:
+                parts.append(token)
+            else:
+                if key is not None or parts:
+                    members.append("".join(parts))
+                    keys.append(key if key is not None else '""')
+                parts, key = [], None
+        elif token == "{":
+            stack.append((parts, members, keys, key))
+            parts, members, keys, key = [], [], [], None
+        elif token == "[":
+            stack.append((parts, members, keys, key))
+            parts, members, key = ["["], None, None
+        elif token == "]":
+            parts.append("]")
+            text = "".join(parts)
+            parts, members, keys, key = stack.pop()
             parts.append(text)
-    if len(members) > 1:
-        order = members[:]
-        rng.shuffle(order)
-        if len({k for k, _ in members}) < len(members):
-            same_key: dict[str, list[tuple[str, str]]] = {}
-            for member in members:
-                same_key.setdefault(member[0], []).append(member)
-            for pending in same_key.values():
-                pending.reverse()
-            order = [same_key[k].pop() for k, _ in order]
-        members = order
-    return "{" + ",".join([text for _, text in members]) + "}", at
+        else:  # "}"
+            assert members is not None
+            if key is not None or parts:  # a member, or the white space of an empty object
+                members.append("".join(parts))
+                keys.append(key if key is not None else '""')
+            text = "{" + ",".join(_shuffled(members, keys, rng)) + "}"
+            parts, members, keys, key = stack.pop()
+            parts.append(text)
+    return "".join(parts)
+
+
+def _shuffled(members: list[str], keys: list[str], rng: random.Random) -> list[str]:
+    """`members` in a random order, those with the same decoded key in their own order."""
+    if len(members) < 2:
+        return members
+    order = list(range(len(members)))
+    shuffle(rng, order)
+    if len(set(keys)) == len(keys) and not any("\\" in k for k in keys):
+        return [members[i] for i in order]  # distinct as written and unescaped: distinct decoded
+    decoded_keys = [_decoded(k) for k in keys]
+    if len(set(decoded_keys)) == len(keys):
+        return [members[i] for i in order]
+    same_key: dict[str, list[int]] = {}
+    for i, k in enumerate(decoded_keys):
+        same_key.setdefault(k, []).append(i)
+    for pending in same_key.values():
+        pending.reverse()
+    return [members[same_key[decoded_keys[i]].pop()] for i in order]

@@ -33,15 +33,13 @@ import random
 import re
 from collections.abc import Callable, Iterable
 from decimal import Decimal
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
-
-import msgspec
 
 from harness.check import jsontext
 from harness.check.known_fields import HOSTILE_KEYS, KNOWN_NAMES
 from harness.drive.normalize import TIMINGS_FIELDS
 
-_dumps = json.JSONEncoder(ensure_ascii=False).encode
 #: 16 digits in a row, a point maybe among them: the only numbers a re-serialization may change.
 _LONG_DIGITS = re.compile(r"[0-9.]{17}|[0-9]{16}")
 #: Each byte of UTF-8 text as "0" for a digit or a dot, " " for any other; `_RUN` of them is a hint.
@@ -113,13 +111,61 @@ _VALUES: list[Any] = [
 ]
 
 
-def _members(value: Any) -> int:
-    """How many members the objects in `value` hold, all depths together."""
-    if isinstance(value, dict):
-        return len(value) + sum(_members(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_members(v) for v in value)
-    return 0
+_VALUE_COUNT = len(_VALUES)
+
+
+def _json_dumps() -> Callable[[Any], str]:
+    """`json.JSONEncoder(ensure_ascii=False).encode`, the same text, without its Python layer.
+
+    The C encoder is made once, without the check for circular values (a decoded payload and
+    `_VALUES` have none); where the stdlib has no C encoder, or it writes another text, the
+    encoder's own `encode`.
+    """
+    encoder = json.JSONEncoder(ensure_ascii=False)
+    if c_make_encoder is None:  # pragma: no cover (CPython has it)
+        return encoder.encode
+    try:
+        make = c_make_encoder(
+            None,  # markers: no check for circular values
+            encoder.default,
+            encode_basestring,
+            None,  # indent
+            encoder.key_separator,
+            encoder.item_separator,
+            False,  # sort_keys
+            False,  # skipkeys
+            True,  # allow_nan
+        )
+    except TypeError:  # pragma: no cover (another signature)
+        return encoder.encode
+
+    def dumps(value: Any) -> str:
+        return "".join(make(value, 0))
+
+    sample = {"k": _VALUES, "\u00e9": [_VALUES[-1], {}], "x": 1e16}
+    return dumps if dumps(sample) == encoder.encode(sample) else encoder.encode
+
+
+_dumps = _json_dumps()
+
+
+def _census(chunk: dict[str, Any]) -> tuple[int, bool]:
+    """How many members the objects of a decoded `chunk` hold, all depths together, and whether
+    some number of it is a float with an integral value."""
+    members, integral = 0, False
+    pending: list[Any] = [chunk]
+    while pending:
+        node = pending.pop()
+        if type(node) is dict:
+            members += len(node)
+            node = node.values()
+        for value in node:
+            kind = type(value)
+            if kind is dict or kind is list:
+                pending.append(value)
+            elif kind is float and not integral:
+                integral = value.is_integer()
+    return members, integral
 
 
 def _numbers_survive(data: str) -> bool:
@@ -150,8 +196,8 @@ def _numbers_survive(data: str) -> bool:
     return True
 
 
-def _parse(data: str) -> Any:
-    """The payload's JSON value, or None where re-serializing could change its meaning.
+def _parse(data: str) -> dict[str, Any] | None:
+    """The payload's JSON object, or None where re-serializing could change its meaning.
 
     msgspec refuses `NaN`, numbers beyond a double's range and unpaired surrogate escapes, and
     parsing would keep only the last of duplicate keys, so those are refused too: each member of
@@ -159,30 +205,50 @@ def _parse(data: str) -> Any:
     nested beyond the limit stays as it is, as in the other rewriting modes, and so does one with
     a fraction or exponent whose exact value would not survive (`_numbers_survive`).
     """
-    if not jsontext.rewritable(data) or not _numbers_survive(data):
+    value = jsontext.decoded(data)
+    if type(value) is not dict:  # REFUSED, or a JSON text that is not an object
         return None
-    try:
-        value = msgspec.json.decode(data)
-    except (msgspec.DecodeError, RecursionError):
+    members, integral = _census(value)
+    # The colons outside strings are at most all of them: equal to the members, they are as many.
+    if data.count(":") != members and jsontext.colons(data) != members:
         return None
-    if jsontext.colons(data) != _members(value):
+    # A number that would move decodes to an integral float (its exact value or its double is an
+    # integer, and an integer's double is one): without one, nothing to look at in the text.
+    if integral and not _numbers_survive(data):
         return None
     return value
+
+
+#: Up to this many names, `random.sample` draws from a copy of the population (its `setsize`
+#: for three draws): `_Injector.add` draws as it does.
+_SAMPLE_POOL = 21
 
 
 class _Injector:
     """Adds up to three members named from `names` to every object level of a chunk."""
 
     def __init__(self, names: tuple[str, ...], rng: random.Random) -> None:
-        self.names = names
         self.rng = rng
+        self.below = jsontext._below(rng)
+        self.names = _candidates(names)
 
     def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
-        rng, read = self.rng, _READ_AT[level]
-        names = [n for n in self.names if n not in obj and n not in read]
+        below = self.below
+        names = [n for n in self.names[level] if n not in obj]
+        count = len(names)
+        k = min(3, count)
+        if count <= _SAMPLE_POOL:  # rng.sample(names, k), draw for draw
+            picked = []
+            for i in range(k):
+                j = below(count - i)
+                picked.append(names[j])
+                names[j] = names[count - i - 1]
+        else:
+            picked = self.rng.sample(names, k=k)
         items = list(obj.items())
-        for name in rng.sample(names, k=min(3, len(names))):
-            items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
+        for name in picked:  # rng.randrange(len(items) + 1), then rng.choice(_VALUES)
+            at = below(len(items) + 1)
+            items.insert(at, (name, _VALUES[below(_VALUE_COUNT)]))
         return dict(items)
 
     def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
@@ -213,10 +279,26 @@ class _Injector:
         return call
 
 
+_NAMES_AT: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
+
+
+def _candidates(names: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """For each level, the names of `names` it does not read, in their order."""
+    found = _NAMES_AT.get(names)
+    if found is None:
+        found = {
+            level: tuple(n for n in names if n not in read) for level, read in _READ_AT.items()
+        }
+        _NAMES_AT[names] = found
+    return found
+
+
 def _with_members(data: str, names: tuple[str, ...], rng: random.Random) -> str:
     chunk = _parse(data)
-    if not isinstance(chunk, dict):
-        return data
+    return data if chunk is None else _injected(chunk, names, rng, data)
+
+
+def _injected(chunk: dict[str, Any], names: tuple[str, ...], rng: random.Random, data: str) -> str:
     try:
         return _dumps(_Injector(names, rng).chunk(chunk))
     except RecursionError:
@@ -302,14 +384,28 @@ def mutate(mode: str, data: str, *, seed: int, case_id: str, step: int) -> str:
 
 
 def _mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
+    # The generator is seeded only for a payload the mode changes: seeding is about 5 µs.
     if mode in (PLAIN, TRUNCATED):
         return None
-    if mode == UNKNOWN_FIELDS:
-        return lambda step, data: unknown_fields(data, _rng(seed, case_id, step))
-    if mode == HOSTILE_KEYS_MODE:
-        return lambda step, data: hostile_keys(data, _rng(seed, case_id, step))
+    if mode in (UNKNOWN_FIELDS, HOSTILE_KEYS_MODE):
+        names = UNKNOWN_NAMES if mode == UNKNOWN_FIELDS else HOSTILE_KEYS
+
+        def add_members(step: int, data: str) -> str:
+            chunk = _parse(data)
+            if chunk is None:
+                return data
+            return _injected(chunk, names, _rng(seed, case_id, step), data)
+
+        return add_members
     if mode in _REWRITE:
-        return lambda step, data: rewrite(mode, data, _rng(seed, case_id, step))
+        change = _REWRITE[mode]
+
+        def rewritten(step: int, data: str) -> str:
+            if not jsontext.rewritable(data):
+                return data
+            return change(data, _rng(seed, case_id, step))
+
+        return rewritten
     raise ValueError(f"unknown mode {mode!r}")
 
 

@@ -5,8 +5,8 @@ text these functions give, for every (mode, seed, case id, step, payload): a fai
 a seed, and the same seed must give the same payload across versions. This is
 `harness/check/jsontext.py` and the changing half of `harness/check/modes.py` at commit 66e7dca,
 joined into one module (the lists of names it reads, `harness.check.known_fields` and
-`TIMINGS_FIELDS`, are the harness's own: the algorithm is what is frozen). Never edit it to follow
-the harness; change the harness back instead.
+`TIMINGS_FIELDS`, are the harness's own: the algorithm is what is frozen), with one bug fixed in
+both (`_EscapeTable`, below). Never edit it to follow the harness; change the harness back.
 """
 
 # ruff: noqa
@@ -148,8 +148,11 @@ class _EscapeTable(dict[int, str]):
     def __missing__(self, code: int) -> str:
         form = self.form
         if code > 0xFFFF:  # outside the BMP: a surrogate pair
-            code -= 0x10000
-            value = form % (0xD800 + (code >> 10)) + form % (0xDC00 + (code & 0x3FF))
+            # The one change from 66e7dca, which kept this pair under `code - 0x10000`: a later
+            # U+F600 was then written as U+1F600's pair (a change of meaning, and one that depended
+            # on what the process had escaped before).
+            low = code - 0x10000
+            value = form % (0xD800 + (low >> 10)) + form % (0xDC00 + (low & 0x3FF))
         else:
             value = form % code
         self[code] = value
