@@ -13,11 +13,8 @@ a double's range (valid JSON, and fine in ignored fields).
 from __future__ import annotations
 
 import json
-import operator
 import random
 import re
-from collections.abc import Callable
-from itertools import repeat, starmap
 from json.encoder import encode_basestring
 from typing import Any, Final
 
@@ -26,7 +23,7 @@ import msgspec
 #: Nesting beyond this is a protocol error (docs/spec.md); such payloads are never rewritten.
 MAX_DEPTH = 128
 
-_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 #: The tokens of a valid JSON text, white space skipped (strings first would be slower: most
 #: tokens are punctuation).
 _SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
@@ -124,24 +121,6 @@ def _decoded(token: str) -> str:
     return text
 
 
-def _below(rng: random.Random) -> Callable[[int], int]:
-    """`rng._randbelow`, the draw under `randrange`, `choice`, `sample` and `shuffle`, made
-    without their Python frames for a plain `random.Random` (the same bits in the same order)."""
-    if type(rng) is not random.Random:
-        below: Callable[[int], int] = rng._randbelow  # type: ignore[attr-defined]
-        return below
-    getrandbits = rng.getrandbits
-
-    def below_with_getrandbits(n: int) -> int:
-        k = n.bit_length()
-        r = getrandbits(k)
-        while r >= n:
-            r = getrandbits(k)
-        return r
-
-    return below_with_getrandbits
-
-
 def shuffle(rng: random.Random, items: list[Any]) -> None:
     """`rng.shuffle(items)`, with the same draws, faster for a plain `random.Random`."""
     if type(rng) is not random.Random:
@@ -157,26 +136,24 @@ def shuffle(rng: random.Random, items: list[Any]) -> None:
         items[i], items[j] = items[j], items[i]
 
 
-#: `len(_GAPS)` as a float, times a draw: `rng.choices(_GAPS)` scales `random()` so.
-_SCALE_GAPS = float(len(_GAPS)).__mul__
-
-
 def with_whitespace(data: str, rng: random.Random) -> str:
     """The text with random white space (space, tab, LF, CR) between all tokens and around."""
     solid = _SOLID.findall(data)
-    # rng.choices(_GAPS, k=len(solid) + 1), draw for draw, without a Python step per token.
-    draws = starmap(rng.random, repeat((), len(solid) + 1))
-    gaps = list(map(_GAPS.__getitem__, map(int, map(_SCALE_GAPS, draws))))
+    gaps = rng.choices(_GAPS, k=len(solid) + 1)
     if len(solid) > 1 and "\n" not in "".join(gaps):
         gaps[rng.randrange(1, len(solid))] = "\n"  # every payload of two tokens or more gets one
-    return "".join(map(operator.add, gaps, solid)) + gaps[-1]
+    # gap, token, gap, ..., token, gap: laid out by two slice assignments, not a step per token
+    text = gaps + solid
+    text[::2] = gaps
+    text[1::2] = solid
+    return "".join(text)
 
 
-#: Characters `encode_basestring` escapes (with `"` and `\`, which a string token's body only
-#: holds escaped): in a text without them, a string token is `"` + its characters + `"`.
+#: Characters `encode_basestring` escapes besides `"` and `\` (which a string token's body holds
+#: only escaped): in a token without these or a backslash, the characters are written as they are.
 _CONTROL = re.compile(r"[\x00-\x1f]")
-#: Runs at least this long are escaped through UTF-16 and `bytes.hex` rather than `translate`.
-_LONG_RUN = 48
+#: Runs at least this long are escaped a whole buffer at a time rather than by `translate`.
+_LONG_RUN = 64
 
 
 def with_escapes(data: str, rng: random.Random) -> str:
@@ -187,10 +164,11 @@ def with_escapes(data: str, rng: random.Random) -> str:
     """
     parts = _STRINGS_SPLIT.split(data)  # the text between the strings, then each string token
     getrandbits = rng.getrandbits
-    plain = _CONTROL.search(data) is None
     for at in range(1, len(parts), 2):
         token = parts[at]
-        verbatim = plain and "\\" not in token
+        # A token with no escape and no control character is " + its characters + ", which
+        # encode_basestring writes back as they were: its pieces are slices of it.
+        verbatim = "\\" not in token and (token.isprintable() or not _CONTROL.search(token))
         text = token[1:-1] if verbatim else _decoded(token)
         size = len(text)
         if not size:
@@ -199,8 +177,12 @@ def with_escapes(data: str, rng: random.Random) -> str:
         length = 1 + bits % (size // 3 + 1) if size > 2 else size
         start = (bits >> 16) % (size - length + 1)
         end = start + length
-        escaped = _escaped(text[start:end], upper=bits >> 47)
-        if verbatim:  # what encode_basestring would write back is the token's own text
+        run = text[start:end]
+        if length < _LONG_RUN:
+            escaped = run.translate(_ESCAPES[bits >> 47])
+        else:
+            escaped = _escaped_long(run, upper=bits >> 47 == 1)
+        if verbatim:
             parts[at] = token[: start + 1] + escaped + token[end + 1 :]
         else:
             head = encode_basestring(text[:start])[:-1]
@@ -208,13 +190,19 @@ def with_escapes(data: str, rng: random.Random) -> str:
     return "".join(parts)
 
 
-def _escaped(run: str, *, upper: int) -> str:
-    """Every character of `run` as a `\\u` escape, hex in upper case if `upper`, surrogate pairs
-    outside the BMP."""
-    if len(run) < _LONG_RUN:
-        return run.translate(_ESCAPES[upper])
-    hexes = run.encode("utf-16-be", "surrogatepass").hex(" ", 2)
-    return "\\u" + (hexes.upper() if upper else hexes).replace(" ", "\\u")
+def _escaped_long(run: str, *, upper: bool) -> str:
+    """What `_ESCAPES` makes of a long `run`: each UTF-16 code unit as `\\u` and four hex digits,
+    laid out by slice assignments over the whole run (surrogate pairs outside the BMP)."""
+    hexes = run.encode("utf-16-be", "surrogatepass").hex().encode("ascii")
+    if upper:
+        hexes = hexes.upper()
+    units = len(hexes) // 4
+    out = bytearray(6 * units)
+    out[0::6] = b"\\" * units
+    out[1::6] = b"u" * units
+    for digit in range(4):
+        out[2 + digit :: 6] = hexes[digit::4]
+    return out.decode("ascii")
 
 
 class _EscapeTable(dict[int, str]):
@@ -300,7 +288,7 @@ def _shuffled(members: list[str], keys: list[str], rng: random.Random) -> list[s
         return members
     order = list(range(len(members)))
     shuffle(rng, order)
-    if len(set(keys)) == len(keys) and not any("\\" in k for k in keys):
+    if len(set(keys)) == len(keys) and "\\" not in "".join(keys):
         return [members[i] for i in order]  # distinct as written and unescaped: distinct decoded
     decoded_keys = [_decoded(k) for k in keys]
     if len(set(decoded_keys)) == len(keys):

@@ -112,6 +112,7 @@ _VALUES: list[Any] = [
 
 
 _VALUE_COUNT = len(_VALUES)
+_VALUE_BITS = _VALUE_COUNT.bit_length()
 
 
 def _json_dumps() -> Callable[[Any], str]:
@@ -229,26 +230,41 @@ class _Injector:
 
     def __init__(self, names: tuple[str, ...], rng: random.Random) -> None:
         self.rng = rng
-        self.below = jsontext._below(rng)
         self.names = _candidates(names)
+        # A plain generator's draws are made here as its methods make them (`_randbelow`): the
+        # same bits, in the same order, without three Python frames per draw.
+        self.getrandbits = rng.getrandbits if type(rng) is random.Random else None
 
     def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
-        below = self.below
+        getrandbits = self.getrandbits
         names = [n for n in self.names[level] if n not in obj]
         count = len(names)
         k = min(3, count)
-        if count <= _SAMPLE_POOL:  # rng.sample(names, k), draw for draw
-            picked = []
-            for i in range(k):
-                j = below(count - i)
-                picked.append(names[j])
-                names[j] = names[count - i - 1]
-        else:
-            picked = self.rng.sample(names, k=k)
         items = list(obj.items())
+        if getrandbits is None or count > _SAMPLE_POOL:
+            rng = self.rng
+            for name in rng.sample(names, k=k):
+                items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
+            return dict(items)
+        picked = []
+        for i in range(k):  # rng.sample(names, k): a pool, each pick replaced by the last
+            n = count - i
+            bits = n.bit_length()
+            j = getrandbits(bits)
+            while j >= n:
+                j = getrandbits(bits)
+            picked.append(names[j])
+            names[j] = names[n - 1]
         for name in picked:  # rng.randrange(len(items) + 1), then rng.choice(_VALUES)
-            at = below(len(items) + 1)
-            items.insert(at, (name, _VALUES[below(_VALUE_COUNT)]))
+            n = len(items) + 1
+            bits = n.bit_length()
+            at = getrandbits(bits)
+            while at >= n:
+                at = getrandbits(bits)
+            value = getrandbits(_VALUE_BITS)
+            while value >= _VALUE_COUNT:
+                value = getrandbits(_VALUE_BITS)
+            items.insert(at, (name, _VALUES[value]))
         return dict(items)
 
     def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
