@@ -179,7 +179,12 @@ def with_escapes(data: str, rng: random.Random) -> str:
         end = start + length
         run = text[start:end]
         if length < _LONG_RUN:
-            escaped = run.translate(_ESCAPES[bits >> 47])
+            kept = _RUNS[bits >> 47]  # most runs are a few characters of a key met before
+            escaped = kept.get(run)
+            if escaped is None:
+                escaped = run.translate(_ESCAPES[bits >> 47])
+                if len(kept) < _RUNS_KEPT:
+                    kept[run] = escaped
         else:
             escaped = _escaped_long(run, upper=bits >> 47 == 1)
         if verbatim:
@@ -224,6 +229,9 @@ class _EscapeTable(dict[int, str]):
 
 
 _ESCAPES = (_EscapeTable("\\u%04x"), _EscapeTable("\\u%04X"))
+#: Short runs already escaped, in lower and in upper case, up to `_RUNS_KEPT` of each.
+_RUNS: tuple[dict[str, str], dict[str, str]] = ({}, {})
+_RUNS_KEPT = 1 << 16
 #: The tokens that open, close or separate; every other token is copied into the member or
 #: element it is in.
 _STRUCTURE = frozenset("{}[],")
