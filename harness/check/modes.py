@@ -36,6 +36,8 @@ from decimal import Decimal
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
+import msgspec
+
 from harness.check import jsontext
 from harness.check.known_fields import HOSTILE_KEYS, KNOWN_NAMES
 from harness.drive.normalize import TIMINGS_FIELDS
@@ -147,13 +149,11 @@ def _json_dumps() -> Callable[[Any], str]:
     return dumps if dumps(sample) == encoder.encode(sample) else encoder.encode
 
 
-_dumps = _json_dumps()
-
-
-def _census(chunk: dict[str, Any]) -> tuple[int, bool]:
-    """How many members the objects of a decoded `chunk` hold, all depths together, and whether
-    some number of it is a float with an integral value."""
-    members, integral = 0, False
+def _census(chunk: dict[str, Any]) -> tuple[int, list[float]]:
+    """How many members the objects of a decoded `chunk` hold, all depths together, and its
+    floats."""
+    members = 0
+    floats: list[float] = []
     pending: list[Any] = [chunk]
     while pending:
         node = pending.pop()
@@ -164,9 +164,46 @@ def _census(chunk: dict[str, Any]) -> tuple[int, bool]:
             kind = type(value)
             if kind is dict or kind is list:
                 pending.append(value)
-            elif kind is float and not integral:
-                integral = value.is_integer()
-    return members, integral
+            elif kind is float:
+                floats.append(value)
+    return members, floats
+
+
+def _written_alike(floats: list[float]) -> bool:
+    """True when msgspec writes each of `floats` as `repr` does (no exponent: 1e-4 <= |f| < 1e16,
+    or zero): `_fast_dumps` then writes what `_dumps` does."""
+    if not floats:
+        return True
+    sizes = list(map(abs, floats))
+    if max(sizes) >= 1e16:
+        return False
+    return min(sizes) >= 1e-4 or all(size == 0 or size >= 1e-4 for size in sizes)
+
+
+_dumps = _json_dumps()
+
+
+def _fast_dumps(value: Any) -> str:
+    """The text `_dumps` writes, by msgspec (twice as fast), for a value whose floats are
+    `_written_alike` (`_VALUES_RAW`'s are, as raw text)."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=0).decode()
+
+
+def _raw_floats(value: Any) -> Any:
+    """`value` with each float that msgspec would write another way than `repr` as its raw text."""
+    if type(value) is float and not _written_alike([value]):
+        return msgspec.Raw(repr(value).encode())
+    if type(value) is dict:
+        return {k: _raw_floats(v) for k, v in value.items()}
+    if type(value) is list:
+        return [_raw_floats(v) for v in value]
+    return value
+
+
+#: `_VALUES` as `_fast_dumps` writes them alike (`1e300` as `1e+300`), or None where it cannot.
+_VALUES_RAW: list[Any] | None = [_raw_floats(v) for v in _VALUES]
+if _fast_dumps({"k": _VALUES_RAW, "é\n": 1.5}) != _dumps({"k": _VALUES, "é\n": 1.5}):
+    _VALUES_RAW = None  # pragma: no cover (another msgspec)
 
 
 def _numbers_survive(data: str) -> bool:
@@ -197,8 +234,9 @@ def _numbers_survive(data: str) -> bool:
     return True
 
 
-def _parse(data: str) -> dict[str, Any] | None:
-    """The payload's JSON object, or None where re-serializing could change its meaning.
+def _parse(data: str) -> tuple[dict[str, Any], bool] | None:
+    """The payload's JSON object and whether msgspec writes its numbers as the json module does,
+    or None where re-serializing could change its meaning.
 
     msgspec refuses `NaN`, numbers beyond a double's range and unpaired surrogate escapes, and
     parsing would keep only the last of duplicate keys, so those are refused too: each member of
@@ -209,15 +247,15 @@ def _parse(data: str) -> dict[str, Any] | None:
     value = jsontext.decoded(data)
     if type(value) is not dict:  # REFUSED, or a JSON text that is not an object
         return None
-    members, integral = _census(value)
+    members, floats = _census(value)
     # The colons outside strings are at most all of them: equal to the members, they are as many.
     if data.count(":") != members and jsontext.colons(data) != members:
         return None
     # A number that would move decodes to an integral float (its exact value or its double is an
     # integer, and an integer's double is one): without one, nothing to look at in the text.
-    if integral and not _numbers_survive(data):
+    if any(map(float.is_integer, floats)) and not _numbers_survive(data):
         return None
-    return value
+    return value, _written_alike(floats)
 
 
 #: Up to this many names, `random.sample` draws from a copy of the population (its `setsize`
@@ -228,9 +266,10 @@ _SAMPLE_POOL = 21
 class _Injector:
     """Adds up to three members named from `names` to every object level of a chunk."""
 
-    def __init__(self, names: tuple[str, ...], rng: random.Random) -> None:
+    def __init__(self, names: tuple[str, ...], rng: random.Random, values: list[Any]) -> None:
         self.rng = rng
         self.names = _candidates(names)
+        self.values = values
         # A plain generator's draws are made here as its methods make them (`_randbelow`): the
         # same bits, in the same order, without three Python frames per draw.
         self.getrandbits = rng.getrandbits if type(rng) is random.Random else None
@@ -244,8 +283,9 @@ class _Injector:
         if getrandbits is None or count > _SAMPLE_POOL:
             rng = self.rng
             for name in rng.sample(names, k=k):
-                items.insert(rng.randrange(len(items) + 1), (name, rng.choice(_VALUES)))
+                items.insert(rng.randrange(len(items) + 1), (name, rng.choice(self.values)))
             return dict(items)
+        values = self.values
         picked = []
         for i in range(k):  # rng.sample(names, k): a pool, each pick replaced by the last
             n = count - i
@@ -264,7 +304,7 @@ class _Injector:
             value = getrandbits(_VALUE_BITS)
             while value >= _VALUE_COUNT:
                 value = getrandbits(_VALUE_BITS)
-            items.insert(at, (name, _VALUES[value]))
+            items.insert(at, (name, values[value]))
         return dict(items)
 
     def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
@@ -310,13 +350,18 @@ def _candidates(names: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
 
 
 def _with_members(data: str, names: tuple[str, ...], rng: random.Random) -> str:
-    chunk = _parse(data)
-    return data if chunk is None else _injected(chunk, names, rng, data)
+    parsed = _parse(data)
+    return data if parsed is None else _injected(parsed, names, rng, data)
 
 
-def _injected(chunk: dict[str, Any], names: tuple[str, ...], rng: random.Random, data: str) -> str:
+def _injected(
+    parsed: tuple[dict[str, Any], bool], names: tuple[str, ...], rng: random.Random, data: str
+) -> str:
+    chunk, alike = parsed
     try:
-        return _dumps(_Injector(names, rng).chunk(chunk))
+        if alike and _VALUES_RAW is not None:
+            return _fast_dumps(_Injector(names, rng, _VALUES_RAW).chunk(chunk))
+        return _dumps(_Injector(names, rng, _VALUES).chunk(chunk))
     except RecursionError:
         return data
 
@@ -407,10 +452,10 @@ def _mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
         names = UNKNOWN_NAMES if mode == UNKNOWN_FIELDS else HOSTILE_KEYS
 
         def add_members(step: int, data: str) -> str:
-            chunk = _parse(data)
-            if chunk is None:
+            parsed = _parse(data)
+            if parsed is None:
                 return data
-            return _injected(chunk, names, _rng(seed, case_id, step), data)
+            return _injected(parsed, names, _rng(seed, case_id, step), data)
 
         return add_members
     if mode in _REWRITE:

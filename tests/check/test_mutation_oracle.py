@@ -235,3 +235,28 @@ def test_key_order_of_a_drawn_text_keeps_each_objects_members() -> None:
     outs = {mutate(KEY_ORDER, data, seed=s, case_id="c", step=0) for s in range(30)}
     assert len(outs) > 5
     assert all(json.loads(out) == json.loads(data) for out in outs)
+
+
+JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@BUDGET
+@given(value=JSON_VALUES)
+def test_msgspec_writes_what_the_json_module_writes_where_the_modes_use_it(value: Any) -> None:
+    # unknown-fields writes a chunk with msgspec where its floats are written alike (no exponent),
+    # with the json module's encoder elsewhere: the two must never give two texts.
+    assert modes._VALUES_RAW is not None  # the fast writer is in use
+    expected = json.dumps(value, ensure_ascii=False)
+    assert modes._dumps(value) == expected
+    floats = modes._census({"v": value})[1]
+    if modes._written_alike(floats):
+        assert modes._fast_dumps(value) == expected
+    assert modes._fast_dumps(modes._raw_floats(value)) == expected
