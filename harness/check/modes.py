@@ -180,6 +180,40 @@ def _census(chunk: dict[str, Any]) -> tuple[int, list[float]]:
     return members, floats
 
 
+def _members_written_once(data: str, chunk: dict[str, Any], members: int) -> bool:
+    """True when the text `data` of `chunk` writes as many members as `chunk` holds (no key twice
+    in an object): as many colons outside its strings.
+
+    The colons outside strings are all the colons but those inside strings, which are those of the
+    decoded strings unless one is written `\\u003a` (strings of dropped members are missing from
+    `chunk`, but then the colons outside count them and are more than `members` anyway). Only
+    where both ways fail is the text scanned for its strings.
+    """
+    colons = data.count(":")
+    if colons == members:
+        return True
+    if "\\u003" not in data:
+        return colons - _colons_in_strings(chunk) == members
+    return jsontext.colons(data) == members
+
+
+def _colons_in_strings(chunk: dict[str, Any]) -> int:
+    found = 0
+    pending: list[Any] = [chunk]
+    while pending:
+        node = pending.pop()
+        if type(node) is dict:
+            found += ":".join(node).count(":") - len(node) + 1 if node else 0
+            node = node.values()
+        for value in node:
+            kind = type(value)
+            if kind is str:
+                found += value.count(":")
+            elif kind is dict or kind is list:
+                pending.append(value)
+    return found
+
+
 def _written_alike(floats: list[float]) -> bool:
     """True when msgspec writes each of `floats` as `repr` does (no exponent: 1e-4 <= |f| < 1e16,
     or zero): `_fast_dumps` then writes what `_dumps` does."""
@@ -259,8 +293,7 @@ def _parse(data: str) -> tuple[dict[str, Any], bool] | None:
     if type(value) is not dict:  # REFUSED, or a JSON text that is not an object
         return None
     members, floats = _census(value)
-    # The colons outside strings are at most all of them: equal to the members, they are as many.
-    if data.count(":") != members and jsontext.colons(data) != members:
+    if not _members_written_once(data, value, members):
         return None
     # A number that would move decodes to an integral float (its exact value or its double is an
     # integer, and an integer's double is one): without one, nothing to look at in the text.

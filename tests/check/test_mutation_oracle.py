@@ -240,6 +240,8 @@ def test_unknown_fields_still_leaves_alone_a_number_whose_exact_value_would_move
         '{"choices":[],"t":3.0000000000000001}',
         '{"choices":[],"t":1234567890123456789e0,"u":"a:b"}',
         '{"id":"a:b","id":"c"}',
+        '{"a:":"x:y","a\\u003a":1}',  # the same key twice, one colon escaped
+        '{"a":{"k":"::"},"a":"::"}',
     ):
         assert mutate(UNKNOWN_FIELDS, data, seed=1, case_id="c", step=0) == data
     kept = '{"choices":[],"t":1.5,"u":"a:b","v":1.0000000000000002}'
