@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from itertools import accumulate
 from json.encoder import encode_basestring
 from typing import Any, Final
 
@@ -36,6 +37,13 @@ _SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
 _TOKEN = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
 _STRINGS = re.compile(_STRING)
 _STRINGS_SPLIT = re.compile(f"({_STRING})")
+#: A text with this many backslashes is tokenized on a copy whose escaped backslashes and quotes
+#: are blanked, two characters for two: its strings then hold no escape for the pattern to step
+#: through (a 1 MiB tool call's arguments hold 38,000), and each token is the same slice of both.
+_MANY_ESCAPES = 4096
+_PLAIN_STRING = r'"[^"]*+"'
+_PLAIN_TOKEN = re.compile(r"[{}\[\],:]|" + _PLAIN_STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
+_PLAIN_SPLIT = re.compile(f"({_PLAIN_STRING})")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _WHITE = frozenset(" \t\n\r")
@@ -141,9 +149,42 @@ def shuffle(rng: random.Random, items: list[Any]) -> None:
         items[i], items[j] = items[j], items[i]
 
 
-def with_whitespace(data: str, rng: random.Random) -> str:
-    """The text with random white space (space, tab, LF, CR) between all tokens and around."""
-    solid = _SOLID.findall(data)
+def _blanked(data: str, *, checked: bool) -> str | None:
+    """`data` with each escaped backslash and quote as two control characters (which a JSON text
+    cannot hold raw), for a `rewritable` text with many escapes (`checked`: known to be one); None
+    for any other text."""
+    if data.count("\\") < _MANY_ESCAPES or "\x00" in data or "\x01" in data:
+        return None
+    if not checked and not rewritable(data):  # where a string token ends: in JSON text only
+        return None
+    return data.replace("\\\\", "\x00\x00").replace('\\"', "\x01\x01")
+
+
+def _same_slices(data: str, pieces: list[str]) -> list[str] | None:
+    """The slices of `data` as long as `pieces`, one after the other; None unless they fill it."""
+    ends = list(accumulate(map(len, pieces)))
+    if not ends or ends[-1] != len(data):
+        return None
+    return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
+
+
+def _tokens(data: str, blanked: str | None) -> list[str]:
+    """`_TOKEN.findall(data)`, found in `blanked` if there is one."""
+    if blanked is not None:
+        found = _same_slices(data, _PLAIN_TOKEN.findall(blanked))
+        if found is not None:
+            return found
+    return _TOKEN.findall(data)
+
+
+def with_whitespace(data: str, rng: random.Random, *, checked: bool = False) -> str:
+    """The text with random white space (space, tab, LF, CR) between all tokens and around
+    (`checked`: the caller found `data` `rewritable`)."""
+    blanked = _blanked(data, checked=checked)
+    if blanked is None:
+        solid = _SOLID.findall(data)
+    else:  # in a JSON text, _SOLID's tokens are _TOKEN's but the white space
+        solid = [token for token in _tokens(data, blanked) if token[0] not in _WHITE]
     gaps = rng.choices(_GAPS, k=len(solid) + 1)
     if len(solid) > 1 and "\n" not in "".join(gaps):
         gaps[rng.randrange(1, len(solid))] = "\n"  # every payload of two tokens or more gets one
@@ -161,13 +202,18 @@ _CONTROL = re.compile(r"[\x00-\x1f]")
 _LONG_RUN = 64
 
 
-def with_escapes(data: str, rng: random.Random) -> str:
+def with_escapes(data: str, rng: random.Random, *, checked: bool = False) -> str:
     """The text with a random run of every string's characters (keys too) `\\u` escaped.
 
     The run is one to a third of the string's characters, at a random place; one run per string
-    (rather than scattered characters) keeps this mode's cost near the others'.
+    (rather than scattered characters) keeps this mode's cost near the others'. `checked`: the
+    caller found `data` `rewritable`.
     """
-    parts = _STRINGS_SPLIT.split(data)  # the text between the strings, then each string token
+    # the text between the strings, then each string token
+    blanked = _blanked(data, checked=checked)
+    parts = None if blanked is None else _same_slices(data, _PLAIN_SPLIT.split(blanked))
+    if parts is None:
+        parts = _STRINGS_SPLIT.split(data)
     getrandbits = rng.getrandbits
     for at in range(1, len(parts), 2):
         token = parts[at]
@@ -242,13 +288,14 @@ _RUNS_KEPT = 1 << 16
 _STRUCTURE = frozenset("{}[],")
 
 
-def with_keys_shuffled(data: str, rng: random.Random) -> str:
+def with_keys_shuffled(data: str, rng: random.Random, *, checked: bool = False) -> str:
     """The text with every object's members in a random order, at every depth.
 
     A member keeps its own white space; members with the same key (compared decoded, so `"a"` and
     `"\\u0061"` are one key) keep their order among themselves, so whichever reading of duplicate
     keys a target has, last wins or all validated, means the same. Objects are shuffled in the
-    order they close. `data` must be one JSON text (`rewritable`).
+    order they close. `data` must be one JSON text (`rewritable`; `checked`: found so by the
+    caller).
     """
     if "{" not in data:
         return data
@@ -260,8 +307,8 @@ def with_keys_shuffled(data: str, rng: random.Random) -> str:
     keys: list[str] = []
     key: str | None = None
     stack: list[tuple[list[str], list[str] | None, list[str], str | None]] = []
-    for token in _TOKEN.findall(data):
-        if token not in _STRUCTURE:
+    for token in _tokens(data, _blanked(data, checked=checked)):
+        if token[0] not in _STRUCTURE:  # not `token in`: that would hash a long string
             if key is None and members is not None and token[0] == '"':
                 key = token
             parts.append(token)

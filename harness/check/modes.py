@@ -421,7 +421,7 @@ def hostile_keys(data: str, rng: random.Random) -> str:
     return _with_members(data, HOSTILE_KEYS, rng)
 
 
-_REWRITE: dict[str, Callable[[str, random.Random], str]] = {
+_REWRITE: dict[str, Callable[..., str]] = {
     KEY_ORDER: jsontext.with_keys_shuffled,
     WHITESPACE: jsontext.with_whitespace,
     ESCAPES: jsontext.with_escapes,
@@ -430,7 +430,7 @@ _REWRITE: dict[str, Callable[[str, random.Random], str]] = {
 
 def rewrite(mode: str, data: str, rng: random.Random) -> str:
     """The payload rewritten as `mode` says; unchanged where that could change its meaning."""
-    return _REWRITE[mode](data, rng) if jsontext.rewritable(data) else data
+    return _REWRITE[mode](data, rng, checked=True) if jsontext.rewritable(data) else data
 
 
 Mutator = Callable[[int, str], str]
@@ -508,7 +508,7 @@ def _mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
         def rewritten(step: int, data: str) -> str:
             if not jsontext.rewritable(data):
                 return data
-            return change(data, _rng(seed, case_id, step))
+            return change(data, _rng(seed, case_id, step), checked=True)
 
         return rewritten
     raise ValueError(f"unknown mode {mode!r}")

@@ -187,6 +187,28 @@ def test_short_texts_are_changed_as_before_for_many_seeds(data: str) -> None:
             assert mutate(mode, data, **at) == oracle.mutate(mode, data, **at), (mode, seed)
 
 
+ESCAPED = json.dumps(
+    {"choices": [{"delta": {"tool_calls": [{"function": {"arguments": json.dumps(
+        {"path": "a.txt", "text": 'row "1"\\ é\n' * 2000})}}]}}], "id": "x", "t": 1.5}
+)  # fmt: skip
+MANY_ESCAPES = (ESCAPED, ESCAPED[:-1], ESCAPED[:-1] + ',"a"}', " " + ESCAPED.replace(":", " : "))
+
+
+@pytest.mark.parametrize("data", MANY_ESCAPES, ids=["valid", "cut", "keyless", "spaced"])
+def test_a_text_of_many_escapes_is_changed_as_before(data: str) -> None:
+    # Past 4,096 backslashes the tokens are found in a copy with the escapes blanked out.
+    assert data.count("\\") > 4096
+    for step in range(3):
+        for mode in CHANGING:
+            at = {"seed": DEFAULT_SEED, "case_id": "c", "step": step}
+            assert mutate(mode, data, **at) == oracle.mutate(mode, data, **at), mode
+        for name, (new, old, needs_rewritable) in WITH_RNG.items():
+            if needs_rewritable and not oracle.rewritable(data):
+                continue
+            got = _outcome(partial(new, data, random.Random(step)))
+            assert got == _outcome(partial(old, data, random.Random(step))), name
+
+
 #: The functions that take the caller's generator, new and old.
 WITH_RNG: dict[str, tuple[Callable[[str, random.Random], str], Callable[..., str], bool]] = {
     # name: (new, old, only for texts `rewritable` passes)
