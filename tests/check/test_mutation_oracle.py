@@ -191,10 +191,16 @@ ESCAPED = json.dumps(
     {"choices": [{"delta": {"tool_calls": [{"function": {"arguments": json.dumps(
         {"path": "a.txt", "text": 'row "1"\\ é\n' * 2000})}}]}}], "id": "x", "t": 1.5}
 )  # fmt: skip
-MANY_ESCAPES = (ESCAPED, ESCAPED[:-1], ESCAPED[:-1] + ',"a"}', " " + ESCAPED.replace(":", " : "))
+MANY_ESCAPES = {
+    "valid": ESCAPED,
+    "spaced": " " + ESCAPED.replace(":", " : "),
+    "cut": ESCAPED[:-1],
+    "keyless": ESCAPED[:-1] + ',"a"}',
+    "backslash outside": ESCAPED + ' \\"b""',  # the copy's tokens would be other ones
+}
 
 
-@pytest.mark.parametrize("data", MANY_ESCAPES, ids=["valid", "cut", "keyless", "spaced"])
+@pytest.mark.parametrize("data", MANY_ESCAPES.values(), ids=MANY_ESCAPES.keys())
 def test_a_text_of_many_escapes_is_changed_as_before(data: str) -> None:
     # Past 4,096 backslashes the tokens are found in a copy with the escapes blanked out.
     assert data.count("\\") > 4096
