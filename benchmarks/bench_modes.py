@@ -107,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wall", action="store_true", help="wall clock instead of CPU time")
     parser.add_argument("--goal", type=float, default=3.0, help="the speed-up goal (default 3)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    parser.add_argument("--mode", action="append", help="only this mode (repeatable)")
     args = parser.parse_args(argv)
     now = clock(args.wall)
     every = payloads()
@@ -121,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{'small: before':>13}{'now':>9}{'faster':>8}"
     )
     missed = []
-    for mode in (m for m in modes.MODES if modes.mutator(m, seed=0, case_id="c") is not None):
+    seeded = [m for m in modes.MODES if modes.mutator(m, seed=0, case_id="c") is not None]
+    for mode in args.mode or seeded:
         got = medians(
             {
                 "before": changing(every, oracle_modes._mutator, mode),

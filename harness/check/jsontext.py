@@ -44,6 +44,10 @@ _MANY_ESCAPES = 4096
 _PLAIN_STRING = r'"[^"]*+"'
 _PLAIN_TOKEN = re.compile(r"[{}\[\],:]|" + _PLAIN_STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
 _PLAIN_SPLIT = re.compile(f"({_PLAIN_STRING})")
+#: What `with_keys_shuffled` moves: the brackets and commas, each string, and each run of anything
+#: else (colons, numbers, literals, white space), which stays where it is.
+_PIECES = re.compile(r"[{}\[\],]|" + _STRING + r'|[^{}\[\],"]++')
+_PLAIN_PIECES = re.compile(r"[{}\[\],]|" + _PLAIN_STRING + r'|[^{}\[\],"]++')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _WHITE = frozenset(" \t\n\r")
@@ -177,6 +181,15 @@ def _tokens(data: str, blanked: str | None) -> list[str]:
     return _TOKEN.findall(data)
 
 
+def _pieces(data: str, blanked: str | None) -> list[str]:
+    """`_PIECES.findall(data)`, found in `blanked` if there is one."""
+    if blanked is not None:
+        found = _same_slices(data, _PLAIN_PIECES.findall(blanked))
+        if found is not None:
+            return found
+    return _PIECES.findall(data)
+
+
 def with_whitespace(data: str, rng: random.Random, *, checked: bool = False) -> str:
     """The text with random white space (space, tab, LF, CR) between all tokens and around
     (`checked`: the caller found `data` `rewritable`)."""
@@ -215,20 +228,22 @@ def with_escapes(data: str, rng: random.Random, *, checked: bool = False) -> str
     if parts is None:
         parts = _STRINGS_SPLIT.split(data)
     getrandbits = rng.getrandbits
+    printable = data.isprintable()  # no control character in any token (and no white space)
     for at in range(1, len(parts), 2):
         token = parts[at]
         # A token with no escape and no control character is " + its characters + ", which
         # encode_basestring writes back as they were: its pieces are slices of it.
-        verbatim = "\\" not in token and (token.isprintable() or not _CONTROL.search(token))
-        text = token[1:-1] if verbatim else _decoded(token)
-        size = len(text)
+        verbatim = "\\" not in token and (
+            printable or token.isprintable() or not _CONTROL.search(token)
+        )
+        size = len(token) - 2 if verbatim else len(text := _decoded(token))
         if not size:
             continue
         bits = getrandbits(48)  # one draw for the run's length, place and hex case
         length = 1 + bits % (size // 3 + 1) if size > 2 else size
         start = (bits >> 16) % (size - length + 1)
         end = start + length
-        run = text[start:end]
+        run = token[start + 1 : end + 1] if verbatim else text[start:end]
         if length < _LONG_RUN:
             kept = _RUNS[bits >> 47]  # most runs are a few characters of a key met before
             escaped = kept.get(run)
@@ -307,7 +322,7 @@ def with_keys_shuffled(data: str, rng: random.Random, *, checked: bool = False) 
     keys: list[str] = []
     key: str | None = None
     stack: list[tuple[list[str], list[str] | None, list[str], str | None]] = []
-    for token in _tokens(data, _blanked(data, checked=checked)):
+    for token in _pieces(data, _blanked(data, checked=checked)):
         if token[0] not in _STRUCTURE:  # not `token in`: that would hash a long string
             if key is None and members is not None and token[0] == '"':
                 key = token
