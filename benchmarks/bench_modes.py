@@ -7,6 +7,7 @@ interleaved repeat by repeat with the garbage collector off; each figure is the 
 payload, of CPU time (user and system of this process) or, with `--wall`, of the wall clock. The
 payloads up to 10 KB are shown apart (the suite's few large ones weigh on the whole: one is 1 MiB),
 and so is what a fresh generator costs, which every changed payload pays once (the modes' floor).
+`--suite` also times the whole suite in every mode in-process, with each version's modes.
 
 Run: `python benchmarks/bench_modes.py` (`--help` for the options; `--check` exits 1 when a mode
 is less than `--goal` times faster).
@@ -73,6 +74,30 @@ def seeding(chosen: Sequence[Payload]) -> Callable[[], object]:
     return run
 
 
+def whole_run(mutator: Factory) -> Callable[[], object]:
+    """The whole shipped suite in every mode, in-process with the reference (as `conform run
+    reference:Assembler --in-process` runs it), with `mutator` making the changed payloads."""
+    import reference
+    from harness.check import parallel
+    from harness.drive.inprocess import InProcessDriver
+
+    cases = Suite.open(ROOT).cases()
+
+    def run() -> object:
+        made = modes._mutator
+        modes._mutator = mutator  # type: ignore[assignment]
+        try:
+            driver = InProcessDriver(reference.Assembler)
+            results = list(parallel.run(cases, driver, modes=modes.MODES, seed=SEED))
+        finally:
+            modes._mutator = made  # type: ignore[assignment]
+        failed = [r for r in results if r.status.name != "PASSED"]
+        assert not failed, f"the reference failed {failed[0].case_id}: not a benchmark"
+        return None
+
+    return run
+
+
 def clock(wall: bool) -> Callable[[], float]:
     return time.perf_counter if wall else time.process_time
 
@@ -108,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goal", type=float, default=3.0, help="the speed-up goal (default 3)")
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--mode", action="append", help="only this mode (repeatable)")
+    parser.add_argument(
+        "--suite", action="store_true", help="also the whole suite in-process, every mode"
+    )
     args = parser.parse_args(argv)
     now = clock(args.wall)
     every = payloads()
@@ -145,6 +173,16 @@ def main(argv: list[str] | None = None) -> int:
             missed.append(mode)
     floor = medians({"seed": seeding(every)}, args.repeats, now)["seed"]
     print(f"{'a fresh generator':<16}{'':>9}{floor / len(every) * 1e6:9.1f}  (random.Random(str))")
+    if args.suite:
+        got = medians(
+            {"before": whole_run(oracle_modes._mutator), "now": whole_run(modes._mutator)},
+            args.repeats,
+            now,
+        )
+        print(
+            f"the whole suite in-process, every mode ({kind}): before {got['before']:.3f} s, "
+            f"now {got['now']:.3f} s, {got['before'] / got['now']:.2f}x"
+        )
     if missed:
         print(f"less than {args.goal:g}x faster: {', '.join(missed)}")
     return 1 if args.check and missed else 0
