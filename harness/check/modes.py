@@ -320,7 +320,8 @@ class _Injector:
 
     def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
         getrandbits = self.getrandbits
-        names = [n for n in self.names[level] if n not in obj]
+        known = self.names[level]
+        names = list(known) if obj.keys().isdisjoint(known) else [n for n in known if n not in obj]
         count = len(names)
         k = min(3, count)
         items = list(obj.items())
