@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.check import modes  # noqa: E402
+from harness.check import jsontext, modes  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
 from harness.suite.recording import iter_payloads  # noqa: E402
 from tests.check import oracle_modes  # noqa: E402
@@ -55,6 +55,8 @@ def changing(chosen: Sequence[Payload], factory: Factory, mode: str) -> Callable
         by_case.setdefault(case_id, []).append((step, data))
 
     def run() -> object:
+        for kept in jsontext._RUNS:  # each repeat starts as a run does, with no run escaped yet
+            kept.clear()
         for case_id, pairs in by_case.items():
             change = factory(mode, seed=SEED, case_id=case_id)
             assert change is not None
