@@ -36,6 +36,9 @@ SEED = modes.DEFAULT_SEED
 #: Payloads up to this many characters are the "small" ones.
 SMALL = 10_000
 
+#: The modes that change payloads (plain and truncated push them as recorded).
+SEEDED = tuple(m for m in modes.MODES if modes.mutator(m, seed=0, case_id="c") is not None)
+
 Payload = tuple[str, int, str]  # case id, step, text
 Factory = Callable[..., Callable[[int, str], str] | None]
 
@@ -152,8 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'small: before':>13}{'now':>9}{'faster':>8}"
     )
     missed = []
-    seeded = [m for m in modes.MODES if modes.mutator(m, seed=0, case_id="c") is not None]
-    for mode in args.mode or seeded:
+    for mode in args.mode or SEEDED:
         got = medians(
             {
                 "before": changing(every, oracle_modes._mutator, mode),
