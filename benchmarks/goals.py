@@ -20,9 +20,6 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
   Goal: at most 2x at each.
 - `long`: a generated recording of 150,000 payloads (`synth.py`) through a worker at the default
   `--timeout`. Goal: it passes.
-- `modes`: each input mode that changes payloads over the shipped suite's payloads, now against
-  the frozen copy of its code before (`bench_modes.py`, CPU). Goal: at most 1/3 of the time
-  before (3x faster), the aim of the modes' pass; the same payloads byte for byte are the tests'.
 - `matrix`: `conform matrix` over the seven shipped targets (the reference, the Python, JS, Go
   and Rust examples, the openai and litellm adapters; a target whose toolchain or client is not
   installed is left out, and said so), every mode, as `benchmarks/matrix.py` runs it. Goal: at
@@ -72,7 +69,7 @@ from harness.suite.golden import SCHEMA  # noqa: E402
 from harness.suite.golden_stream import write_streamed  # noqa: E402
 from harness.suite.recording import iter_payloads  # noqa: E402
 
-GOALS = ("reference", "harness", "suite", "pipes", "long", "modes", "matrix")
+GOALS = ("reference", "harness", "suite", "pipes", "long", "matrix")
 
 
 @dataclass(frozen=True)
@@ -337,33 +334,6 @@ def measure_long(options: Options) -> Iterator[Figure]:
                  float(code), 0.0, "", f"{seconds:.1f} s wall; {last}")  # fmt: skip
 
 
-# --- the input modes ---------------------------------------------------------------------------
-
-
-def measure_modes(options: Options) -> Iterator[Figure]:
-    import bench_modes
-
-    repeats = options.pick(7, 3)
-    every = bench_modes.payloads()
-    floor = bench_modes.medians({"seed": bench_modes.seeding(every)}, repeats, time.process_time)
-    for mode in bench_modes.SEEDED:
-        got = bench_modes.medians(
-            {
-                "before": bench_modes.changing(every, bench_modes.oracle_modes._mutator, mode),
-                "now": bench_modes.changing(every, bench_modes.modes._mutator, mode),
-            },
-            repeats,
-            time.process_time,
-        )
-        detail = (
-            f"{len(every)} payloads; µs/payload: before {got['before'] / len(every) * 1e6:.1f}, "
-            f"now {got['now'] / len(every) * 1e6:.1f} (a fresh generator alone "
-            f"{floor['seed'] / len(every) * 1e6:.1f})"
-        )
-        yield Figure("modes", f"{mode}: now / before", got["now"] / got["before"], 0.333, "x",
-                     detail)  # fmt: skip
-
-
 # --- the matrix --------------------------------------------------------------------------------
 
 
@@ -478,7 +448,6 @@ MEASURES: dict[str, Callable[[Options], Iterator[Figure]]] = {
     "suite": measure_suite,
     "pipes": measure_pipes,
     "long": measure_long,
-    "modes": measure_modes,
     "matrix": measure_matrix,
 }
 
