@@ -91,7 +91,7 @@ def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     return shorten(text.rstrip("\r\n"), limit)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: made for every request, and never changed)
 class _Sent:
     """A request written (or queued), whose reply is still to be read."""
 
@@ -124,6 +124,9 @@ class _Spec:
 #: A next case is sent ahead only when its payloads are this small (in characters, each and all):
 #: one that large gains nothing from it, and must not take a room in the shared file meanwhile.
 _AHEAD_PAYLOAD = SHARED_FROM // 4
+#: A payload shorter than this (in characters) is under SHARED_FROM bytes of UTF-8, however many
+#: bytes each character takes: `_send_case` frames it without asking where it should go.
+_FRAMED_AT_ONCE = SHARED_FROM // 4
 _AHEAD_CASE = 4 * 1024 * 1024
 
 
@@ -316,10 +319,7 @@ class ProcessDriver:
             self._begin()
         if self.protocol < FAST_PROTOCOL or self._worker is None or self._ahead:
             return
-        for data in pushes:
-            self._ahead.append(self._send_push(data, now=False))
-        if finish is not None:
-            self._ahead.append(self._send("finish", {"thinking_capped": finish}, now=False))
+        self._ahead.extend(self._send_case(pushes, finish))
         self._await_new()  # here, so a factory that fails is reported at `new`
 
     def plan_next(self, pushes: Sequence[str], *, finish: bool | None) -> None:
@@ -364,9 +364,7 @@ class ProcessDriver:
         data, self._case_data = self._case_data, spec.data
         try:
             sent = [self._send("new", {}, now=False)]
-            sent.extend(self._send_push(push, now=False) for push in spec.pushes)
-            if spec.finish is not None:
-                sent.append(self._send("finish", {"thinking_capped": spec.finish}, now=False))
+            sent += self._send_case(spec.pushes, spec.finish)
         finally:
             self._case_data = data
         spec.sent = sent
@@ -387,6 +385,47 @@ class ProcessDriver:
         self._new = spec.sent[0]
         self._ahead.extend(spec.sent[1:])
         self._await_new()
+
+    def _send_case(self, pushes: Sequence[str], finish: bool | None) -> list[_Sent]:
+        """Queue a planned case's pushes (and its `finish`, unless None), to be written with the
+        next ones; what was queued, in order.
+
+        A small payload (every payload sent ahead) is framed here in one go: its request line
+        made by hand, and the case's requests queued in one buffer (`Worker.queue`). Any other
+        payload takes `_send_push`'s ways."""
+        worker = self._worker
+        assert worker is not None
+        sent: list[_Sent] = []
+        parts: list[bytes] = []
+        case_data = self._case_data
+        seq = worker.seq
+        queued = worker.queued  # the mark of the last request queued so far
+        for data in pushes:
+            raw = None
+            if len(data) < _FRAMED_AT_ONCE:
+                try:  # noqa: SIM105 (no context manager made for every payload)
+                    raw = data.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate: a JSON string (`_send_push`)
+                    pass
+            if raw is None:
+                if parts:
+                    worker.queue(*parts, now=False)
+                    parts = []
+                sent.append(self._send_push(data, now=False))
+                seq, queued = worker.seq, worker.queued
+                continue
+            seq += 1
+            line = b'{"seq":%d,"op":"push","bytes":%d}\n' % (seq, len(raw))
+            parts += (line, raw, b"\n")
+            queued += len(line) + len(raw) + 1
+            case_data[seq] = data
+            sent.append(_Sent(seq, "push", data, {"bytes": len(raw)}, queued))
+        worker.seq = seq
+        if parts:
+            worker.queue(*parts, now=False)
+        if finish is not None:
+            sent.append(self._send("finish", {"thinking_capped": finish}, now=False))
+        return sent
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol >= FAST_PROTOCOL:
@@ -461,6 +500,18 @@ class ProcessDriver:
                 reply, "a reply to push needs a list 'events' and an object 'state'"
             )
         return {"line": line, "events": events, "state": state}
+
+    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
+        """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
+        first error step; on a crash or a timeout, `out` holds the steps made before it (the
+        runner's batch: one comparison of the whole pass)."""
+        append = out.append
+        push = self.push
+        for data, line in zip(pushes, lines, strict=True):
+            step = push(data, line)
+            append(step)
+            if "error" in step:
+                return
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         """`finish`; the golden finish object the program's reply stands for."""
