@@ -47,12 +47,20 @@ from harness.drive.replies import (
     said,
     unknown_field,
 )
-from harness.drive.wire import decode_line, encode_line
+from harness.drive.wire import (
+    FAST_PROTOCOL,
+    PROTOCOL_VERSION,
+    REPLIES_PROTOCOL,
+    SHARED_PROTOCOL,
+    decode_line,
+    encode_line,
+)
 from harness.errors import TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "FAST_PROTOCOL",
     "PROTOCOL_VERSION",
     "REPLIES_PROTOCOL",
     "SHARED_PROTOCOL",
@@ -64,10 +72,6 @@ __all__ = [
     "stop_all_programs",
 ]
 
-PROTOCOL_VERSION = 1  # what every program speaks
-FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
-SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
-REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 #: In a reply's raw line: a key of a protocol-4 piece (a text in the replies' file). Inside a JSON
 #: string the quotes would be escaped, so a text holding these characters does not look like it.
@@ -208,6 +212,10 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
+            import os as _os
+
+            if _os.environ.get("WIRE_HBATCH"):
+                _os.sched_setscheduler(0, _os.SCHED_BATCH, _os.sched_param(0))
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
             self._offered = (PROTOCOL_VERSION,)
             if self._offer:  # the files first: the program inherits the replies' one
@@ -500,18 +508,6 @@ class ProcessDriver:
                 reply, "a reply to push needs a list 'events' and an object 'state'"
             )
         return {"line": line, "events": events, "state": state}
-
-    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
-        """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
-        first error step; on a crash or a timeout, `out` holds the steps made before it (the
-        runner's batch: one comparison of the whole pass)."""
-        append = out.append
-        push = self.push
-        for data, line in zip(pushes, lines, strict=True):
-            step = push(data, line)
-            append(step)
-            if "error" in step:
-                return
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         """`finish`; the golden finish object the program's reply stands for."""

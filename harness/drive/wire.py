@@ -16,6 +16,13 @@ from typing import Any
 
 import msgspec
 
+# The versions of the protocol (docs/protocol.md), here so that the worker (`harness.adapter`)
+# needs nothing of the harness's side (`harness.drive.process`, which names them too).
+PROTOCOL_VERSION = 1  # what every program speaks
+FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
+SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
+REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
+
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
