@@ -26,6 +26,7 @@ import itertools
 import mmap
 import os
 import secrets
+import select
 import signal
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
+from typing import Any
 
 # (SHARED_FROM and keep_freed_memory named here too, as before they moved: their old importers.)
 from harness.drive.shared import SHARED_FROM as SHARED_FROM
@@ -447,6 +449,11 @@ class Worker:
         self._selector = DefaultSelector()
         self._selector.register(self._out, EVENT_READ)
         self._selector.register(self._err, EVENT_READ)
+        self._err_ready: Any = None  # `poll(0)` of stderr alone (where there is `select.poll`)
+        if hasattr(select, "poll"):
+            err_poll = select.poll()
+            err_poll.register(self._err, select.POLLIN)
+            self._err_ready = err_poll.poll
         # The program's exit is an event too: a program whose child still holds its stdout open
         # has died all the same, and must not be waited for until the case times out.
         self._pidfd: int | None = None
@@ -475,7 +482,10 @@ class Worker:
     def stderr_mark(self, *, drain: bool = False) -> int:
         """A position in the program's stderr, to show only what it wrote after it; with
         `drain`, after reading all that its stderr pipe holds now."""
-        if drain:
+        if drain and self._err_ready is not None:  # asked once a case: no failed read each time
+            while self._err_open and self._err_ready(0):
+                self._read(self._err)
+        elif drain:
             total = -1
             while self._err_open and total != self._stderr_total:
                 total = self._stderr_total

@@ -42,6 +42,7 @@ from harness.drive.replies import (
     Validator,
     contract_error,
     is_error_reply,
+    plain_push,
     resolve_numbers,
     resolve_texts,
     said,
@@ -579,6 +580,11 @@ class ProcessDriver:
         if raw is not None and len(fields) == 1:  # a framed push, the request sent most
             line = b'{"seq":%d,"op":"push","bytes":%d}\n' % (seq, fields["bytes"])
             parts: tuple[bytes, ...] = (line, raw, b"\n")
+        elif op == "new" and not fields:  # once a case each, written as encode_line would
+            parts = (b'{"seq":%d,"op":"new"}\n' % seq,)
+        elif op == "finish" and len(fields) == 1 and type(fields.get("thinking_capped")) is bool:
+            capped = b"true" if fields["thinking_capped"] else b"false"
+            parts = (b'{"seq":%d,"op":"finish","thinking_capped":%s}\n' % (seq, capped),)
         else:
             parts = (encode_line({"seq": seq, "op": op, **fields}, ascii_only=True),)
             if raw is not None:
@@ -644,6 +650,14 @@ class ProcessDriver:
             self._check_unusual(reply, sent.seq)
         if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
             return reply  # a request planned after the case ended (see `plan`)
+        if op == "push" and self._validator is None and plain_push(reply):
+            # The usual reply: no text references and no unknown field (`plain_push`), so only
+            # a number of protocol 2 may be left to resolve.
+            if NUMBER_MARK in raw and self.protocol >= FAST_PROTOCOL:
+                problem = resolve_numbers(reply)
+                if problem is not None:
+                    raise self._garbage(reply, f"bad reference: {problem}")
+            return reply
         if self.protocol >= FAST_PROTOCOL and "error" not in reply:
             problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
             if problem is None and NUMBER_MARK in raw:
