@@ -387,20 +387,6 @@ def _widen_pipe(fd: int) -> None:
             fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
-def _run_as_batch(pid: int) -> None:
-    """Give the program Linux's SCHED_BATCH policy (what it starts inherits it): the same share
-    of the CPU, but a request that wakes it does not preempt the harness on its core.
-
-    The harness writes the next case as soon as the program has answered this one, while it
-    checks this one; on a machine with no idle core the woken program took the harness's core
-    at once (the kernel favours a task that wakes), and the two ran in turn instead of at once.
-    A no-op where there is no such policy."""
-    batch = getattr(os, "SCHED_BATCH", None)
-    if batch is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(pid, batch, os.sched_param(0))
-
-
 class Worker:
     """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
 
@@ -432,7 +418,6 @@ class Worker:
                 hint="check the command given to --exec",
             ) from None
         self._group = self.proc.pid  # the session's leader: its pid is the group's id
-        _run_as_batch(self.proc.pid)
         try:
             _GROUPS.add(self._group)
         except TargetError:
