@@ -416,7 +416,8 @@ class ProcessDriver:
                     raw = data.encode("utf-8")
                 except UnicodeEncodeError:  # a lone surrogate: a JSON string (`_send_push`)
                     pass
-            if raw is None:
+            if raw is None:  # what is framed so far goes first, then this one its own way
+                worker.seq = seq
                 if parts:
                     worker.queue(*parts, now=False)
                     parts = []
