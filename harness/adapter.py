@@ -41,7 +41,7 @@ from harness.drive.wire import (
     REPLIES_PROTOCOL,
     SHARED_PROTOCOL,
     decode_line,
-    encode_line,
+    encode_reply,
 )
 from harness.errors import TargetError
 
@@ -431,14 +431,14 @@ class Session:
         `{"$number": "NaN"}` in protocol 2 and as a crash in protocol 1; anything else that cannot
         be written is a crash reply, never the adapter's own traceback."""
         try:
-            return encode_line(reply, ascii_only=False)
+            return encode_reply(reply)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if self.protocol >= FAST_PROTOCOL:
             with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
-                return encode_line(_numbers_marked(reply), ascii_only=False)
+                return encode_reply(_numbers_marked(reply))
         message = f"the assembler's result cannot be sent as JSON ({problem})"
-        return encode_line(_error(reply.get("seq"), "crash", message), ascii_only=False)
+        return encode_reply(_error(reply.get("seq"), "crash", message))
 
     def _open_assembler(self) -> Any:
         if self._assembler is None:
