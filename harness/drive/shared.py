@@ -13,8 +13,7 @@ import contextlib
 import mmap
 import os
 import sys
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # mallopt's parameters (glibc's malloc.h)
 _TRIM_ABOVE = 256 * 2**20  # freed memory kept at the top of the heap, at most
@@ -132,8 +131,7 @@ class SharedWriter:
         self._unmap()
 
 
-@dataclass(frozen=True)
-class _StringMemory:
+class _StringMemory(NamedTuple):  # (not a dataclass: the worker need not import dataclasses)
     """What `SharedWriter.put_text` needs of ctypes: a string's UTF-8 bytes where they lie."""
 
     utf8: Any  # PyUnicode_AsUTF8AndSize: for an ASCII string, its own characters
