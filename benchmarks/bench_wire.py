@@ -5,7 +5,8 @@ best protocol the worker offers, as the runner plays it (`start_case`, `plan`, `
 case after it, the pushes and `finish`), and through an `InProcessDriver`; no golden comparison.
 It prints this process's CPU (user+sys) per request for each, their difference (what the worker's
 protocol costs the harness beyond the in-process calls, which include the reference's own work),
-and the worker's CPU. Interleaved repeats, medians.
+and the worker's own CPU on them (Linux's schedstat), after a pass over the suite that warms both
+up. Interleaved repeats, medians. `goals.py --only suite` quotes the first two in its detail.
 
 Run: `python benchmarks/bench_wire.py [--repeats N] [--rounds N]`.
 """
@@ -44,6 +45,15 @@ def _cpu(who: int = resource.RUSAGE_SELF) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def _run_time(pid: int | None) -> float | None:
+    """Seconds process `pid` has run on a CPU so far (Linux's schedstat), or None."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as file:
+            return int(file.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _play(driver: object, cases: list[Case], rounds: int) -> int:
     """Every case `rounds` times; the requests made."""
     requests = 0
@@ -70,30 +80,43 @@ def _play(driver: object, cases: list[Case], rounds: int) -> int:
     return requests
 
 
+def measure(repeats: int = 5, rounds: int = 3) -> tuple[dict[str, float], int]:
+    """The medians (microseconds a request) of this process's CPU through the worker and
+    in-process, and of the worker's own; and the requests of one repeat."""
+    cases = _cases()
+    factory = load_target("reference:Assembler")
+    figures: dict[str, list[float]] = {"worker": [], "in-process": [], "worker's own": []}
+    requests = 0
+    for _ in range(repeats):
+        driver = python_target_driver("reference:Assembler")
+        driver.start()
+        _play(driver, cases, 1)  # warm: each kind of case once (first calls, the files' mappings)
+        children = _cpu(resource.RUSAGE_CHILDREN)
+        ran = _run_time(driver.pid)
+        before = _cpu()
+        requests = _play(driver, cases, rounds)
+        figures["worker"].append((_cpu() - before) / requests)
+        ran_after = _run_time(driver.pid)
+        driver.close()
+        if ran is None or ran_after is None:  # the whole of its life, start and warm-up too
+            figures["worker's own"].append((_cpu(resource.RUSAGE_CHILDREN) - children) / requests)
+        else:
+            figures["worker's own"].append((ran_after - ran) / requests)
+        inprocess = InProcessDriver(factory)
+        _play(inprocess, cases, 1)
+        before = _cpu()
+        _play(inprocess, cases, rounds)
+        figures["in-process"].append((_cpu() - before) / requests)
+    return {name: statistics.median(found) * 1e6 for name, found in figures.items()}, requests
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="passes over the suite per repeat")
     args = parser.parse_args()
-    cases = _cases()
-    factory = load_target("reference:Assembler")
-    figures: dict[str, list[float]] = {"worker": [], "in-process": [], "worker's own": []}
-    requests = 0
-    for _ in range(args.repeats):
-        driver = python_target_driver("reference:Assembler")
-        driver.start()
-        children = _cpu(resource.RUSAGE_CHILDREN)
-        before = _cpu()
-        requests = _play(driver, cases, args.rounds)
-        figures["worker"].append((_cpu() - before) / requests)
-        driver.close()
-        figures["worker's own"].append((_cpu(resource.RUSAGE_CHILDREN) - children) / requests)
-        inprocess = InProcessDriver(factory)
-        before = _cpu()
-        _play(inprocess, cases, args.rounds)
-        figures["in-process"].append((_cpu() - before) / requests)
-    medians = {name: statistics.median(found) * 1e6 for name, found in figures.items()}
-    print(f"{len(cases)} cases x {args.rounds} rounds, {requests:,} requests a repeat")
+    medians, requests = measure(args.repeats, args.rounds)
+    print(f"{len(_cases())} cases x {args.rounds} rounds, {requests:,} requests a repeat")
     for name, value in medians.items():
         print(f"  harness CPU per request, {name:12} {value:6.2f} us")
     extra = medians["worker"] - medians["in-process"]
