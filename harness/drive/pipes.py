@@ -664,6 +664,19 @@ class Worker:
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
         return True
 
+    def ready_line(self) -> bytes | None:
+        """The next line of stdout when it has been read already (without its end), else None:
+        `receive` without a wait or a read."""
+        end = self._pending.find(b"\n", self._scanned)
+        if end < 0:
+            self._scanned = len(self._pending)
+            return None
+        line = bytes(self._pending[:end])
+        del self._pending[: end + 1]
+        self._taken += end + 1
+        self._scanned = 0
+        return line
+
     def receive(self, deadline: float, need: int = 0) -> bytes | None:
         """The next line of stdout, without its end; None on timeout, EOFError when it closed.
 

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.normalize import ERROR_KINDS, SAID
 from harness.drive.pipes import (
@@ -80,6 +82,7 @@ _PIECE = b'"at"'
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
+_decode_reply = msgspec.json.Decoder().decode  # `_ready`'s: anything it refuses is `_await`'s
 
 
 @dataclass(frozen=True, slots=True)
@@ -499,7 +502,9 @@ class ProcessDriver:
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         """One payload; the golden step the program's reply stands for."""
-        reply = self._planned("push", data)
+        reply = self._ready(data)
+        if reply is None:
+            reply = self._planned("push", data)
         if reply is None:
             reply = self._checked("push", self._await(self._send_push(data)))
         if "error" in reply:
@@ -598,8 +603,11 @@ class ProcessDriver:
             raise self._broken(f"the program {status} before answering {op}") from None
         return _Sent(seq, op, data, fields, mark)
 
-    def _await(self, sent: _Sent, time_allowed: float | None = None) -> dict[str, Any]:
-        """The reply to `sent` (every request before it answered already).
+    def _await(
+        self, sent: _Sent, time_allowed: float | None = None, *, line: bytes | None = None
+    ) -> dict[str, Any]:
+        """The reply to `sent` (every request before it answered already); its `line` when it
+        was read already (`_ready`).
 
         The time limit bounds this one call (`time_allowed`, else the driver's timeout), from the
         moment the harness waits for it: a long case is many calls, and only a call that does not
@@ -609,29 +617,9 @@ class ProcessDriver:
         assert worker is not None
         op = sent.op
         self._last = sent
-        allowed = self._timeout if time_allowed is None else time_allowed
-        deadline = time.monotonic() + allowed
-        held = self._next is not None and self._next.sent is None
-        if held:  # has the program answered the whole case? Then send the next one now.
-            if worker.lines_in < worker.seq:
-                worker.read_ready()
-            self._release()
-        try:
-            reply_line = worker.receive(deadline, sent.mark)
-        except (OSError, EOFError):
-            status = worker.exit_status()
-            raise self._broken(f"the program {status} before answering {op}") from None
-        if held and reply_line is not None:
-            self._release(reply_line)
-        if reply_line is None:
-            stderr = self._stderr(worker)
-            self._discard()
-            raise TargetTimeout(
-                f"no reply to {op} within {allowed:g} s (the time allowed for one call); "
-                "the program was stopped",
-                details=self._details(stderr=stderr),
-            )
-        raw = reply_line
+        if line is None:
+            line = self._receive(worker, sent, time_allowed)
+        raw = line
         reply: dict[str, Any]  # once the checks below have passed
         try:
             reply = decode_line(raw)
@@ -674,6 +662,70 @@ class ProcessDriver:
             if problem is not None:
                 raise self._garbage(reply, f"unknown field {problem} (docs/protocol.md, Values)")
         return reply
+
+    def _receive(self, worker: Worker, sent: _Sent, time_allowed: float | None) -> bytes:
+        """The next reply line, waited for as `_await` says (the next case released meanwhile)."""
+        op = sent.op
+        allowed = self._timeout if time_allowed is None else time_allowed
+        deadline = time.monotonic() + allowed
+        held = self._next is not None and self._next.sent is None
+        if held:  # has the program answered the whole case? Then send the next one now.
+            if worker.lines_in < worker.seq:
+                worker.read_ready()
+            self._release()
+        try:
+            reply_line = worker.receive(deadline, sent.mark)
+        except (OSError, EOFError):
+            status = worker.exit_status()
+            raise self._broken(f"the program {status} before answering {op}") from None
+        if held and reply_line is not None:
+            self._release(reply_line)
+        if reply_line is None:
+            stderr = self._stderr(worker)
+            self._discard()
+            raise TargetTimeout(
+                f"no reply to {op} within {allowed:g} s (the time allowed for one call); "
+                "the program was stopped",
+                details=self._details(stderr=stderr),
+            )
+        return reply_line
+
+    def _ready(self, data: str) -> dict[str, Any] | None:
+        """The reply to the next planned push (of `data`) when its line is read already and no
+        next case waits to be sent: the usual reply checked here in one go, any other by
+        `_await`'s checks (as `_planned` takes it); None, with nothing taken, otherwise.
+
+        Most replies of a planned case are in the pipe by the time they are asked for: this is
+        `_planned`, `_await` and `Worker.receive` for them, without the calls."""
+        ahead = self._ahead
+        if not ahead or self._adopting or self._new is not None or self._validator is not None:
+            return None
+        worker, spec, sent = self._worker, self._next, ahead[0]
+        if worker is None or worker.unsent or (spec is not None and spec.sent is None):
+            return None
+        if sent.op != "push" or (sent.data is not data and sent.data != data):
+            return None
+        line = worker.ready_line()
+        if line is None:
+            return None
+        ahead.popleft()
+        self._last = sent
+        try:
+            reply = _decode_reply(line)
+        except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+            reply = None
+        if (
+            type(reply) is dict
+            and reply.get("seq") == sent.seq
+            and type(reply["seq"]) is int
+            and plain_push(reply)
+            and NUMBER_MARK not in line
+        ):
+            return reply
+        reply = self._await(sent, line=line)  # named as every reply is, when it is not plain
+        if "skipped" in reply:
+            raise self._garbage(reply, "the program skipped a push of a case that had not ended")
+        return self._checked("push", reply)
 
     def _check_unusual(self, reply: Any, seq: int) -> None:
         """The checks of a reply that is not an object with an integer `seq` and no error."""

@@ -26,6 +26,7 @@ from harness.drive.process import ProcessDriver
 from harness.drive.replies import plain_push, resolve_texts, unknown_field
 from harness.drive.spec import python_target_driver
 from harness.drive.wire import encode_line
+from harness.errors import TargetCrash
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -260,3 +261,77 @@ def test_a_zip_archive_on_the_path_may_hold_a_distribution(
     archive.write_bytes(b"PK\x05\x06" + b"\0" * 18)  # an empty zip archive
     monkeypatch.syspath_prepend(str(archive))
     assert adapter._may_be_installed("anything")
+
+
+CASE = [
+    _chunk({"content": "Hi"}),
+    _chunk({"content": " there"}),
+    _chunk({"content": "!"}, finish_reason="stop"),
+]
+STATE = '{"id": "c1", "reasoning_tokens": 0, "in_reasoning": false, "is_finished": false}'
+NAN_STATE = STATE.replace('"reasoning_tokens": 0', '"reasoning_tokens": {"$number": "NaN"}')
+
+
+def _play_garbled(driver: ProcessDriver, raw: str | None, *, ready: list[int]) -> Any:
+    """The planned case CASE with its second push's reply replaced by `raw` (`{seq}` its seq),
+    every reply in the pipe before the first is asked for: the steps and finish, or the crash."""
+    driver.start_case()
+    driver.plan(CASE, finish=False)
+    worker = driver._worker
+    assert worker is not None
+    second = driver._ahead[1].seq
+    for name in ("ready_line", "receive"):
+        real = getattr(worker, name)
+
+        def wrapped(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            line = _real(*args)
+            if line is not None and _name == "ready_line":
+                ready.append(1)
+            if raw is not None and line is not None and line.startswith(b'{"seq":%d,' % second):
+                return raw.replace("{seq}", str(second)).encode()
+            return line
+
+        setattr(worker, name, wrapped)
+    deadline = time.monotonic() + 10
+    while worker.lines_in < worker.seq and time.monotonic() < deadline:
+        worker.read_ready()
+        time.sleep(0.001)
+    try:
+        steps = [driver.push(data, n) for n, data in enumerate(CASE)]
+        return steps, driver.finish(False)
+    except TargetCrash as crash:
+        return type(crash).__name__, crash.message, crash.details.partition("\nstderr")[0]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        None,  # every reply as the worker wrote it
+        "debug: not json",
+        '{"seq": 99, "events": [], "state": {}}',
+        '{"seq": true, "events": [], "state": ' + STATE + "}",
+        '{"seq": {seq}, "skipped": true}',
+        '{"seq": {seq}, "error": {"kind": "crash", "message": "boom"}}',
+        '{"seq": {seq}, "error": {"kind": "protocol", "message": "no"}}',
+        '{"seq": {seq}, "events": [], "state": ' + STATE + ', "zzz": 1}',
+        '{"seq": {seq}, "events": [{"type": "content", "text": "x", "zzz": 1}], "state": '
+        + STATE
+        + "}",
+        '{"seq": {seq}, "events": [{"type": "content", "text": {"$text": [[1, 0, 5]]}}], '
+        '"state": ' + STATE + "}",
+        '{"seq": {seq}, "events": [], "state": ' + NAN_STATE + "}",
+        '{"seq": {seq}, "events": [], "state": ' + STATE.replace("}", ', "zzz": 1}') + "}",
+    ],
+)
+def test_a_reply_read_before_it_is_asked_for_is_judged_as_any_other(
+    raw: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with python_target_driver("reference:Assembler") as driver:
+        driver.start()
+        ready: list[int] = []
+        fast = _play_garbled(driver, raw, ready=ready)
+        assert ready  # the short cut (`ProcessDriver._ready`) took replies
+    monkeypatch.setattr(ProcessDriver, "_ready", lambda self, data: None)
+    with python_target_driver("reference:Assembler") as driver:
+        driver.start()
+        assert _play_garbled(driver, raw, ready=[]) == fast
