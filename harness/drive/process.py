@@ -216,10 +216,6 @@ class ProcessDriver:
     def start(self) -> ProgramInfo:
         """Start the program (unless it runs) and shake hands; TargetError when that fails."""
         if self._worker is None:
-            import os as _os
-
-            if _os.environ.get("WIRE_HBATCH"):
-                _os.sched_setscheduler(0, _os.SCHED_BATCH, _os.sched_param(0))
             hello: dict[str, Any] = {"protocol": PROTOCOL_VERSION}
             self._offered = (PROTOCOL_VERSION,)
             if self._offer:  # the files first: the program inherits the replies' one
