@@ -286,6 +286,13 @@ def measure_suite(options: Options) -> Iterator[Figure]:
         f"{name} {statistics.median(found):.2f} s" for name, found in cpu.items()
     )
     detail += f"; exit codes {bad}" if bad else ""
+    import bench_wire  # the harness's CPU per request through the worker (its own detail)
+
+    per_request, _ = bench_wire.measure(options.pick(3, 1), options.pick(2, 1))
+    detail += (
+        f"; harness CPU per request (bench_wire.py): {per_request['worker']:.1f} us through "
+        f"the worker, {per_request['in-process']:.1f} us for the same calls in-process"
+    )
     yield Figure("suite", "whole suite, all modes, through workers: wall", medians["workers"],
                  1.5, "s", detail)  # fmt: skip
     yield Figure("suite", "whole suite, all modes: workers / in-process",

@@ -34,14 +34,15 @@ from harness.drive.inprocess import (
     split_spec,
 )
 from harness.drive.normalize import SAID
-from harness.drive.pipes import SHARED_FROM, SharedWriter, keep_freed_memory
-from harness.drive.process import (
+from harness.drive.shared import SHARED_FROM, SharedWriter, keep_freed_memory
+from harness.drive.wire import (
     FAST_PROTOCOL,
     PROTOCOL_VERSION,
     REPLIES_PROTOCOL,
     SHARED_PROTOCOL,
+    decode_line,
+    encode_reply,
 )
-from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetError
 
 DEFAULT_MAX_MEMORY_MIB = 2048
@@ -53,6 +54,17 @@ _MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad 
 _ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string cannot hold unescaped
 _ENCODINGS = {"utf-16le": "utf-16-le"}  # protocol 4: a shared payload's other encodings
 _WORKER_KEEPS = 2**30  # bytes of freed memory the worker keeps for the next payloads, at most
+
+_SEPARATORS = re.compile(r"[-_.]+")
+_METADATA_SUFFIXES = frozenset({"dist-info", "egg-info"})
+_PATH_FINDERS = frozenset(
+    {
+        "importlib._bootstrap",
+        "importlib._bootstrap_external",
+        "_frozen_importlib",
+        "_frozen_importlib_external",
+    }
+)
 
 Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
 
@@ -96,12 +108,45 @@ def _version_of(factory: Factory) -> str:
         version = getattr(sys.modules.get(name), "__version__", None)
         if isinstance(version, str) and version:
             return version
+    if not top or not _may_be_installed(top):
+        return "unknown"
     from importlib import metadata  # here: 20 ms a start, for a target without __version__
 
     try:  # a distribution named like the package (scanning them all costs 0.1 s a start)
-        return metadata.version(top) if top else "unknown"
+        return metadata.version(top)
     except (metadata.PackageNotFoundError, ValueError):
         return "unknown"
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as `importlib.metadata` compares it."""
+    return _SEPARATORS.sub("_", name).lower()
+
+
+def _may_be_installed(name: str) -> bool:
+    """False only when no folder of `sys.path` holds the metadata (`*.dist-info`, `*.egg-info`)
+    of a distribution called `name`: then `importlib.metadata` would find none either, and is not
+    imported (most of the time a worker took to start, for a target without `__version__`, as
+    the reference). Anything else on the path (a zip archive, a finder of its own) is a maybe."""
+    if any(
+        hasattr(finder, "find_distributions") and finder.__module__ not in _PATH_FINDERS
+        for finder in sys.meta_path
+    ):
+        return True
+    wanted = _normalized(name)
+    for entry in sys.path:
+        try:
+            children = os.listdir(entry or os.curdir)
+        except NotADirectoryError:
+            return True  # a zip archive: the metadata may be inside
+        except OSError:
+            continue
+        for child in children:
+            stem, dot, suffix = child.rpartition(".")
+            metadata = dot and suffix.lower() in _METADATA_SUFFIXES
+            if metadata and _normalized(stem.partition("-")[0]) == wanted:
+                return True
+    return False
 
 
 class Session:
@@ -386,14 +431,14 @@ class Session:
         `{"$number": "NaN"}` in protocol 2 and as a crash in protocol 1; anything else that cannot
         be written is a crash reply, never the adapter's own traceback."""
         try:
-            return encode_line(reply, ascii_only=False)
+            return encode_reply(reply)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             problem = f"{type(exc).__name__}: {exc}"
         if self.protocol >= FAST_PROTOCOL:
             with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
-                return encode_line(_numbers_marked(reply), ascii_only=False)
+                return encode_reply(_numbers_marked(reply))
         message = f"the assembler's result cannot be sent as JSON ({problem})"
-        return encode_line(_error(reply.get("seq"), "crash", message), ascii_only=False)
+        return encode_reply(_error(reply.get("seq"), "crash", message))
 
     def _open_assembler(self) -> Any:
         if self._assembler is None:

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.normalize import ERROR_KINDS, SAID
 from harness.drive.pipes import (
@@ -42,17 +44,26 @@ from harness.drive.replies import (
     Validator,
     contract_error,
     is_error_reply,
+    plain_push,
     resolve_numbers,
     resolve_texts,
     said,
     unknown_field,
 )
-from harness.drive.wire import decode_line, encode_line
+from harness.drive.wire import (
+    FAST_PROTOCOL,
+    PROTOCOL_VERSION,
+    REPLIES_PROTOCOL,
+    SHARED_PROTOCOL,
+    decode_line,
+    encode_line,
+)
 from harness.errors import TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "FAST_PROTOCOL",
     "PROTOCOL_VERSION",
     "REPLIES_PROTOCOL",
     "SHARED_PROTOCOL",
@@ -64,10 +75,6 @@ __all__ = [
     "stop_all_programs",
 ]
 
-PROTOCOL_VERSION = 1  # what every program speaks
-FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
-SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
-REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 #: In a reply's raw line: a key of a protocol-4 piece (a text in the replies' file). Inside a JSON
 #: string the quotes would be escaped, so a text holding these characters does not look like it.
@@ -75,6 +82,7 @@ _PIECE = b'"at"'
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
+_decode_reply = msgspec.json.Decoder().decode  # `_ready`'s: anything it refuses is `_await`'s
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +99,7 @@ def quoted(text: str, limit: int = QUOTED_CHARS) -> str:
     return shorten(text.rstrip("\r\n"), limit)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # (not frozen: made for every request, and never changed)
 class _Sent:
     """A request written (or queued), whose reply is still to be read."""
 
@@ -124,6 +132,9 @@ class _Spec:
 #: A next case is sent ahead only when its payloads are this small (in characters, each and all):
 #: one that large gains nothing from it, and must not take a room in the shared file meanwhile.
 _AHEAD_PAYLOAD = SHARED_FROM // 4
+#: A payload shorter than this (in characters) is under SHARED_FROM bytes of UTF-8, however many
+#: bytes each character takes: `_send_case` frames it without asking where it should go.
+_FRAMED_AT_ONCE = SHARED_FROM // 4
 _AHEAD_CASE = 4 * 1024 * 1024
 
 
@@ -316,10 +327,7 @@ class ProcessDriver:
             self._begin()
         if self.protocol < FAST_PROTOCOL or self._worker is None or self._ahead:
             return
-        for data in pushes:
-            self._ahead.append(self._send_push(data, now=False))
-        if finish is not None:
-            self._ahead.append(self._send("finish", {"thinking_capped": finish}, now=False))
+        self._ahead.extend(self._send_case(pushes, finish))
         self._await_new()  # here, so a factory that fails is reported at `new`
 
     def plan_next(self, pushes: Sequence[str], *, finish: bool | None) -> None:
@@ -364,9 +372,7 @@ class ProcessDriver:
         data, self._case_data = self._case_data, spec.data
         try:
             sent = [self._send("new", {}, now=False)]
-            sent.extend(self._send_push(push, now=False) for push in spec.pushes)
-            if spec.finish is not None:
-                sent.append(self._send("finish", {"thinking_capped": spec.finish}, now=False))
+            sent += self._send_case(spec.pushes, spec.finish)
         finally:
             self._case_data = data
         spec.sent = sent
@@ -387,6 +393,48 @@ class ProcessDriver:
         self._new = spec.sent[0]
         self._ahead.extend(spec.sent[1:])
         self._await_new()
+
+    def _send_case(self, pushes: Sequence[str], finish: bool | None) -> list[_Sent]:
+        """Queue a planned case's pushes (and its `finish`, unless None), to be written with the
+        next ones; what was queued, in order.
+
+        A small payload (every payload sent ahead) is framed here in one go: its request line
+        made by hand, and the case's requests queued in one buffer (`Worker.queue`). Any other
+        payload takes `_send_push`'s ways."""
+        worker = self._worker
+        assert worker is not None
+        sent: list[_Sent] = []
+        parts: list[bytes] = []
+        case_data = self._case_data
+        seq = worker.seq
+        queued = worker.queued  # the mark of the last request queued so far
+        for data in pushes:
+            raw = None
+            if len(data) < _FRAMED_AT_ONCE:
+                try:  # noqa: SIM105 (no context manager made for every payload)
+                    raw = data.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate: a JSON string (`_send_push`)
+                    pass
+            if raw is None:  # what is framed so far goes first, then this one its own way
+                worker.seq = seq
+                if parts:
+                    worker.queue(*parts, now=False)
+                    parts = []
+                sent.append(self._send_push(data, now=False))
+                seq, queued = worker.seq, worker.queued
+                continue
+            seq += 1
+            line = b'{"seq":%d,"op":"push","bytes":%d}\n' % (seq, len(raw))
+            parts += (line, raw, b"\n")
+            queued += len(line) + len(raw) + 1
+            case_data[seq] = data
+            sent.append(_Sent(seq, "push", data, {"bytes": len(raw)}, queued))
+        worker.seq = seq
+        if parts:
+            worker.queue(*parts, now=False)
+        if finish is not None:
+            sent.append(self._send("finish", {"thinking_capped": finish}, now=False))
+        return sent
 
     def _send_push(self, data: str, *, now: bool = True) -> _Sent:
         if self.protocol >= FAST_PROTOCOL:
@@ -450,7 +498,9 @@ class ProcessDriver:
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         """One payload; the golden step the program's reply stands for."""
-        reply = self._planned("push", data)
+        reply = self._ready(data)
+        if reply is None:
+            reply = self._planned("push", data)
         if reply is None:
             reply = self._checked("push", self._await(self._send_push(data)))
         if "error" in reply:
@@ -532,6 +582,11 @@ class ProcessDriver:
         if raw is not None and len(fields) == 1:  # a framed push, the request sent most
             line = b'{"seq":%d,"op":"push","bytes":%d}\n' % (seq, fields["bytes"])
             parts: tuple[bytes, ...] = (line, raw, b"\n")
+        elif op == "new" and not fields:  # once a case each, written as encode_line would
+            parts = (b'{"seq":%d,"op":"new"}\n' % seq,)
+        elif op == "finish" and len(fields) == 1 and type(fields.get("thinking_capped")) is bool:
+            capped = b"true" if fields["thinking_capped"] else b"false"
+            parts = (b'{"seq":%d,"op":"finish","thinking_capped":%s}\n' % (seq, capped),)
         else:
             parts = (encode_line({"seq": seq, "op": op, **fields}, ascii_only=True),)
             if raw is not None:
@@ -544,8 +599,11 @@ class ProcessDriver:
             raise self._broken(f"the program {status} before answering {op}") from None
         return _Sent(seq, op, data, fields, mark)
 
-    def _await(self, sent: _Sent, time_allowed: float | None = None) -> dict[str, Any]:
-        """The reply to `sent` (every request before it answered already).
+    def _await(
+        self, sent: _Sent, time_allowed: float | None = None, *, line: bytes | None = None
+    ) -> dict[str, Any]:
+        """The reply to `sent` (every request before it answered already); its `line` when it
+        was read already (`_ready`).
 
         The time limit bounds this one call (`time_allowed`, else the driver's timeout), from the
         moment the harness waits for it: a long case is many calls, and only a call that does not
@@ -555,6 +613,55 @@ class ProcessDriver:
         assert worker is not None
         op = sent.op
         self._last = sent
+        if line is None:
+            line = self._receive(worker, sent, time_allowed)
+        raw = line
+        reply: dict[str, Any]  # once the checks below have passed
+        try:
+            reply = decode_line(raw)
+        except (UnicodeDecodeError, ValueError):
+            text = raw.decode("utf-8", errors="replace")
+            raise self._broken(
+                f"the program wrote a line that is not JSON in reply to {op}: {quoted(text)}"
+            ) from None
+        except RecursionError:  # valid JSON nested beyond what the decoder takes
+            raise self._broken(
+                f"the program's reply to {op} ({len(raw):,} bytes) nests too deep to read: "
+                f"{quoted(raw.decode('utf-8', errors='replace'))}"
+            ) from None
+        if type(reply) is not dict or "error" in reply or type(reply.get("seq")) is not int:
+            self._check_unusual(reply, sent.seq)  # else: an object, no error, an integer seq
+        elif reply["seq"] != sent.seq:
+            self._check_unusual(reply, sent.seq)
+        if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
+            return reply  # a request planned after the case ended (see `plan`)
+        if op == "push" and self._validator is None and plain_push(reply):
+            # The usual reply: no text references and no unknown field (`plain_push`), so only
+            # a number of protocol 2 may be left to resolve.
+            if NUMBER_MARK in raw and self.protocol >= FAST_PROTOCOL:
+                problem = resolve_numbers(reply)
+                if problem is not None:
+                    raise self._garbage(reply, f"bad reference: {problem}")
+            return reply
+        if self.protocol >= FAST_PROTOCOL and "error" not in reply:
+            problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
+            if problem is None and NUMBER_MARK in raw:
+                problem = resolve_numbers(reply)
+            if problem is not None:
+                raise self._garbage(reply, f"bad reference: {problem}")
+        if self._validator is not None:
+            problem = self._validator.problem(op, reply)
+            if problem is not None:
+                raise self._garbage(reply, f"it breaks the protocol's schema: {problem}")
+        else:
+            problem = unknown_field(op, reply)
+            if problem is not None:
+                raise self._garbage(reply, f"unknown field {problem} (docs/protocol.md, Values)")
+        return reply
+
+    def _receive(self, worker: Worker, sent: _Sent, time_allowed: float | None) -> bytes:
+        """The next reply line, waited for as `_await` says (the next case released meanwhile)."""
+        op = sent.op
         allowed = self._timeout if time_allowed is None else time_allowed
         deadline = time.monotonic() + allowed
         held = self._next is not None and self._next.sent is None
@@ -577,41 +684,44 @@ class ProcessDriver:
                 "the program was stopped",
                 details=self._details(stderr=stderr),
             )
-        raw = reply_line
-        reply: dict[str, Any]  # once the checks below have passed
+        return reply_line
+
+    def _ready(self, data: str) -> dict[str, Any] | None:
+        """The reply to the next planned push (of `data`) when its line is read already and no
+        next case waits to be sent: the usual reply checked here in one go, any other by
+        `_await`'s checks (as `_planned` takes it); None, with nothing taken, otherwise.
+
+        Most replies of a planned case are in the pipe by the time they are asked for: this is
+        `_planned`, `_await` and `Worker.receive` for them, without the calls."""
+        ahead = self._ahead
+        if not ahead or self._adopting or self._new is not None or self._validator is not None:
+            return None
+        worker, spec, sent = self._worker, self._next, ahead[0]
+        if worker is None or worker.unsent or (spec is not None and spec.sent is None):
+            return None
+        if sent.op != "push" or (sent.data is not data and sent.data != data):
+            return None
+        line = worker.ready_line()
+        if line is None:
+            return None
+        ahead.popleft()
+        self._last = sent
         try:
-            reply = decode_line(raw)
-        except (UnicodeDecodeError, ValueError):
-            text = raw.decode("utf-8", errors="replace")
-            raise self._broken(
-                f"the program wrote a line that is not JSON in reply to {op}: {quoted(text)}"
-            ) from None
-        except RecursionError:  # valid JSON nested beyond what the decoder takes
-            raise self._broken(
-                f"the program's reply to {op} ({len(raw):,} bytes) nests too deep to read: "
-                f"{quoted(raw.decode('utf-8', errors='replace'))}"
-            ) from None
-        if type(reply) is not dict or "error" in reply or type(reply.get("seq")) is not int:
-            self._check_unusual(reply, sent.seq)  # else: an object, no error, an integer seq
-        elif reply["seq"] != sent.seq:
-            self._check_unusual(reply, sent.seq)
-        if self.protocol >= FAST_PROTOCOL and reply.get("skipped") is True and len(reply) == 2:
-            return reply  # a request planned after the case ended (see `plan`)
-        if self.protocol >= FAST_PROTOCOL and "error" not in reply:
-            problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
-            if problem is None and NUMBER_MARK in raw:
-                problem = resolve_numbers(reply)
-            if problem is not None:
-                raise self._garbage(reply, f"bad reference: {problem}")
-        if self._validator is not None:
-            problem = self._validator.problem(op, reply)
-            if problem is not None:
-                raise self._garbage(reply, f"it breaks the protocol's schema: {problem}")
-        else:
-            problem = unknown_field(op, reply)
-            if problem is not None:
-                raise self._garbage(reply, f"unknown field {problem} (docs/protocol.md, Values)")
-        return reply
+            reply = _decode_reply(line)
+        except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+            reply = None
+        if (
+            type(reply) is dict
+            and reply.get("seq") == sent.seq
+            and type(reply["seq"]) is int
+            and plain_push(reply)
+            and NUMBER_MARK not in line
+        ):
+            return reply
+        reply = self._await(sent, line=line)  # named as every reply is, when it is not plain
+        if "skipped" in reply:
+            raise self._garbage(reply, "the program skipped a push of a case that had not ended")
+        return self._checked("push", reply)
 
     def _check_unusual(self, reply: Any, seq: int) -> None:
         """The checks of a reply that is not an object with an integer `seq` and no error."""

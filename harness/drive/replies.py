@@ -92,6 +92,35 @@ def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
     return found
 
 
+_PUSH_REPLY = _TOP["push"]
+_PLAIN_EVENTS = {
+    kind: (known, "arguments" if "arguments" in known else "text")
+    for kind, known in _EVENTS.items()
+}
+
+
+def plain_push(reply: dict[str, Any]) -> bool:
+    """True for the usual reply to `push`: `seq`, a list of `events` and a `state`, every event
+    of a known type with only its own fields and its text a string (no text reference), and
+    only the state's four fields. For such a reply `unknown_field` finds nothing and
+    `resolve_texts` has nothing to resolve; any other reply (False) takes them both."""
+    if len(reply) != 3 or reply.keys() != _PUSH_REPLY:
+        return False
+    state = reply["state"]
+    if type(state) is not dict or not state.keys() <= _STATE:
+        return False
+    events = reply["events"]
+    if type(events) is not list:
+        return False
+    for event in events:
+        if type(event) is not dict:
+            return False
+        found = _PLAIN_EVENTS.get(event.get("type"))  # type: ignore[arg-type]
+        if found is None or not event.keys() <= found[0] or type(event.get(found[1])) is dict:
+            return False
+    return True
+
+
 Slices = dict[tuple[int, int, int], str]  # texts resolved this case, reused (not copied) later
 
 

@@ -16,6 +16,13 @@ from typing import Any
 
 import msgspec
 
+# The versions of the protocol (docs/protocol.md), here so that the worker (`harness.adapter`)
+# needs nothing of the harness's side (`harness.drive.process`, which names them too).
+PROTOCOL_VERSION = 1  # what every program speaks
+FAST_PROTOCOL = 2  # offered in `hello`: framed payloads and text references (docs/protocol.md)
+SHARED_PROTOCOL = 3  # protocol 2, and large payloads read from a file both sides map
+REPLIES_PROTOCOL = 4  # protocol 3, and the long texts of replies in a file the program writes
+
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 
@@ -76,6 +83,44 @@ def encode_line(message: Any, *, ascii_only: bool) -> bytes:
     # ASCII here either way: `json` escapes a lone surrogate only then. NaN and the infinities
     # are not JSON: ValueError, as for an integer too long to write.
     return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def _plain_reply(reply: dict[str, Any]) -> bool:
+    """`_plain(reply)` for a reply conform's worker built, whose keys and whose objects' keys
+    two levels down (an event's, the state's, the completion's) are its own strings: only the
+    values are looked at, without a call for the usual leaf. Anything deeper, or unusual, is
+    `_plain`'s (the target's own values may be anything)."""
+    leaves = _LEAVES
+    for value in reply.values():
+        kind = type(value)
+        if kind in leaves:
+            continue
+        if kind is list:
+            for item in value:
+                if type(item) is dict:
+                    for leaf in item.values():
+                        if type(leaf) not in leaves and not _plain(leaf):
+                            return False
+                elif type(item) not in leaves and not _plain(item):
+                    return False
+        elif kind is dict:
+            for leaf in value.values():
+                if type(leaf) not in leaves and not _plain(leaf):
+                    return False
+        elif not _plain(value):
+            return False
+    return True
+
+
+def encode_reply(reply: dict[str, Any]) -> bytes:
+    """`encode_line(reply, ascii_only=False)` for a reply conform's worker built (its objects'
+    keys its own strings, two levels down: `_plain_reply`)."""
+    if _plain_reply(reply):
+        try:
+            return _encode(reply) + b"\n"
+        except (TypeError, ValueError, OverflowError):  # a lone surrogate, a huge integer
+            pass
+    return json.dumps(reply, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
 
 
 def _not_json(name: str) -> Any:

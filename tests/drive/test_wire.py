@@ -14,7 +14,7 @@ import random
 from collections import OrderedDict
 from typing import Any
 
-from harness.drive.wire import decode_line, encode_line
+from harness.drive.wire import decode_line, encode_line, encode_reply
 
 
 class _Text(str):
@@ -114,3 +114,27 @@ def test_a_plain_reply_round_trips() -> None:
     assert line.endswith(b"\n") and line.count(b"\n") == 1
     assert decode_line(line[:-1]) == reply
     assert encode_line(reply, ascii_only=True).isascii()
+
+
+def _outcome(encode: Any, value: Any) -> Any:
+    try:
+        return encode(value)
+    except (TypeError, ValueError) as exc:
+        return type(exc)
+
+
+def test_encode_reply_writes_what_encode_line_writes_for_a_worker_s_reply() -> None:
+    # The worker's own objects (the reply, its events, its state, its completion) have its own
+    # string keys; the values in them are the target's, anything at all.
+    rng = random.Random(23)
+    for _ in range(3000):
+        events = [{"type": "content", "text": _value(rng, 1)} for _ in range(rng.randrange(3))]
+        events += [_value(rng, 1)] if rng.random() < 0.3 else []
+        value = {
+            "seq": rng.randrange(100),
+            "events": events,
+            "state": {"id": _value(rng, 2), "is_finished": rng.choice(_LEAVES)},
+            "completion": {"timings": _value(rng, 1), "content": rng.choice(_LEAVES)},
+        }
+        found = _outcome(encode_reply, value)
+        assert found == _outcome(lambda v: encode_line(v, ascii_only=False), value), value
