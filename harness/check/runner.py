@@ -550,6 +550,7 @@ def rendered_pass(
         info,
         [*steps[:-1], _unsaid(steps[-1])] if steps else steps,
         None if finish is None else _unsaid(finish),
+        steps_finite=getattr(driver, "own_steps", False),
     ):
         return CaseResult(
             case.case_id,

@@ -298,6 +298,10 @@ class InProcessDriver:
     def __init__(self, factory: Factory) -> None:
         self._factory = factory
         self._assembler: Any = None
+        #: True when every step the last `push_steps` made is the reference's own (its own
+        #: assembler's, its own events): of the golden schema's types by construction, and no
+        #: float among them (its progress numbers are integers).
+        self.own_steps = False
 
     def start_case(self) -> None:
         self._assembler = new_assembler(self._factory)
@@ -323,6 +327,7 @@ class InProcessDriver:
         append = out.append
         known = REFERENCE_EVENTS
         read = REFERENCE_STATE.get(type(assembler))
+        self.own_steps = read is not None
         if read is None:
             self._push_each(pushes, lines, append)
             return
@@ -337,13 +342,16 @@ class InProcessDriver:
                 append({"line": line, **_error_step(exc, "push", say=True)})
                 return
             if type(events) is not list:
+                self.own_steps = False
                 append(_step_of(assembler, events, line))
                 continue
             if len(events) == 1:  # the usual chunk: one piece of text (no generator)
                 if type(events[0]) not in known:
+                    self.own_steps = False
                     append(_step_of(assembler, events, line))
                     continue
             elif not all(map(known.__contains__, map(type, events))):
+                self.own_steps = False
                 append(_step_of(assembler, events, line))
                 continue
             values = read(assembler)  # the reference makes a new list on every push
@@ -363,6 +371,7 @@ class InProcessDriver:
                         "is_finished": finished,
                     }
                 else:
+                    self.own_steps = False
                     state = _checked(state_of_values, assembler, values)
             append({"line": line, "events": events, "state": state})
 

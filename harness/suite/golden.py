@@ -199,6 +199,8 @@ class Golden:
         info: RecordingInfo,
         steps: list[dict[str, Any]],
         finish: dict[str, Any] | None,
+        *,
+        steps_finite: bool = False,
     ) -> bool:
         """True when the golden file is exactly what `build_golden` would write, had the
         reference made `steps` and `finish` (None: the steps end in an error) of the recording
@@ -206,7 +208,8 @@ class Golden:
 
         The document is written with msgspec, which writes NaN and infinities as `null`: a
         pass that holds any such number is not judged here (its msgpack encoding, which keeps
-        them, is searched for the first two bytes every non-finite double has).
+        them, is searched for the first two bytes every non-finite double has; only the
+        finish's when the caller knows the steps hold no such number, `steps_finite`).
         """
         data = self.data
         if data is None:
@@ -222,7 +225,7 @@ class Golden:
             document["finish"] = finish
         try:
             text = msgspec.json.format(_render_json(document), indent=2)
-            packed = _render_pack(document)
+            packed = _render_pack(finish if steps_finite else document)
         except (TypeError, ValueError, OverflowError, RecursionError):
             return False
         return (

@@ -139,6 +139,22 @@ def test_nan_where_the_golden_file_has_null_fails(suite: Suite) -> None:
     assert [m.path for m in result.mismatches] == ["finish.completion.timings.draft_n"]
 
 
+class _NotANumberId(reference.Assembler):
+    """Reads its id as NaN until one arrives, where the golden file's state holds null."""
+
+    @property
+    def id(self) -> Any:
+        found = super().id
+        return math.nan if found is None else found
+
+
+def test_nan_where_a_golden_step_has_null_fails(suite: Suite) -> None:
+    (case,) = suite.cases(("synthetic/r5_finish_without_id",))  # its steps' id is null
+    (result,) = parallel.run([case], InProcessDriver(_NotANumberId), modes=["plain"], seed=5)
+    assert result.status == FAILED
+    assert {m.path.rpartition(".")[2] for m in result.mismatches} == {"id"}
+
+
 class _ReusesItsList(reference.Assembler):
     """Returns the same list on every push, refilled: right, if unusual."""
 
