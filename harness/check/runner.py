@@ -508,17 +508,22 @@ def rendered_pass(
     after: Upcoming | None = None,
 ) -> CaseResult | None:
     """`run_case` for the usual case, judged whole: PASSED when the target's pass over the
-    recording renders its golden file byte for byte (`Golden.renders`), without parsing the
-    file or comparing a step; otherwise `run_case` judges that same pass, replayed from what the
-    target answered (`_Replay`), with the golden `document`. None when the case is not run so.
+    recording renders its golden file byte for byte (`Golden.renders`), without comparing a
+    step; otherwise `run_case` judges that same pass, replayed from what the target answered
+    (`_Replay`), with the golden `document`. None when the case is not run so.
 
     A driver that takes a whole pass in one call (`push_steps`: in-process) is run so, in a mode
     that pushes the whole recording once (not `truncated`), at the full level, for a case that
-    pins no implementation-defined point (whose file holds other outcomes too). The pass pushes
-    every payload, up to the target's first error step or crash, then calls `finish` unless it
-    ended in one: all that `run_case`'s first pass asks, and more (a step depends only on the
-    pushes before it, and a fresh assembler starts the next pass), so the verdict is always of
-    one pass of the target, as `run_case` alone gives it.
+    pins no implementation-defined point (whose file holds other outcomes too). The pass makes
+    the calls `run_case`'s first pass makes, as the file's layout gives them without parsing it
+    (`Golden.plan`): every payload then `finish`, or, for a file that ends in an error step, the
+    payloads up to it; a target that errs or crashes earlier is not called again. The verdict
+    is always of one pass of the target: when `run_case` asks for more than the pass made (a
+    file in another layout), the replay goes on with the same assembler.
+
+    The golden file is parsed (once per case, and checked against its schema) unless the pass is
+    all the reference's own work (`own_steps`), which the schema holds by construction; so a file
+    edited by hand is refused as a worker run refuses it.
     """
     if (
         level != FULL
@@ -531,8 +536,9 @@ def rendered_pass(
         return None
     started = time.perf_counter()
     payloads = pushes.payloads
-    sent = pushes.first(len(payloads))
-    lines = list(map(_LINE_OF_PAYLOAD, payloads))
+    count, then_finish = golden.plan(len(payloads))
+    sent = pushes.first(count)
+    lines = list(map(_LINE_OF_PAYLOAD, payloads[:count]))
     steps: list[dict[str, Any]] = []
     finish: dict[str, Any] | None = None
     crash: TargetCrash | None = None
@@ -541,17 +547,24 @@ def rendered_pass(
         driver.start_case()
         at = PUSH
         driver.push_steps(sent, lines, steps)
-        if not steps or "error" not in steps[-1]:
+        if then_finish and (not steps or "error" not in steps[-1]):
             at = FINISH
             finish = driver.finish(info.thinking_capped)
     except TargetCrash as exc:
         crash = exc
-    if crash is None and golden.renders(
-        info,
-        [*steps[:-1], _unsaid(steps[-1])] if steps else steps,
-        None if finish is None else _unsaid(finish),
-        steps_finite=getattr(driver, "own_steps", False),
+    own = getattr(driver, "own_steps", False)
+    if (
+        crash is None
+        and (finish is not None or not then_finish)
+        and golden.renders(
+            info,
+            [*steps[:-1], _unsaid(steps[-1])] if steps else steps,
+            None if finish is None else _unsaid(finish),
+            steps_finite=own,
+        )
     ):
+        if not own:
+            document()  # a file edited by hand: GoldenError, as the usual way raises it
         return CaseResult(
             case.case_id,
             mode,
@@ -585,8 +598,9 @@ def _unsaid(step: dict[str, Any]) -> dict[str, Any]:
 class _Replay:
     """The in-process driver of a pass already made, for `run_case` to judge as it was made: its
     first case is answered from the record (`steps`, then `finish`, or the `crash` that ended it
-    at the call `crashed_at` names), each later one (another allowed outcome) by the target
-    itself, as always. A request the record does not hold is a bug in conform (an
+    at the call `crashed_at` names), and what the record does not hold by the target itself, its
+    pass going on with the same assembler; each later case (another allowed outcome) is the
+    target's, as always. A push other than the one recorded is a bug in conform (an
     AssertionError), never a verdict."""
 
     def __init__(
@@ -616,11 +630,14 @@ class _Replay:
         else:
             self._raise_if_crashed(NEW)
 
-    def _step(self, data: str, line: int) -> dict[str, Any]:
+    def _recorded(self, data: str, line: int) -> dict[str, Any] | None:
+        """The recorded step of this push; None past the record, where the pass goes on."""
         index = self._next
         if index == len(self._steps):
             self._raise_if_crashed(PUSH)
-        assert index < len(self._steps), "the replay holds no step for this push"
+            assert not self._steps or "error" not in self._steps[-1], "a push after an error"
+            if index == len(self._pushed):
+                return None
         assert self._pushed[index] == data and self._lines[index] == line, "not the push made"
         self._next = index + 1
         return self._steps[index]
@@ -628,7 +645,9 @@ class _Replay:
     def push(self, data: str, line: int) -> dict[str, Any]:
         if self._cases > 1:
             return self._driver.push(data, line)
-        step = self._step(data, line)
+        step = self._recorded(data, line)
+        if step is None:
+            return self._driver.push(data, line)
         plain_steps([step])  # one step at a time is compared field by field
         return step
 
@@ -636,17 +655,20 @@ class _Replay:
         if self._cases > 1:
             self._driver.push_steps(pushes, lines, out)  # type: ignore[attr-defined]
             return
-        for data, line in zip(pushes, lines, strict=True):
-            step = self._step(data, line)
+        for index, (data, line) in enumerate(zip(pushes, lines, strict=True)):
+            step = self._recorded(data, line)
+            if step is None:  # the rest, from the same assembler
+                self._driver.push_steps(pushes[index:], lines[index:], out)  # type: ignore[attr-defined]
+                return
             out.append(step)
             if "error" in step:
                 return
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
-        if self._cases > 1:
+        if self._cases > 1 or (self._finish is None and self._crash is None):
             return self._driver.finish(thinking_capped)
         self._raise_if_crashed(FINISH)
-        assert self._finish is not None, "the replay holds no finish"
+        assert self._finish is not None, "a finish after a crash"
         return self._finish
 
     def case_stderr(self) -> str:

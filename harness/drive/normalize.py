@@ -304,7 +304,11 @@ def normalize_completion(completion: Any) -> dict[str, Any]:
 def _reference_completion(completion: Any) -> dict[str, Any] | None:
     """The reference's own completion, in one C call: its fields are the golden object's, in
     its order (the tuple of tool calls made a list, the finish reason its value); None when a
-    number is one `_read_completion` refuses (an integer too long), or msgspec cannot convert it."""
+    field is not of its plain type (a Completion made by other code may hold anything, a Struct's
+    constructor checking no types, and msgspec would write a Decimal or bytes as text), a number
+    is one `_read_completion` refuses (an integer too long), or msgspec cannot convert it."""
+    if not _plain_completion(completion):
+        return None
     try:
         found: dict[str, Any] = msgspec.to_builtins(completion)
     except (TypeError, ValueError, OverflowError):
@@ -315,6 +319,36 @@ def _reference_completion(completion: Any) -> dict[str, Any] | None:
         if type(value) is int and value.bit_length() > MAX_INT_BITS:
             return None
     return found
+
+
+_TEXT_OR_NONE = frozenset({str, type(None)})
+_NUMBER_OR_NONE = frozenset({int, float, type(None)})
+
+
+def _plain_completion(completion: Any) -> bool:
+    """True when each field of a `reference.Completion` is of the type the reference gives it."""
+    c = completion
+    if not (
+        type(c.id) is str
+        and type(c.content) in _TEXT_OR_NONE
+        and type(c.reasoning_content) in _TEXT_OR_NONE
+        and isinstance(c.finish_reason, reference.FinishReason)
+        and type(c.reasoning_tokens) is int
+        and type(c.thinking_capped) is bool
+        and type(c.tool_calls) is tuple
+    ):
+        return False
+    for call in c.tool_calls:
+        if type(call) is not reference.ToolCall or not (
+            type(call.id) is str and type(call.name) is str and type(call.arguments) is str
+        ):
+            return False
+    timings = c.timings
+    if timings is None:
+        return True
+    return type(timings) is reference.Timings and all(
+        type(getattr(timings, name)) in _NUMBER_OR_NONE for name in TIMINGS_FIELDS
+    )
 
 
 def _read_completion(completion: Any) -> dict[str, Any]:

@@ -172,11 +172,12 @@ class Golden:
     """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
     read step by step), and its document, parsed and checked when first asked for.
 
-    `renders` lets a run judge the usual passing case without parsing the file at all: the
-    document a target's pass makes, in `serialize`'s layout, is the file byte for byte. A target
-    that passes makes the reference's steps and finish, so for all but a few files (a number
-    msgspec writes otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing
-    the parsed steps, at a fraction of the cost; anything else is judged the usual way.
+    `renders` lets a run judge the usual passing case without comparing a step: the document a
+    target's pass makes, in `serialize`'s layout, is the file byte for byte. A target that passes
+    makes the reference's steps and finish, so for all but a few files (a number msgspec writes
+    otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing the parsed steps,
+    at a fraction of the cost; anything else is judged the usual way. `plan` reads off the layout
+    which calls that pass makes.
     """
 
     __slots__ = ("_document", "case", "data")
@@ -193,6 +194,17 @@ class Golden:
         if found is None:
             found = self._document = _parse(self.case, self.data)
         return found
+
+    def plan(self, payloads: int) -> tuple[int, bool]:
+        """What a pass's first try of this file calls, as its layout (`serialize`'s) shows it
+        without parsing: how many of the recording's `payloads` it pushes, and whether `finish`
+        follows. A file with a finish: all, then finish. One without (its last step is an error
+        step): as many as its steps. A file in any other layout: all, then finish."""
+        data = self.data
+        if data is None or data.rfind(_FINISH_MEMBER) >= 0:  # near the end: found at once
+            return payloads, True
+        steps = data.count(_STEP_OPENING)
+        return (min(steps, payloads), False) if steps else (payloads, True)
 
     def renders(
         self,
@@ -236,6 +248,11 @@ class Golden:
             and _NON_FINITE[1] not in packed
         )
 
+
+#: In `serialize`'s layout: the document's `finish` member, and the opening of each of its steps
+#: (no JSON string holds a raw line break, and no other object two levels down has a `line`).
+_FINISH_MEMBER = b'\n  "finish": '
+_STEP_OPENING = b'\n    {\n      "line": '
 
 #: A msgpack double (0xcb) whose sign and exponent bytes start with every bit of the exponent
 #: set: NaN and the infinities (and the largest finite doubles, judged the usual way too).

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from decimal import Decimal
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 import pytest
@@ -156,7 +156,8 @@ def test_nan_where_a_golden_step_has_null_fails(suite: Suite) -> None:
 
 
 class _ReusesItsList(reference.Assembler):
-    """Returns the same list on every push, refilled: right, if unusual."""
+    """Returns the same list on every push, refilled: right, if unusual (each step's events must
+    be read when it is made, not when the pass is compared)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -268,3 +269,110 @@ def test_a_golden_file_in_another_layout_is_judged_the_usual_way(suite: Suite) -
         pushes=runner.Pushes(payloads, None),
     )
     assert result is not None and result.status == PASSED
+
+
+class _NeverErs(reference.Assembler):
+    """Takes every payload, however broken (a protocol error swallowed), and counts its calls."""
+
+    calls: ClassVar[list[str]] = []
+
+    def push(self, data: str) -> list[Any]:
+        type(self).calls.append("push")
+        try:
+            return super().push(data)
+        except reference.InferError:
+            return []
+
+    def finish(self, thinking_capped: bool) -> reference.Completion:
+        type(self).calls.append("finish")
+        return super().finish(thinking_capped)
+
+
+ERROR_ENDED = ("synthetic/r6_arguments_object", "synthetic/r6_choice_null")  # payloads after it
+
+
+def test_a_pass_makes_the_calls_run_case_makes(
+    suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that ends in an error step: the payloads up to it, and no finish, whatever the
+    target does there (it is not given the payloads after it, nor a finish, to fail in)."""
+    for case_id in ERROR_ENDED:
+        (case,) = suite.cases((case_id,))
+        steps = len(read_golden(case)["steps"])
+        counts = []
+        for whole in (True, False):
+            _NeverErs.calls = []
+            assert _run([case], _NeverErs, monkeypatch, whole=whole)
+            counts.append(list(_NeverErs.calls))
+        assert counts[0] == counts[1], case_id
+        assert counts[0][:steps] == ["push"] * steps and "finish" not in counts[0][: steps + 1]
+
+
+def test_a_golden_file_edited_against_its_schema_is_refused_as_a_worker_run_refuses_it(
+    suite: Suite,
+) -> None:
+    """A target that matches a hand-edited file still meets the schema check (a finish reason
+    no server sends), unless the pass is all the reference's own."""
+    (case,) = suite.cases((PLAIN,))
+    info, payloads = read_recording(case.recording)
+    assert payloads is not None
+    document = read_golden(case)
+    document["finish"]["completion"]["finish_reason"] = "banana"
+    file = _golden_of(case, document)
+
+    class Banana(reference.Assembler):
+        def finish(self, thinking_capped: bool) -> Any:
+            done = super().finish(thinking_capped)
+            return {**msgspec.to_builtins(done), "finish_reason": "banana"}
+
+    with pytest.raises(GoldenError, match="does not follow the golden file schema"):
+        runner.rendered_pass(
+            case,
+            file,
+            lambda: file.document,
+            info,
+            InProcessDriver(Banana),
+            mode="plain",
+            seed=5,
+            level="full",
+            pushes=runner.Pushes(payloads, None),
+        )
+
+
+def test_the_replay_goes_on_with_the_same_assembler_past_the_record(suite: Suite) -> None:
+    """When the judge asks for more than the pass made, the same assembler answers the rest."""
+    (case,) = suite.cases((PLAIN,))
+    _, payloads = read_recording(case.recording)
+    assert payloads is not None
+    datas, lines = [p.data for p in payloads], [p.line for p in payloads]
+    alone = InProcessDriver(reference.Assembler)
+    alone.start_case()
+    whole: list[Any] = []
+    alone.push_steps(datas, lines, whole)
+    driver = InProcessDriver(reference.Assembler)
+    driver.start_case()
+    made: list[Any] = []
+    driver.push_steps(datas[:2], lines[:2], made)
+    replay = runner._Replay(driver, datas[:2], lines[:2], made, None, None, None)
+    replay.start_case()
+    out: list[Any] = []
+    replay.push_steps(datas, lines, out)
+    assert msgspec.msgpack.encode(out) == msgspec.msgpack.encode(whole)
+    assert replay.finish(False) == alone.finish(False)
+
+
+class _DecimalContent(reference.Assembler):
+    """Finishes with the reference's own completion type, its content a Decimal."""
+
+    def finish(self, thinking_capped: bool) -> reference.Completion:
+        done = super().finish(thinking_capped)
+        return msgspec.structs.replace(done, content=Decimal("123"))  # type: ignore[arg-type]
+
+
+def test_a_completion_field_json_has_no_type_for_is_not_read_as_its_text(suite: Suite) -> None:
+    """msgspec's conversion writes a Decimal as a string: in-process and through a worker, the
+    completion is read field by field then, and refused as any value not a JSON scalar is."""
+    (case,) = suite.cases((PLAIN,))
+    (result,) = parallel.run([case], InProcessDriver(_DecimalContent), modes=["plain"], seed=5)
+    assert result.status == CRASHED
+    assert result.crash is not None and "content is a Decimal" in result.crash.message
