@@ -296,8 +296,9 @@ class ProcessDriver:
             self._settle()
         self.start()
         assert self._worker is not None
-        # After a case dropped unread, all it wrote to stderr is read first: it is no case's.
-        self._case_mark = self._worker.stderr_mark(drain=dropped)
+        # All the program wrote to stderr so far is read first: the case before's (its last
+        # reply is read, so all it wrote is in the pipe) or a dropped case's, never this one's.
+        self._case_mark = self._worker.stderr_mark(drain=True)
         self._case_end = None
         self._case_data = {}
         self._slices = {}
