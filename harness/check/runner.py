@@ -558,7 +558,7 @@ def rendered_pass(
         and (finish is not None or not then_finish)
         and golden.renders(
             info,
-            [*steps[:-1], _unsaid(steps[-1])] if steps else steps,
+            [*steps[:-1], _unsaid(steps[-1])] if steps and SAID in steps[-1] else steps,
             None if finish is None else _unsaid(finish),
             steps_finite=own,
         )
