@@ -1,7 +1,8 @@
 """The shared test support itself: the CLI helper fails a test on an exception that escaped the
 command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
 processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
-slowest tests are named (HEAVY_FIRST) as they are, to start first."""
+slowest tests are named (HEAVY_FIRST) as they are, to start first; `-n auto` is a worker more
+than the cores."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from tests.conftest import (
     heavy_rank,
     invoke,
     keep_bytecode,
+    pytest_xdist_auto_num_workers,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,3 +105,18 @@ def test_heavy_tests_rank_in_their_order_and_the_others_after_them() -> None:
     assert heavy_rank(f"{second}::test_x") == 1  # a file: every test in it
     assert heavy_rank(f"{first}_and_more") == others  # a prefix is a whole name, not a start
     assert heavy_rank("tests/test_docs.py::test_x") == others
+
+
+def test_auto_starts_one_worker_more_than_the_cores(
+    pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_AUTO_NUM_WORKERS", raising=False)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert pytest_xdist_auto_num_workers(pytestconfig) == 3
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    assert pytest_xdist_auto_num_workers(pytestconfig) == 17
+    # The hook is the one xdist asks (first result wins): ours, above xdist's own.
+    assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == 17
+    monkeypatch.setenv("PYTEST_XDIST_AUTO_NUM_WORKERS", "5")  # the user's word stands
+    assert pytest_xdist_auto_num_workers(pytestconfig) is None
+    assert pytestconfig.hook.pytest_xdist_auto_num_workers(config=pytestconfig) == 5

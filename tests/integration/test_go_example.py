@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.modes import MODES, PLAIN
+from harness.check.modes import PLAIN
 from harness.check.runner import PASSED
 from harness.suite.cases import Suite
 from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
+from tests.integration.every_mode import NOT_PLAIN, EveryMode, run_every_mode
 from tests.integration.versions import at_protocol_1, check_both_versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,10 +82,15 @@ def passes_every_case(binary: str, mode: str, report: Path, *extra: str) -> None
     assert {r["status"] for r in results} == {PASSED}, output
 
 
+@pytest.fixture(scope="module")
+def every_mode(binary: str, tmp_path_factory: pytest.TempPathFactory) -> EveryMode:
+    return run_every_mode(binary, tmp_path_factory.mktemp("go") / "report.json")
+
+
 # Plain runs in test_the_example_follows_the_protocol_schemas, which checks the replies as well.
-@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != PLAIN])
-def test_the_example_passes_every_case_by_default(binary: str, mode: str, tmp_path: Path) -> None:
-    passes_every_case(binary, mode, tmp_path / "report.json")
+@pytest.mark.parametrize("mode", NOT_PLAIN)
+def test_the_example_passes_every_case_by_default(every_mode: EveryMode, mode: str) -> None:
+    every_mode.check_passes(mode)
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:

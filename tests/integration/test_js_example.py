@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.modes import MODES, PLAIN
+from harness.check.modes import PLAIN
 from tests.conftest import conform
+from tests.integration.every_mode import NOT_PLAIN, EveryMode, run_every_mode
 from tests.integration.versions import at_protocol_1, check_both_versions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,10 +37,15 @@ def passes_every_case(mode: str, *extra: str) -> None:
     assert "FAIL" not in output
 
 
+@pytest.fixture(scope="module")
+def every_mode(tmp_path_factory: pytest.TempPathFactory) -> EveryMode:
+    return run_every_mode(node(EXAMPLE), tmp_path_factory.mktemp("js") / "report.json")
+
+
 # Plain runs in test_the_example_follows_the_protocol_schemas, which checks the replies as well.
-@pytest.mark.parametrize("mode", [mode for mode in MODES if mode != PLAIN])
-def test_the_example_passes_every_case(mode: str) -> None:
-    passes_every_case(mode)
+@pytest.mark.parametrize("mode", NOT_PLAIN)
+def test_the_example_passes_every_case(every_mode: EveryMode, mode: str) -> None:
+    every_mode.check_passes(mode)
 
 
 def test_the_example_follows_the_protocol_schemas() -> None:

@@ -1,0 +1,56 @@
+"""One `conform run` of a program in every mode but plain, shared by a module's per-mode tests.
+
+Each example's "passes every case in mode M" is one test per mode, so that a failure names its
+mode; the runs themselves are one: a mode's payloads depend on the seed, the case and the step
+alone, never on the other modes run beside it, so one run with every mode gives each mode's results
+as its own run would, with one program start and one pass over the suite instead of six.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.check.modes import MODES, PLAIN
+from harness.check.runner import PASSED
+from harness.suite.cases import Suite
+from tests.conftest import conform
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The modes the shared run covers (plain runs apart, with --validate-protocol).
+NOT_PLAIN = tuple(mode for mode in MODES if mode != PLAIN)
+
+
+@dataclass(frozen=True)
+class EveryMode:
+    """The shared run: its exit status, its text and its JSON report's results."""
+
+    code: int
+    output: str
+    results: list[dict[str, Any]]
+
+    def check_passes(self, mode: str) -> None:
+        """Every case of the suite ran in `mode` and passed (its report lines shown if not)."""
+        mine = [r for r in self.results if r["mode"] == mode]
+        failing = [r["case"] for r in mine if r["status"] != PASSED]
+        shown = [
+            line for line in self.output.splitlines()
+            if line.startswith(("FAIL ", "CRASH ", "TIMEOUT ")) and mode in line
+        ]  # fmt: skip
+        assert not failing, f"{mode}: {len(failing)} not passed: {failing[:10]}\n" + "\n".join(
+            shown[:20]
+        )
+        assert len(mine) == len(Suite(ROOT).cases()), (mode, len(mine))
+        if all(r["status"] == PASSED for r in self.results):  # the gate's word too
+            assert self.code == 0, self.output[-3000:]
+
+
+def run_every_mode(command: str, report: Path) -> EveryMode:
+    """`conform run --exec COMMAND` in every mode but plain, with its JSON report at `report`."""
+    modes = [arg for mode in NOT_PLAIN for arg in ("--mode", mode)]
+    code, output = conform("run", "--exec", command, *modes, "--json", str(report))
+    results = json.loads(report.read_text(encoding="utf-8"))["results"]
+    assert {r["mode"] for r in results} == set(NOT_PLAIN), output[-3000:]
+    return EveryMode(code, output, results)
