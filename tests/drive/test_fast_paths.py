@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import select
 import subprocess
 import sys
@@ -204,12 +205,16 @@ def test_stderr_is_drained_to_the_last_byte_before_the_mark() -> None:
 
 
 def _fresh(code: str) -> str:
-    """What `code` prints in a fresh interpreter with this checkout first on its path."""
+    """What `code` prints in a fresh interpreter with this checkout first on its path, and not
+    under coverage (`.ci/run` measures subprocesses too, and coverage imports modules of its own:
+    `selectors`, under Python 3.12)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE")}
     return subprocess.run(
         [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); {code}"],
         capture_output=True,
         text=True,
         check=True,
+        env=env,
     ).stdout.strip()
 
 
