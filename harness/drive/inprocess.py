@@ -381,14 +381,10 @@ class InProcessDriver:
         """`push_steps` of any assembler but the reference's own: `push_step` on each."""
         assembler = self._assembler
         for data, line in zip(pushes, lines, strict=True):
-            try:
-                events = assembler.push(data)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # as `push_step` takes it
-                append({"line": line, **_error_step(exc, "push", say=True)})
+            step = push_step(assembler, data, line, say=True)
+            append(step)
+            if "error" in step:
                 return
-            append(_step_of(assembler, events, line))
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)
