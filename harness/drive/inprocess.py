@@ -20,7 +20,6 @@ from typing import Any
 
 from harness.drive.base import Driver
 from harness.drive.normalize import (
-    MAX_INT_BITS,
     REFERENCE_EVENTS,
     REFERENCE_STATE,
     SAID,
@@ -29,8 +28,8 @@ from harness.drive.normalize import (
     normalize_completion,
     normalize_error,
     normalize_events,
+    plain_state,
     read_state,
-    state_of_values,
     text_of,
 )
 from harness.errors import TargetCrash, TargetError, TargetTimeout
@@ -355,24 +354,13 @@ class InProcessDriver:
                 append(_step_of(assembler, events, line))
                 continue
             values = read(assembler)  # the reference makes a new list on every push
-            if values != last:  # `state_of_values`, written out: reasoning changes it each push
-                read_id, tokens, in_reasoning, finished = last = values
-                if (
-                    (read_id is None or type(read_id) is str)
-                    and type(tokens) is int
-                    and tokens.bit_length() <= MAX_INT_BITS
-                    and type(in_reasoning) is bool
-                    and type(finished) is bool
-                ):
-                    state = {
-                        "id": read_id,
-                        "reasoning_tokens": tokens,
-                        "in_reasoning": in_reasoning,
-                        "is_finished": finished,
-                    }
-                else:
+            if values != last:  # reasoning changes it on each of its pushes
+                last = values
+                found = plain_state(values)
+                if found is None:
                     self.own_steps = False
-                    state = _checked(state_of_values, assembler, values)
+                    found = _state_of(assembler)
+                state = found
             append({"line": line, "events": events, "state": state})
 
     def _push_each(

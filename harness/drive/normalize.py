@@ -244,10 +244,10 @@ def read_state(assembler: Any) -> dict[str, Any]:
 REFERENCE_STATE: dict[type, Any] = {reference.Assembler: reference.Assembler.state}
 
 
-def state_of_values(assembler: Any, values: tuple[Any, ...]) -> dict[str, Any]:
+def plain_state(values: tuple[Any, ...]) -> dict[str, Any] | None:
     """The state object of the four values a `REFERENCE_STATE` reader gave, when each is of its
-    plain type (a string or None, a short int, two bools); else `read_state(assembler)`, which
-    reads the readers one by one and says what is wrong."""
+    plain type (a string or None, a short int, two bools); None otherwise (`read_state` then
+    reads the readers one by one and says what is wrong)."""
     read_id, tokens, in_reasoning, finished = values
     if (
         (read_id is None or type(read_id) is str)
@@ -262,7 +262,7 @@ def state_of_values(assembler: Any, values: tuple[Any, ...]) -> dict[str, Any]:
             "in_reasoning": in_reasoning,
             "is_finished": finished,
         }
-    return read_state(assembler)
+    return None
 
 
 def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:

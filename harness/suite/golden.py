@@ -60,12 +60,7 @@ def build_golden(case: Case) -> dict[str, Any]:
     """
     info = read_info(case.recording)
     capped = info.thinking_capped
-    golden: dict[str, Any] = {
-        "schema": SCHEMA,
-        "recording": case.recording_name,
-        "thinking_capped": capped,
-        "pins": list(info.pins),
-    }
+    golden = golden_stream.document_header(case, info, schema=SCHEMA)
     points = [pin for pin in info.pins if pin in choices_of.OUTCOMES]
     if not points:
         return golden | _outcome(case, capped, choices_of.REFERENCE)
@@ -226,13 +221,8 @@ class Golden:
         data = self.data
         if data is None:
             return False
-        document: dict[str, Any] = {
-            "schema": SCHEMA,
-            "recording": self.case.recording_name,
-            "thinking_capped": info.thinking_capped,
-            "pins": list(info.pins),
-            "steps": steps,
-        }
+        document = golden_stream.document_header(self.case, info, schema=SCHEMA)
+        document["steps"] = steps
         if finish is not None:
             document["finish"] = finish
         try:

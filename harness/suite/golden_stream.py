@@ -30,7 +30,7 @@ from harness.files import write_atomically
 from harness.suite.cases import Case
 from harness.suite.golden_schema import check_golden
 from harness.suite.golden_types import decode_typed
-from harness.suite.recording import iter_payloads, read_info
+from harness.suite.recording import RecordingInfo, iter_payloads, read_info
 
 #: Golden files larger than this (bytes) are streamed rather than parsed whole.
 STREAM_ABOVE = 4 * 2**20
@@ -232,20 +232,23 @@ def _read_finish(
     return begin + marker - len(b"\n  ],") + 1, finish
 
 
+def document_header(case: Case, info: RecordingInfo, *, schema: int) -> dict[str, Any]:
+    """The members a golden document of `case` opens with, its recording described by `info`:
+    the one place every writer of golden documents (and `Golden.renders`, which compares a pass's
+    rendering with the file byte for byte) takes them from."""
+    return {
+        "schema": schema,
+        "recording": case.recording_name,
+        "thinking_capped": info.thinking_capped,
+        "pins": list(info.pins),
+    }
+
+
 def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
     """The text `serialize(build_golden(case))` returns, in pieces, one step in memory at a time."""
     info = read_info(case.recording)
     capped = info.thinking_capped
-    header = json.dumps(
-        {
-            "schema": schema,
-            "recording": case.recording_name,
-            "thinking_capped": capped,
-            "pins": list(info.pins),
-        },
-        indent=2,
-        ensure_ascii=False,
-    )
+    header = json.dumps(document_header(case, info, schema=schema), indent=2, ensure_ascii=False)
     assembler = reference.Assembler()
     separator = header[:-2] + ',\n  "steps": [\n    '
     ended = False
