@@ -553,15 +553,11 @@ def rendered_pass(
     except TargetCrash as exc:
         crash = exc
     own = getattr(driver, "own_steps", False)
-    if (
-        crash is None
-        and (finish is not None or not then_finish)
-        and golden.renders(
-            info,
-            [*steps[:-1], _unsaid(steps[-1])] if steps and SAID in steps[-1] else steps,
-            None if finish is None else _unsaid(finish),
-            steps_finite=own,
-        )
+    if crash is None and golden.renders(
+        info,
+        [*steps[:-1], _unsaid(steps[-1])] if steps and SAID in steps[-1] else steps,
+        None if finish is None else _unsaid(finish),
+        steps_finite=own,
     ):
         if not own:
             document()  # a file edited by hand: GoldenError, as the usual way raises it
