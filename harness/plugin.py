@@ -128,6 +128,7 @@ class _Run:
         self.plan: Plan | None = None  # made at collection (`_conform_items`)
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
+        self._capped: dict[str, bool] = {}  # each recording's thinking_capped, read once
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -136,7 +137,9 @@ class _Run:
         from harness.suite.recording import read_info
 
         assert self.plan is not None, "collection makes the plan"
-        capped = read_info(case.recording).thinking_capped  # a broken recording named first
+        capped = self._capped.get(case.case_id)
+        if capped is None:  # a broken recording is named before its golden file
+            capped = self._capped[case.case_id] = read_info(case.recording).thinking_capped
         return made_for(case, capped, self.plan.golden(case))
 
     def make_driver(self) -> Driver:
