@@ -33,7 +33,7 @@ from harness.check.status import Status
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.safetext import ONE_LINE_CHARS, expected_got, shorten
-from harness.suite.cases import case_matches
+from harness.suite.cases import CaseGlobs, case_matches
 
 _REASON_CHARS = 200
 _GLOB_SPECIAL = re.compile(r"([*?\[\s#,])")
@@ -66,10 +66,15 @@ class XfailList:
     path: Path
     entries: tuple[XfailEntry, ...]
     #: The entries covering each case id looked up so far, in file order: `find` runs once per
-    #: result (2,436 a run of the shipped suite, each against every line of a 200-line file).
+    #: result (2,436 a run of the shipped suite), and the globs are looked up, not each tried.
     _by_case: dict[str, tuple[XfailEntry, ...]] = dataclasses.field(
         default_factory=dict, init=False, repr=False, compare=False
     )
+    _globs: CaseGlobs = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        globs = CaseGlobs([entry.case_glob for entry in self.entries])
+        object.__setattr__(self, "_globs", globs)  # frozen: set once, here
 
     @classmethod
     def load(cls, path: Path) -> XfailList:
@@ -87,9 +92,9 @@ class XfailList:
 
     def check(self, case_ids: Iterable[str], modes: Sequence[str]) -> None:
         """ConformError naming the first line that matches no case id, or no mode."""
-        ids = list(case_ids)
-        for entry in self.entries:
-            if not any(case_matches(case_id, entry.case_glob) for case_id in ids):
+        matched = {index for case_id in case_ids for index in self._globs.matching(case_id)}
+        for index, entry in enumerate(self.entries):
+            if index not in matched:
                 raise ConformError(
                     f"{self.path}:{entry.line}: '{entry.case_glob}' matches no case of the suite",
                     hint="'conform list' shows the case ids; remove or fix the line",
@@ -105,7 +110,8 @@ class XfailList:
         """The first entry that covers `case_id` in `mode`."""
         covering = self._by_case.get(case_id)
         if covering is None:
-            covering = tuple(e for e in self.entries if case_matches(case_id, e.case_glob))
+            matching = self._globs.matching(case_id)
+            covering = tuple(self.entries[index] for index in matching)
             self._by_case[case_id] = covering
         for entry in covering:
             if entry.matches_mode(mode):
