@@ -41,6 +41,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,7 +54,7 @@ from harness.check import parallel, runner  # noqa: E402
 from harness.check.compare import same_step  # noqa: E402
 from harness.check.modes import MODES, PLAIN, TRUNCATED, mutator, truncation_points  # noqa: E402
 from harness.drive.inprocess import InProcessDriver, push_step  # noqa: E402
-from harness.drive.normalize import SAID  # noqa: E402
+from harness.drive.normalize import REFERENCE_STATE, SAID  # noqa: E402
 from harness.suite import golden as golden_files  # noqa: E402
 from harness.suite.cases import Case, Suite  # noqa: E402
 from harness.suite.recording import iter_payloads, read_recording  # noqa: E402
@@ -97,6 +99,29 @@ def assemble(passes: list[tuple[list[str], bool]]) -> None:
                 assembler.finish(False)
         except error:
             pass
+
+
+def floor(cases: Sequence[Case]) -> None:
+    """The least any harness does over `cases` in plain mode, with the reference as its target:
+    read each recording and take its payloads (the reader's fast path), push each into a fresh
+    reference, read the state after each push, keep each step, call `finish`, and write the pass
+    down once (one msgspec encoding). No golden file is read and nothing is compared, so the
+    harness's real cost cannot fall below this (`floor - assembler`) on this machine."""
+    state = REFERENCE_STATE[reference.Assembler]
+    encode = msgspec.json.Encoder().encode
+    error = reference.InferError
+    for case in cases:
+        _, payloads = read_recording(case.recording)
+        assembler = reference.Assembler()
+        steps: list[dict[str, Any]] = []
+        try:
+            for payload in payloads or ():
+                steps.append({"line": payload.line, "events": assembler.push(payload.data),
+                              "state": state(assembler)})  # fmt: skip
+            steps.append({"finish": assembler.finish(False)})
+        except error:
+            pass
+        encode(steps)
 
 
 # --- timing ----------------------------------------------------------------------------------

@@ -240,14 +240,18 @@ def measure_harness(options: Options) -> Iterator[Figure]:
                 {
                     "run": lambda c=cases: bench_harness.run_all(c, PLAIN),
                     "assembler": lambda p=passes: bench_harness.assemble(p),
+                    "floor": lambda c=cases: bench_harness.floor(c),
                 },
                 repeats,
             )
             overhead = got["run"] - got["assembler"]
+            least = got["floor"] - got["assembler"]
             detail = (
                 f"{pushes} pushes; µs/payload: whole run {got['run'] / pushes * 1e6:.2f}, the "
                 f"reference alone {got['assembler'] / pushes * 1e6:.2f}, harness "
-                f"{overhead / pushes * 1e6:.2f}"
+                f"{overhead / pushes * 1e6:.2f}; the least a harness does (read, push, keep, "
+                f"encode; bench_harness.floor) {least / pushes * 1e6:.2f}, "
+                f"{least / got['assembler']:.2f}x"
             )
             yield Figure("harness", f"harness cost / reference cost, plain, {label}",
                          overhead / got["assembler"], 1.0, "x", detail)  # fmt: skip
