@@ -26,6 +26,7 @@ from harness.check.results import CaseResult
 from harness.check.xfail import XfailList
 from harness.drive.inprocess import Driver
 from harness.drive.process import allow_programs, stop_all_programs
+from harness.drive.zygote import forked_workers
 from harness.errors import ConformError
 from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
@@ -215,6 +216,19 @@ def run_target(
     """
     if expected is None and options.xfail_file is not None:
         expected = plan.expected_failures(options.xfail_file)
+    with forked_workers():  # a Python target is imported once, its workers forked (zygote.py)
+        return _run_target(options, plan, expected, stop, progress, label, cores)
+
+
+def _run_target(
+    options: RunOptions,
+    plan: Plan,
+    expected: XfailList | None,
+    stop: Interruption | None,
+    progress: Callable[[CaseResult], None] | None,
+    label: str | None,
+    cores: IdleCores | None,
+) -> RunRecord:
     stop = stop if stop is not None else Interruption(in_process=options.in_process)
     began, started = datetime.now(UTC), time.perf_counter()
     results: list[CaseResult] = []
@@ -346,10 +360,11 @@ def run_targets(
     # Every target pushes the same changed payloads: made once for all of them.
     share_mutations(SharedMutations() if len(targets) > 1 else None)
     try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with forked_workers():  # each Python target's server lives until every target ends
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
     finally:
         share_mutations(None)
     if failures:
