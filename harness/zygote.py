@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import faulthandler
 import fcntl
+import gc
 import json
 import os
 import resource
@@ -85,6 +86,9 @@ def main(args: list[str] | None = None) -> None:
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
     os.close(devnull)
+    # What the import made lives as long as the workers: out of the collector's sight, so that
+    # a worker's collections do not touch (and so copy) every page the server shares with it.
+    gc.freeze()
     with sock:
         serve_forks(sock, target, factory, load_error)
 

@@ -46,6 +46,8 @@ _SERVER_BOOTSTRAP = (
     "sys.path.remove(own); "
     "main()"
 )
+#: Set (not empty) in conform's environment: every worker imports its target itself.
+NO_FORK_SERVER = "CONFORM_NO_FORK_SERVER"
 _FORK_TIME = 10.0  # seconds a fork may take before the worker is started the usual way
 
 
@@ -292,13 +294,20 @@ def forked_workers() -> Iterator[None]:
         _SERVERS.leave()
 
 
+def enabled() -> bool:
+    """False on other systems than Linux, and when `CONFORM_NO_FORK_SERVER` is set (not empty):
+    for a target whose import opens what its workers must not share (a connection, a device),
+    each worker then imports it itself."""
+    return sys.platform == "linux" and not os.environ.get(NO_FORK_SERVER)
+
+
 def launcher(*, time_allowed: float) -> Launch:
     """How a driver of a Python target starts each worker (`ProcessDriver`'s `launch`): forked
     from the target's server while a `forked_workers()` is open, else started as usual."""
 
     def launch(command: Sequence[str], env: Mapping[str, str] | None, **kw: Any) -> Worker:
-        slot = None if env is None else _SERVERS.slot(command, env, time_allowed)
-        if slot is None or sys.platform != "linux":
+        slot = None if env is None or not enabled() else _SERVERS.slot(command, env, time_allowed)
+        if slot is None:
             return Worker(command, env, **kw)
         return _ForkedWorker(slot, command, env, **kw)
 

@@ -71,7 +71,13 @@ def _no_server() -> Iterator[None]:
 
 
 def _run(
-    tmp_path: Path, mini: Suite, *extra: str, do: str = "exit", code: str = "", server: bool = True
+    tmp_path: Path,
+    mini: Suite,
+    *extra: str,
+    do: str = "exit",
+    code: str = "",
+    server: bool = True,
+    env: dict[str, str] | None = None,
 ) -> tuple[int, str, list[dict[str, Any]], dict[str, Any]]:
     """`conform run` of TARGET over the mini suite: exit code, output, the log, the report."""
     log = tmp_path / "log.jsonl"
@@ -83,6 +89,8 @@ def _run(
         patch.setenv("ZYGOTE_LOG", str(log))
         patch.setenv("ZYGOTE_DO", do)
         patch.setenv("ZYGOTE_SEEN", "the run's environment")
+        for name, value in (env or {}).items():
+            patch.setenv(name, value)
         if not server:
             patch.setattr("harness.pipeline.run.forked_workers", _no_server)
         status, output = conform(
@@ -194,3 +202,9 @@ def test_nothing_is_left_running(tmp_path: Path, mini: Suite) -> None:
     _run(tmp_path, mini, "-j", "2", do="hang")
     assert not wait_for_children(before, within=2.0)  # neither the server nor a worker
     assert not _marked(f"{MARK}={_RUN}.".encode())  # nor what left their groups
+
+
+def test_the_server_can_be_turned_off(tmp_path: Path, mini: Suite) -> None:
+    _, output, log, report = _run(tmp_path, mini, env={"CONFORM_NO_FORK_SERVER": "1"})
+    assert _imports(log) == len(_workers(log)) >= 2, output  # each worker imported it itself
+    assert _results(report) == _results(_run(tmp_path, mini)[3])
