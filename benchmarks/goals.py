@@ -24,7 +24,9 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
   and Rust examples, the openai and litellm adapters; a target whose toolchain or client is not
   installed is left out, and said so), every mode, as `benchmarks/matrix.py` runs it. Goal: at
   most 10 s wall. Its detail says where the time goes: the CPU of conform and all its workers
-  (the wall time cannot fall below that over the cores) and each target's own wall time.
+  (the wall time cannot fall below that over the cores) and each target's own wall time, and,
+  side by side, the same matrix and litellm's `conform run -j 2` with every worker importing its
+  target itself (`CONFORM_NO_FORK_SERVER=1`, as before the fork server).
 
 The project's own pytest is not measured here. Every figure is the median of interleaved repeats
 (the garbage collector off while an in-process contender runs), so both sides of a ratio see the
@@ -416,7 +418,11 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
         command = ["matrix", *(a for _, args in targets for a in args), "--timeout", "60"]
         command += ["--json", str(Path(scratch) / "matrix.json")]
         env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+        # Side by side: each Python target's workers importing it themselves, as before the
+        # fork server (docs/layout.md#how-python-workers-start).
+        unforked = {**env, "CONFORM_NO_FORK_SERVER": "1"}
         times, codes, cpus, own = [], [], [], []
+        plain_times, plain_cpus = [], []
         for _ in range(options.pick(3, 1)):
             seconds, code, output = _wall([*wrapped, *command], env=env)
             harness, workers = _split_cpu(output)
@@ -425,6 +431,18 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
             own.append(harness)
             times.append(seconds)
             codes.append(code)
+            seconds, _, output = _wall([*wrapped, *command], env=unforked)
+            plain_times.append(seconds)
+            plain_cpus.append(sum(_split_cpu(output)))
+        # The target with the heaviest import, with two workers (`conform run -j 2`), both ways.
+        jobs: dict[str, list[tuple[float, float]]] = {"forked": [], "unforked": []}
+        litellm = dict(targets).get("litellm")
+        for _ in range(options.pick(3, 1) if litellm else 0):
+            assert litellm is not None
+            for name, environ in (("forked", env), ("unforked", unforked)):
+                run = [*wrapped, *_alone("litellm", litellm), "-j", "2", "--timeout", "60"]
+                seconds, _, output = _wall(run, env=environ)
+                jobs[name].append((seconds, sum(_split_cpu(output))))
         # Where the CPU goes: each target run alone (`conform run`, once), the harness's own CPU
         # (it decodes and compares every reply) and its worker's.
         alone = []
@@ -447,6 +465,20 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
     detail += f" (one interpreter: at best that wall); each target's wall: {', '.join(per_target)}"
     detail += "\n      each target alone (conform run, CPU s): harness + worker = "
     detail += ", ".join(f"{label} {h:.1f} + {w:.1f}" for label, h, w in alone)
+    plain_cpu, plain_wall = statistics.median(plain_cpus), statistics.median(plain_times)
+    detail += (
+        f"\n      without the fork server (side by side): wall {plain_wall:.1f} s, CPU"
+        f" {plain_cpu:.1f} s; with it: {statistics.median(times) / plain_wall:.2f}x the wall,"
+        f" {cpu / plain_cpu:.2f}x the CPU"
+    )
+    if jobs["forked"]:
+        (fw, fc), (uw, uc) = (
+            tuple(statistics.median(v[i] for v in jobs[k]) for i in (0, 1)) for k in jobs
+        )
+        detail += (
+            f"\n      litellm alone, -j 2: wall {fw:.1f} s, CPU {fc:.1f} s with the fork server;"
+            f" {uw:.1f} s, {uc:.1f} s without ({fw / uw:.2f}x the wall, {fc / uc:.2f}x the CPU)"
+        )
     if missing:
         detail += f"; left out: {', '.join(missing)}"
     yield Figure("matrix", f"conform matrix over the shipped targets ({count} of 7): wall",

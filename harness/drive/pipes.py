@@ -36,7 +36,7 @@ import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
-from typing import Any
+from typing import IO, Any, Protocol
 
 # (SHARED_FROM and keep_freed_memory named here too, as before they moved: their old importers.)
 from harness.drive.shared import SHARED_FROM as SHARED_FROM
@@ -387,6 +387,19 @@ def _widen_pipe(fd: int) -> None:
             fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
+class Process(Protocol):
+    """What a `Worker` needs of its program's process: a `subprocess.Popen`, or one adopted."""
+
+    pid: int
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
 class Worker:
     """One running copy of the program: its pipes, its stderr tail and its next `seq`."""
 
@@ -400,23 +413,8 @@ class Worker:
     ) -> None:
         _become_subreaper()
         self.family = family
-        try:
-            self.proc = subprocess.Popen(
-                list(command),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                bufsize=0,
-                env={**(os.environ if env is None else env), MARK: family},
-                # Its own process group, so a timeout kills whatever it started too.
-                start_new_session=True,
-                pass_fds=tuple(pass_fds),  # (the replies' file of protocol 4)
-            )
-        except OSError as exc:
-            raise TargetError(
-                f"cannot start '{command[0]}': {exc.strerror or exc}",
-                hint="check the command given to --exec",
-            ) from None
+        environ = {**(os.environ if env is None else env), MARK: family}
+        self.proc: Process = self._spawn(list(command), environ, tuple(pass_fds))
         self._group = self.proc.pid  # the session's leader: its pid is the group's id
         try:
             _GROUPS.add(self._group)
@@ -461,6 +459,27 @@ class Worker:
         self._out_open = True
         self._err_open = True
         self.seq = 0
+
+    def _spawn(self, command: list[str], env: dict[str, str], pass_fds: tuple[int, ...]) -> Process:
+        """The program started, in a session of its own, its stdio on pipes (overridden by a
+        worker forked from a server instead: `harness.drive.zygote`)."""
+        try:
+            return subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                bufsize=0,
+                env=env,
+                # Its own process group, so a timeout kills whatever it started too.
+                start_new_session=True,
+                pass_fds=pass_fds,  # (the replies' file of protocol 4)
+            )
+        except OSError as exc:
+            raise TargetError(
+                f"cannot start '{command[0]}': {exc.strerror or exc}",
+                hint="check the command given to --exec",
+            ) from None
 
     # -- stderr -------------------------------------------------------------------------------
 

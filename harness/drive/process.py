@@ -17,7 +17,7 @@ import json
 import shlex
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +74,10 @@ __all__ = [
     "shortened_stderr",
     "stop_all_programs",
 ]
+
+#: How a driver starts each copy of its program: `Worker` itself, or a launcher that forks it
+#: from a server that imported the target once (`harness.drive.zygote`).
+Launch = Callable[..., Worker]
 
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 #: In a reply's raw line: a key of a protocol-4 piece (a text in the replies' file). Inside a JSON
@@ -164,6 +168,7 @@ class ProcessDriver:
         env: Mapping[str, str] | None = None,
         label: str | None = None,
         own_errors: bool = False,
+        launch: Launch | None = None,
     ) -> None:
         if not command:
             raise TargetError("the command is empty", hint="give --exec 'COMMAND ARGS'")
@@ -173,6 +178,7 @@ class ProcessDriver:
         self._validator = Validator() if validate else None
         self._env = env
         self._own_errors = own_errors
+        self._launch: Launch = Worker if launch is None else launch  # how each copy starts
         self._worker: Worker | None = None
         self._family = new_family()  # marks this driver's programs and all they start
         self._case_mark = 0
@@ -237,7 +243,7 @@ class ProcessDriver:
                 if fd is not None
             )
             try:
-                self._worker = Worker(
+                self._worker = self._launch(
                     self._command, self._env, family=self._family, pass_fds=passed
                 )
             except BaseException:

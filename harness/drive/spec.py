@@ -17,7 +17,8 @@ from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
 from harness.drive.inprocess import InProcessDriver, load_target
-from harness.drive.process import ProcessDriver
+from harness.drive.process import _HELLO_TIME, ProcessDriver
+from harness.drive.zygote import launcher
 from harness.errors import ConformError
 
 
@@ -130,6 +131,14 @@ def python_target_driver(
     command = [sys.executable, "-c", _BOOTSTRAP, spec]
     if max_memory is not None:
         command += ["--max-memory", str(max_memory)]
+    # Inside a run, forked from a server that imported the target once (drive/zygote.py).
+    launch = launcher(time_allowed=max(timeout, _HELLO_TIME))
     return ProcessDriver(
-        command, timeout=timeout, validate=validate, env=env, label=spec, own_errors=True
+        command,
+        timeout=timeout,
+        validate=validate,
+        env=env,
+        label=spec,
+        own_errors=True,
+        launch=launch,
     )

@@ -26,6 +26,7 @@ from harness.check.results import CaseResult
 from harness.check.xfail import XfailList
 from harness.drive.inprocess import Driver
 from harness.drive.process import allow_programs, stop_all_programs
+from harness.drive.zygote import forked_workers
 from harness.errors import ConformError
 from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
@@ -89,13 +90,18 @@ class Drivers:
 
 class IdleCores:
     """The cores of a matrix run, shared by its targets: a target adds a worker beyond its `-j`
-    only while fewer workers run than there are cores (the last long targets then use the cores
-    the short ones left). Results do not depend on the number of workers (`run_parallel`)."""
+    while fewer workers run than there are cores (the last long targets then use the cores the
+    short ones left), the target with the most time left first; and a **straggler**, a target
+    whose time left is more than all the others' together (it would end the run alone on one
+    worker), adds one at once, when that time pays back a worker's start. Results do not depend
+    on the number of workers (`run_parallel`)."""
 
     def __init__(self, cores: int) -> None:
         self.cores = cores
         self._busy = 0
         self._changed = threading.Condition()
+        self._targets: list[_IdleCoreDrivers] = []  # the targets running
+        self._waiting: list[_IdleCoreDrivers] = []  # those with a worker waiting for a core
 
     def add(self, workers: int) -> None:
         """`workers` more (or fewer) workers running."""
@@ -107,15 +113,57 @@ class IdleCores:
         with self._changed:
             self._changed.notify_all()
 
-    def take(self, unneeded: Callable[[], bool]) -> bool:
-        """Waits for an idle core (True: it now counts as busy) or until `unneeded()` (False)."""
+    def join(self, target: _IdleCoreDrivers) -> None:
         with self._changed:
-            while not unneeded():
-                if self._busy < self.cores:
-                    self._busy += 1
-                    return True
-                self._changed.wait(0.5)  # `unneeded` also follows an interruption
+            self._targets.append(target)
+
+    def leave(self, target: _IdleCoreDrivers) -> None:
+        with self._changed:
+            self._targets.remove(target)
+            self._changed.notify_all()
+
+    def take(self, unneeded: Callable[[], bool], target: _IdleCoreDrivers | None = None) -> bool:
+        """Waits for an idle core (True: it now counts as busy) or until `unneeded()` (False);
+        `target`'s worker first when its target has the most time left, or at once when it is
+        the straggler."""
+        with self._changed:
+            if target is not None:
+                self._waiting.append(target)
+            try:
+                while not unneeded():
+                    if self._busy < self.cores and self._first(target):
+                        self._busy += 1
+                        return True
+                    if target is not None and self._straggler(target):
+                        self._busy += 1
+                        return True
+                    self._changed.wait(0.25)  # `unneeded` also follows an interruption
+                return False
+            finally:
+                if target is not None:
+                    self._waiting.remove(target)
+
+    def _first(self, target: _IdleCoreDrivers | None) -> bool:
+        if target is None:
+            return True
+        left = target.time_left() or 0.0
+        return all((other.time_left() or 0.0) <= left for other in self._waiting)
+
+    def _straggler(self, target: _IdleCoreDrivers) -> bool:
+        left = target.time_left()
+        if left is None or left < _PAYBACK + 2 * target.start_seconds:
             return False
+        others = 0.0
+        for other in self._targets:
+            their = other.time_left() if other is not target else 0.0
+            if their is None:  # a target whose pace is not known yet may take longer still
+                return False
+            others += their
+        return left > others
+
+
+#: Seconds a target must have left, beyond twice its last worker's start, to add a worker at once.
+_PAYBACK = 2.0
 
 
 class _Unneeded:
@@ -150,6 +198,20 @@ class _IdleCoreDrivers:
         self._made = 0
         self.extra = 0  # workers beyond -j
         self.jobs = max(options.jobs, cores.cores)  # its -j workers count from the start
+        self._first_taken: float | None = None  # when its first case was taken
+        self.start_seconds = 0.0  # how long its last worker took to start
+        cores.join(self)
+
+    def time_left(self) -> float | None:
+        """The seconds its cases not yet taken will take, at the pace its cases were taken since
+        the first (its workers' start left out); None before that pace is known, 0 once all are
+        taken. An estimate only `IdleCores` reads."""
+        taken, cases, first = self._taken, self._cases, self._first_taken
+        if taken >= cases:
+            return 0.0
+        if first is None or taken < 3:
+            return None
+        return (time.monotonic() - first) / (taken - 1) * (cases - taken)
 
     def taken(self, golden: Callable[[Case], Golden]) -> Callable[[Case], Golden]:
         """`golden`, counting the cases taken."""
@@ -157,6 +219,8 @@ class _IdleCoreDrivers:
         def read(case: Case) -> Golden:
             with self._lock:
                 self._taken += 1
+                if self._first_taken is None:
+                    self._first_taken = time.monotonic()
             self._cores.wake()
             return golden(case)
 
@@ -171,11 +235,13 @@ class _IdleCoreDrivers:
             beyond = self._made >= self._options.jobs
             self._made += 1
         if beyond:
-            if not self._cores.take(self._unneeded):
+            if not self._cores.take(self._unneeded, self):
                 return _Unneeded()
             with self._lock:
                 self.extra += 1
+        began = time.monotonic()
         driver = self._options.start_driver()
+        self.start_seconds = time.monotonic() - began
         with self._lock:
             self._live += 1
         close = driver.close
@@ -193,6 +259,7 @@ class _IdleCoreDrivers:
 
     def done(self) -> None:
         """The target's run is over: its workers no longer count."""
+        self._cores.leave(self)
         self._cores.add(-(self._options.jobs + self.extra))
 
 
@@ -215,6 +282,19 @@ def run_target(
     """
     if expected is None and options.xfail_file is not None:
         expected = plan.expected_failures(options.xfail_file)
+    with forked_workers():  # a Python target is imported once, its workers forked (zygote.py)
+        return _run_target(options, plan, expected, stop, progress, label, cores)
+
+
+def _run_target(
+    options: RunOptions,
+    plan: Plan,
+    expected: XfailList | None,
+    stop: Interruption | None,
+    progress: Callable[[CaseResult], None] | None,
+    label: str | None,
+    cores: IdleCores | None,
+) -> RunRecord:
     stop = stop if stop is not None else Interruption(in_process=options.in_process)
     began, started = datetime.now(UTC), time.perf_counter()
     results: list[CaseResult] = []
@@ -346,10 +426,11 @@ def run_targets(
     # Every target pushes the same changed payloads: made once for all of them.
     share_mutations(SharedMutations() if len(targets) > 1 else None)
     try:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        with forked_workers():  # each Python target's server lives until every target ends
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
     finally:
         share_mutations(None)
     if failures:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -361,3 +363,56 @@ def test_the_targets_share_the_changed_payloads_made_once(monkeypatch: pytest.Mo
             found = tight.mutator(mode, seed=7, case_id="c")
             assert found is not None and found(3, data) == text
     assert len(made) == 2 * len(alone) - 1
+
+
+class _Pace:
+    """A matrix target as `IdleCores` sees it: its time left (None: not known yet)."""
+
+    def __init__(self, left: float | None) -> None:
+        self.left, self.start_seconds = left, 0.5
+
+    def time_left(self) -> float | None:
+        return self.left
+
+
+def test_a_straggler_adds_a_worker_at_once_and_an_idle_core_goes_to_the_longest() -> None:
+    from harness.pipeline.run import IdleCores
+
+    cores = IdleCores(2)
+    cores.add(2)  # no core idle
+    long, short, unknown = _Pace(30.0), _Pace(5.0), _Pace(None)
+    for target in (long, short, unknown):
+        cores.join(target)  # type: ignore[arg-type]
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    # A target whose pace is not known yet may take longer: no straggler yet.
+    assert cores.take(stop.is_set, long) is False  # type: ignore[arg-type]
+    unknown.left = 1.0
+    # More time left than all the others together: it adds a worker, no core idle.
+    later = threading.Event()
+    threading.Timer(2.0, later.set).start()
+    assert cores.take(later.is_set, long) is True  # type: ignore[arg-type]
+    # Two waiting, neither a straggler (40 s left elsewhere), and then one core idle: it goes to
+    # the one with more time left; the other waits on.
+    unknown.left, long.left = 40.0, 10.0
+    won: list[float | None] = []
+    done = threading.Event()
+
+    def wait(target: _Pace) -> None:
+        if cores.take(done.is_set, target):  # type: ignore[arg-type]
+            won.append(target.left)
+
+    threads = [threading.Thread(target=wait, args=(t,)) for t in (short, long)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.3)
+    assert won == []
+    cores.add(-2)  # one core idle (3 busy before)
+    deadline = time.monotonic() + 5
+    while not won and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)
+    done.set()
+    for thread in threads:
+        thread.join()
+    assert won == [10.0]

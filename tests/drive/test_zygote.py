@@ -1,0 +1,210 @@
+"""Python workers forked from a fork server (`harness.drive.zygote`, `harness.zygote`): the target
+is imported once per run, whatever restarts it; every worker is isolated as a started one is;
+a target that cannot start fails as it does without the server; nothing is left running.
+
+Each test runs `conform run` in this process (a run opens `forked_workers()`), against a target
+that logs each import and each assembler it makes, and compares with the same run without the
+server (`forked_workers` replaced by a scope that opens none) where the difference is the point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.drive.pipes import _RUN, MARK, _marked
+from harness.suite.cases import Suite
+from tests.conftest import SUBREAPER, conform, live_children, wait_for_children
+
+pytestmark = pytest.mark.skipif(
+    not (SUBREAPER and sys.platform == "linux"), reason="the fork server is for Linux only"
+)
+
+#: A target logging each import and each assembler (with where and how its worker runs), that
+#: misbehaves at the third push of a case (only the mini suite's middle case has one): as
+#: ZYGOTE_DO says, it exits (a crash) or hangs (a timeout).
+TARGET = """
+import json, os, pathlib, sys, time
+from reference import Assembler as _Reference
+
+_LOG = pathlib.Path(os.environ["ZYGOTE_LOG"])
+
+
+def _log(**entry):
+    with _LOG.open("a") as file:
+        file.write(json.dumps(entry) + "\\n")
+
+
+_log(imported=os.getpid())
+{extra}
+
+class Target(_Reference):
+    def __init__(self):
+        super().__init__()
+        self._pushes = 0
+        stdin = os.readlink("/proc/self/fd/0")
+        _log(pid=os.getpid(), ppid=os.getppid(), session=os.getsid(0), group=os.getpgid(0),
+             cwd=os.getcwd(), seen=os.environ.get("ZYGOTE_SEEN"), argv=sys.argv, stdin=stdin,
+             stdout_is_stderr=os.path.samestat(os.fstat(1), os.fstat(2)))
+
+    def push(self, data):
+        self._pushes += 1
+        if self._pushes == 3:
+            print("misbehaving now", file=sys.stderr, flush=True)
+            if os.environ["ZYGOTE_DO"] == "exit":
+                os._exit(7)
+            time.sleep(60)
+        return super().push(data)
+"""
+
+
+@contextlib.contextmanager
+def _no_server() -> Iterator[None]:
+    yield
+
+
+def _run(
+    tmp_path: Path,
+    mini: Suite,
+    *extra: str,
+    do: str = "exit",
+    code: str = "",
+    server: bool = True,
+    env: dict[str, str] | None = None,
+) -> tuple[int, str, list[dict[str, Any]], dict[str, Any]]:
+    """`conform run` of TARGET over the mini suite: exit code, output, the log, the report."""
+    log = tmp_path / "log.jsonl"
+    log.unlink(missing_ok=True)
+    target = tmp_path / "zygote_target.py"
+    target.write_text(TARGET.replace("{extra}", code))
+    report = tmp_path / "report.json"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ZYGOTE_LOG", str(log))
+        patch.setenv("ZYGOTE_DO", do)
+        patch.setenv("ZYGOTE_SEEN", "the run's environment")
+        for name, value in (env or {}).items():
+            patch.setenv(name, value)
+        if not server:
+            patch.setattr("harness.pipeline.run.forked_workers", _no_server)
+        status, output = conform(
+            "run", f"{target}:Target", "--suite", str(mini.root), "--mode", "plain",
+            "--mode", "key-order", "--timeout", "2", "--json", str(report), *extra,
+        )  # fmt: skip
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    shown = json.loads(report.read_text()) if report.exists() else {}
+    return status, output, lines, shown
+
+
+def _imports(log: list[dict[str, Any]]) -> int:
+    return sum("imported" in entry for entry in log)
+
+
+def _workers(log: list[dict[str, Any]]) -> set[int]:
+    return {entry["pid"] for entry in log if "pid" in entry}
+
+
+def _results(report: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return [
+        (r["case"], r["mode"], r["status"], r.get("message"), r.get("step"))
+        for r in report["results"]
+    ]
+
+
+@pytest.mark.parametrize("do", ["exit", "hang"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_restarts_and_jobs_fork_from_one_import(
+    tmp_path: Path, mini: Suite, do: str, jobs: str
+) -> None:
+    status, output, log, report = _run(tmp_path, mini, "-j", jobs, do=do)
+    assert status == 1, output
+    # Two modes of the middle case misbehave: each needs a new worker (after a crash, or the
+    # kill on a timeout), and -j 2 starts two from the start: all forked from the one import.
+    assert len(_workers(log)) >= 3
+    assert _imports(log) == 1, log
+    statuses = sorted(r["status"] for r in report["results"])
+    assert statuses == sorted(["crashed" if do == "exit" else "timed-out"] * 2 + ["passed"] * 4)
+    assert "misbehaving now" in output  # the forked worker's own stderr, in the failure
+
+    plain = _run(tmp_path, mini, "-j", jobs, do=do, server=False)
+    assert _imports(plain[2]) >= len(_workers(plain[2])) >= 3  # a new import for each worker
+    assert _results(plain[3]) == _results(report)  # the same results, word for word
+    assert plain[0] == status
+
+
+def test_a_forked_worker_runs_as_a_started_one_would(
+    tmp_path: Path, mini: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    _, _, forked, _ = _run(tmp_path, mini)
+    _, _, started, _ = _run(tmp_path, mini, server=False)
+
+    def seen(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        assert log
+        for entry in log:
+            if "pid" in entry:  # a session and process group of its own, this run's child
+                assert entry.pop("session") == entry.pop("group") == entry.pop("pid")
+                assert entry.pop("ppid") == os.getpid()
+        return [entry for entry in log if "imported" not in entry]
+
+    assert seen(forked)[0] == {
+        "cwd": str(folder),
+        "seen": "the run's environment",
+        "argv": ["-c", f"{tmp_path / 'zygote_target.py'}:Target"],
+        "stdin": os.devnull,
+        "stdout_is_stderr": True,
+    }
+    assert seen(forked) == seen(started)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "raise ImportError('no such thing as zygote_dependency')",
+        "sys.exit(4)",
+        "os._exit(5)",
+        "time.sleep(30)",
+    ],
+    ids=["raises", "exits", "dies", "hangs"],
+)
+def test_a_target_that_cannot_start_fails_as_without_the_server(
+    tmp_path: Path, mini: Suite, code: str
+) -> None:
+    forked = _run(tmp_path, mini, code=code)
+    started = _run(tmp_path, mini, code=code, server=False)
+    assert forked[0] == started[0] == 2
+    assert forked[1] == started[1]  # the same error, word for word
+    assert forked[1].startswith("Error: "), forked[1]
+
+
+def test_a_target_running_threads_after_its_import_is_not_forked(
+    tmp_path: Path, mini: Suite
+) -> None:
+    code = "import threading; threading.Thread(target=time.sleep, args=(30,), daemon=True).start()"
+    status, output, log, report = _run(tmp_path, mini, code=code)
+    assert status == 1, output
+    # The server refused (forking a process with threads is unsafe): every worker imported
+    # the target itself, after the server's own import.
+    assert _imports(log) == len(_workers(log)) + 1
+    assert _results(report) == _results(_run(tmp_path, mini, code=code, server=False)[3])
+
+
+def test_nothing_is_left_running(tmp_path: Path, mini: Suite) -> None:
+    before = live_children()
+    _run(tmp_path, mini, "-j", "2", do="hang")
+    assert not wait_for_children(before, within=2.0)  # neither the server nor a worker
+    assert not _marked(f"{MARK}={_RUN}.".encode())  # nor what left their groups
+
+
+def test_the_server_can_be_turned_off(tmp_path: Path, mini: Suite) -> None:
+    _, output, log, report = _run(tmp_path, mini, env={"CONFORM_NO_FORK_SERVER": "1"})
+    assert _imports(log) == len(_workers(log)) >= 2, output  # each worker imported it itself
+    assert _results(report) == _results(_run(tmp_path, mini)[3])
