@@ -13,6 +13,7 @@ import time
 import traceback
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -199,13 +200,20 @@ def arrange(nodeids: Sequence[str], workers: int) -> list[int]:
     return order
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no")."""
+    node.workerinput["conform_dist"] = node.config.getvalue("dist")
+
+
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect, which change the shares
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """In an xdist worker the slowest tests come first, spread over the workers (`arrange`).
     Live tests (a real llama-server) run only when asked for: `pytest -m live`."""
     workerinput = getattr(config, "workerinput", None)
     if workerinput is not None:
-        workers = int(workerinput["workercount"]) if config.option.dist == "worksteal" else 1
+        worksteal = workerinput.get("conform_dist") == "worksteal"
+        workers = int(workerinput["workercount"]) if worksteal else 1
         items[:] = [items[index] for index in arrange([item.nodeid for item in items], workers)]
     if "live" in (config.getoption("markexpr") or "") or os.environ.get("CONFORM_LIVE") == "1":
         return

@@ -20,6 +20,8 @@ from tests.conftest import (
     heavy_rank,
     invoke,
     keep_bytecode,
+    pytest_collection_modifyitems,
+    pytest_configure_node,
     pytest_xdist_auto_num_workers,
     worksteal_shares,
 )
@@ -213,3 +215,39 @@ def test_a_pytester_run_leaves_the_other_plugins_out(pytester: pytest.Pytester) 
         """
     )
     assert pytester.runpytest("-p", "no:cacheprovider").ret == 0
+
+
+class _Config:
+    """What the collection hook reads of a worker's config."""
+
+    def __init__(self, dist: str) -> None:
+        self.workerinput = {"workercount": 3, "conform_dist": dist}
+        self.option = type("Option", (), {"dist": "no"})()  # what xdist sets in a worker
+
+    def getoption(self, name: str) -> str:
+        return ""
+
+    def getvalue(self, name: str) -> str:
+        return str(self.workerinput["conform_dist"])
+
+
+class _Item:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+        self.keywords: dict[str, object] = {}
+
+
+def test_the_controller_tells_each_worker_the_dist_mode() -> None:
+    """A worker's own `--dist` is "no" (xdist sets it so): the controller passes its mode on."""
+    node = type("Node", (), {"config": _Config("worksteal"), "workerinput": {}})()
+    pytest_configure_node(node)
+    assert node.workerinput == {"conform_dist": "worksteal"}
+
+
+@pytest.mark.parametrize(("dist", "workers"), [("worksteal", 3), ("load", 1)])
+def test_a_worker_arranges_its_collection_for_the_dist_mode(dist: str, workers: int) -> None:
+    items = [_Item(nodeid) for nodeid in COLLECTION]
+    pytest_collection_modifyitems(_Config(dist), items)  # type: ignore[arg-type]
+    assert [item.nodeid for item in items] == [
+        COLLECTION[index] for index in arrange(COLLECTION, workers)
+    ]
