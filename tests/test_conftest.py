@@ -133,15 +133,15 @@ class _Node:
 
 def worksteal_first_shares(collection: list[str], workers: int) -> list[list[str]]:
     """The tests pytest-xdist's own worksteal scheduler first sends each of `workers` workers."""
-    from xdist.scheduler import WorkStealingScheduling
+    from xdist.scheduler import WorkStealingScheduling  # type: ignore[import-untyped]
 
     config = pytest.Config.fromdictargs({"tx": [f"{workers}*popen"]}, [])
     scheduling = WorkStealingScheduling(config)
     assert scheduling.numnodes == workers
     nodes = [_Node(f"gw{n}") for n in range(workers)]
     for node in nodes:
-        scheduling.add_node(node)  # type: ignore[arg-type]
-        scheduling.add_node_collection(node, collection)  # type: ignore[arg-type]
+        scheduling.add_node(node)
+        scheduling.add_node_collection(node, collection)
     scheduling.schedule()
     return [[collection[index] for index in node.sent] for node in nodes]
 
