@@ -11,8 +11,9 @@ import shutil
 import sys
 import time
 import traceback
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -71,36 +72,78 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return (cores or 1) + 1
 
 
-#: The slowest tests (or files), slowest first: an xdist worker starts them before the rest, so that
-#: no long test starts last and keeps one worker busy while the other idles (worksteal lets the idle
-#: worker take the short tests from the end of the busy one's queue). From `pytest --durations`;
-#: tests/test_conftest.py checks that each entry names an existing test.
-HEAVY_FIRST = (
-    "tests/integration/test_clients.py::test_the_adapter_fails_exactly_its_baseline",
-    "tests/check/test_fairness.py::test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned",
-    "tests/integration/test_differential.py",
-    "tests/reports/test_hostile_reports.py::test_a_hostile_target_goes_through_every_report_with_exit_1_then_0",
-    "tests/check/test_xfail.py::test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
-    "tests/reports/test_matrix_page.py",
-    "tests/integration/test_go_example.py::test_strict_fails_it_only_where_it_takes_another_allowed_outcome",
-    "tests/integration/test_rust_example.py::test_strict_fails_it_only_where_it_takes_another_allowed_outcome",
-    "tests/integration/test_examples_python.py",
-    "tests/integration/test_miniatures.py::test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields",
-    "tests/integration/test_miniatures.py::test_the_real_client_helpers_alone_pass",
-    "tests/integration/test_miniatures.py::test_the_reference_passes_every_case_in_every_mode",
-    "tests/check/test_modes.py::test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
-    "tests/check/test_modes.py::test_results_are_deterministic_from_the_seed",
-    "tests/check/test_modes.py::test_the_reference_passes_every_case_in_every_mode",
-    "tests/reports/test_problems.py::test_one_bug_is_one_problem_however_many_runs_it_fails",
-    "tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts",
-    "tests/check/test_parallel.py::test_two_jobs_give_the_same_json_report_as_one",
-    "tests/cli/test_fuzz.py::test_the_reference_is_never_flagged",
-    "tests/integration/test_clients_action.py",
-    "tests/integration/test_mutate_harness.py",
-    "tests/integration/test_go_example.py",
-    "tests/integration/test_rust_example.py",
-    "tests/integration/test_js_example.py",
+#: The slowest tests (or files), each with about the seconds it takes on a loaded 2-core machine
+#: (`pytest --durations`): an xdist worker starts them before the rest, spread over the workers
+#: (`arrange`), so that no long test starts last, or waits behind another, while the other workers
+#: idle. Each entry is one unit, kept on one worker: a file whose tests share a module fixture (an
+#: example built once) is one entry; tests that share nothing (the client adapters) are one entry
+#: each. tests/test_conftest.py checks that each entry names an existing test.
+_CLIENTS = "tests/integration/test_clients.py::test_the_adapter_fails_exactly_its_baseline"
+_CAREFUL = (
+    "tests/check/test_fairness.py::"
+    "test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned"
 )
+HEAVY: tuple[tuple[str, float], ...] = (
+    (f"{_CLIENTS}[vercel-ai]", 101),
+    (f"{_CLIENTS}[litellm]", 96),
+    (f"{_CLIENTS}[pydantic-ai]", 73),
+    (f"{_CLIENTS}[langchain]", 69),
+    (
+        "tests/reports/test_hostile_reports.py::"
+        "test_a_hostile_target_goes_through_every_report_with_exit_1_then_0",
+        61,
+    ),
+    (f"{_CLIENTS}[openai-node]", 47),
+    ("tests/integration/test_js_example.py", 43),
+    ("tests/reports/test_problems.py::test_one_bug_is_one_problem_however_many_runs_it_fails", 37),
+    ("tests/integration/test_clients_action.py", 30),
+    ("tests/integration/test_differential.py", 29),
+    ("tests/integration/test_go_example.py", 27),
+    (f"{_CLIENTS}[openai-python]", 26),
+    ("tests/integration/test_rust_example.py", 26),
+    ("tests/integration/test_mutate_harness.py", 26),
+    (f"{_CAREFUL}[I6]", 23),
+    (f"{_CAREFUL}[I5]", 23),
+    ("tests/integration/test_examples_python.py", 23),
+    (
+        "tests/check/test_rendered.py::"
+        "test_every_verdict_is_run_cases_for_deliberately_wrong_targets",
+        17,
+    ),
+    ("tests/check/test_modes.py::test_results_are_deterministic_from_the_seed", 17),
+    ("tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts", 17),
+    ("tests/check/test_mutation_oracle.py::test_drawn_texts_are_changed_as_before", 13),
+    (
+        "tests/check/test_mutation_oracle.py::"
+        "test_every_payload_of_the_shipped_suite_is_changed_as_before",
+        12,
+    ),
+    ("tests/cli/test_fuzz.py::test_the_reference_is_never_flagged", 11),
+    (
+        "tests/integration/test_miniatures.py::test_the_reference_passes_every_case_in_every_mode",
+        10,
+    ),
+    (
+        "tests/check/test_modes.py::"
+        "test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
+        9,
+    ),
+    (
+        "tests/check/test_xfail.py::"
+        "test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
+        9,
+    ),
+    ("tests/check/test_modes.py::test_the_reference_passes_every_case_in_every_mode", 7),
+    (
+        "tests/integration/test_miniatures.py::"
+        "test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields",
+        7,
+    ),
+    ("tests/check/test_parallel.py::test_two_jobs_give_the_same_json_report_as_one", 7),
+    ("tests/reports/test_matrix_page.py", 6),
+    ("tests/integration/test_miniatures.py::test_the_real_client_helpers_alone_pass", 4),
+)
+HEAVY_FIRST = tuple(prefix for prefix, _ in HEAVY)
 
 
 def heavy_rank(nodeid: str) -> int:
@@ -111,11 +154,67 @@ def heavy_rank(nodeid: str) -> int:
     return len(HEAVY_FIRST)
 
 
+def worksteal_shares(total: int, workers: int) -> list[int]:
+    """How many tests, in collection order, each worker is first sent by `--dist worksteal`
+    (pytest-xdist 3's WorkStealingScheduling: the pending tests split evenly, in order; the others
+    are then stolen from the end of a busy worker's queue, never from its start)."""
+    shares = []
+    left = total
+    for worker in range(workers):
+        share = left // (workers - worker)
+        shares.append(share)
+        left -= share
+    return shares
+
+
+def arrange(nodeids: Sequence[str], workers: int) -> list[int]:
+    """The order to collect the tests in (indices into `nodeids`) for `workers` xdist workers.
+
+    Worksteal sends each worker one slice of the collection, and only that worker runs the start
+    of its slice: with every heavy test at the start of the collection one worker would run them
+    all, one after the other, while the others ran out of work. Instead the heavy units go to the
+    workers longest first, each to the one with the least heavy seconds so far, at the start of its
+    slice; the other tests keep their order and fill the slices.
+    """
+    units: dict[int, list[int]] = {}
+    light: list[int] = []
+    for index, nodeid in enumerate(nodeids):
+        rank = heavy_rank(nodeid)
+        (light if rank == len(HEAVY) else units.setdefault(rank, [])).append(index)
+    ranks = sorted(units, key=lambda rank: (-HEAVY[rank][1], rank))
+    heads: list[list[int]] = [[] for _ in range(max(workers, 1))]
+    seconds = [0.0] * len(heads)
+    for rank in ranks:
+        worker = min(range(len(heads)), key=lambda w: (seconds[w], w))
+        heads[worker].extend(units[rank])
+        seconds[worker] += HEAVY[rank][1]
+    shares = worksteal_shares(len(nodeids), len(heads))
+    if any(len(head) > share for head, share in zip(heads, shares, strict=True)):
+        # a selection too small to share: the heavy ones first, as one worker would run them
+        return [index for rank in ranks for index in units[rank]] + light
+    order: list[int] = []
+    rest = iter(light)
+    for head, share in zip(heads, shares, strict=True):
+        order.extend(head)
+        order.extend(next(rest) for _ in range(share - len(head)))
+    return order
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no")."""
+    node.workerinput["conform_dist"] = node.config.getvalue("dist")
+
+
+@pytest.hookimpl(trylast=True)  # after -k, -m and --deselect, which change the shares
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In an xdist worker the slowest tests come first (HEAVY_FIRST; the others keep their order).
+    """In an xdist worker the slowest tests come first, spread over the workers (`arrange`).
     Live tests (a real llama-server) run only when asked for: `pytest -m live`."""
-    if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: heavy_rank(item.nodeid))  # stable
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        worksteal = workerinput.get("conform_dist") == "worksteal"
+        workers = int(workerinput["workercount"]) if worksteal else 1
+        items[:] = [items[index] for index in arrange([item.nodeid for item in items], workers)]
     if "live" in (config.getoption("markexpr") or "") or os.environ.get("CONFORM_LIVE") == "1":
         return
     skip = pytest.mark.skip(
@@ -178,6 +277,20 @@ def foreign_plugins() -> tuple[str, ...]:
 FOREIGN_PLUGINS_OFF = foreign_plugins()
 
 
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytest's own `pytester`, whose runs leave out the plugins of other distributions.
+
+    An in-process run loads every installed plugin anew (pytester restores `sys.modules` after
+    each run), and with the `clients` extra that is langsmith's (pydantic models built again:
+    about 1 s of CPU a run) besides hypothesis, anyio and syrupy, which no such run uses. Set
+    through PYTEST_ADDOPTS, as a user would, so that each run's own arguments stay as written.
+    """
+    own = os.environ.get("PYTEST_ADDOPTS", "")
+    monkeypatch.setenv("PYTEST_ADDOPTS", " ".join((*FOREIGN_PLUGINS_OFF, own)).strip())
+    return pytester
+
+
 # -- suites ---------------------------------------------------------------------------------------
 
 
@@ -238,7 +351,7 @@ def _become_subreaper() -> bool:
         return False
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        return bool(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     return False
 
 

@@ -135,14 +135,21 @@ class Daemonizes(_Base):
 
     def __init__(self) -> None:
         super().__init__()
+        # The daemon is marked before the assembler is made: on a loaded machine the run could
+        # otherwise end, and end the daemon, before the daemon had run a line.
+        ready, marked = os.pipe()
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
                 _mark("daemon")
+                os.close(marked)
                 for fd in (0, 1, 2):  # a daemon lets go of the pipes
                     os.close(fd)
                 time.sleep(300)
             os._exit(0)
+        os.close(marked)
+        os.read(ready, 1)  # b"" once the daemon has closed its end (the child closed its own)
+        os.close(ready)
         os.wait()
 
 
