@@ -45,10 +45,14 @@ own message prefixes it with its exception names), and the rest of the `APIError
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
+import sys
 import threading
+import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import httpx
@@ -73,6 +77,7 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
+from litellm.litellm_core_utils import streaming_handler
 from litellm.litellm_core_utils.litellm_logging import Logging
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 from openai.types.chat import ChatCompletionChunk
@@ -156,6 +161,104 @@ class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
 
     def _record_partial_usage_for_failure(self) -> None:
         return None
+
+
+# What litellm does around the stream when a stream fails or ends, made cheap (docs/clients.md).
+# These replace names in litellm's `streaming_handler` module, not its code: every use of them
+# there is the failure and success logging of the call, whose handlers do nothing here
+# (`_QuietLogging`); the chunks, the errors raised to the caller and the completion are the same.
+
+#: The handlers of `_QuietLogging` that do nothing.
+_NO_OPS = {
+    _QuietLogging.success_handler,
+    _QuietLogging.failure_handler,
+    # returns at once with `litellm.disable_streaming_logging`, set above
+    CustomStreamWrapper.run_success_logging_and_cache_storage,
+}
+
+
+def _does_nothing(target: Any) -> bool:
+    return getattr(target, "__func__", None) in _NO_OPS
+
+
+class _DoneThread:
+    """A thread, started, that ran a handler doing nothing at once."""
+
+    def __init__(self, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self._call = (target, args)
+
+    def start(self) -> None:
+        target, args = self._call
+        target(*args)
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+    def is_alive(self) -> bool:
+        return False
+
+
+class _LoggingThreads:
+    """`threading`, as litellm's stream wrapper sees it. The wrapper starts a thread for its
+    failure handler on every stream that fails (`threading.Thread(target=failure_handler)`): a
+    thread start, and a wait for the scheduler, per failing case, to run a handler that does
+    nothing. That one is called at once instead; any other thread is a real one."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(threading, name)
+
+    @staticmethod
+    def Thread(*args: Any, **kwargs: Any) -> Any:
+        target = kwargs.get("target")
+        if not args and _does_nothing(target) and set(kwargs) <= {"target", "args"}:
+            return _DoneThread(target, tuple(kwargs.get("args", ())))
+        return threading.Thread(*args, **kwargs)
+
+
+class _LoggingTracebacks:
+    """`traceback`, as litellm's stream wrapper sees it. Each `traceback.format_exc()` there
+    formats the traceback of a failed stream for the failure handlers (or for nothing: one result
+    is dropped), never for the exception the caller gets; with the handlers off the text is never
+    read, so it is not made. The exception and its traceback reach the adapter unchanged."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+    @staticmethod
+    def format_exc(*args: Any, **kwargs: Any) -> str:
+        return ""
+
+
+class _LoggingExecutor:
+    """litellm's logging thread pool, as its stream wrapper sees it. At the end of every stream
+    it submits its success logging (`success_handler`, `run_success_logging_and_cache_storage`)
+    to the pool, a hand-over to another thread per case; those do nothing here, so they run at
+    once. Anything else goes to litellm's pool."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if not _does_nothing(fn):
+            return self._pool.submit(fn, *args, **kwargs)  # type: ignore[no-any-return]
+        done: Future[Any] = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
+
+
+streaming_handler.threading = _LoggingThreads()  # type: ignore[assignment]
+streaming_handler.traceback = _LoggingTracebacks()  # type: ignore[assignment]
+streaming_handler.executor = _LoggingExecutor(streaming_handler.executor)  # type: ignore[misc]
+
+# litellm asks, for every exception it maps (`is_guardrail_intervention`), whether it is
+# FastAPI's `HTTPException`, importing fastapi to see: with fastapi not installed, a failed
+# import (a search of every path entry) per failing case. Found missing once, it stays missing
+# (`None` in sys.modules is how Python records that); the answer, "not FastAPI's", is the same.
+if importlib.util.find_spec("fastapi") is None:
+    sys.modules["fastapi"] = None  # type: ignore[assignment]
 
 
 def _logging() -> Logging:
