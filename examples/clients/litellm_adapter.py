@@ -150,7 +150,7 @@ class _QuietLogging(Logging):
         return None
 
 
-class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
+class _Wrapper(CustomStreamWrapper):
     """litellm's stream wrapper, without the `stream_chunk_builder` runs it makes only to log and
     price the call: the whole response at the end of the stream, the partial one when the stream
     breaks (its "partial usage for failure", stashed on the logging object). The chunks the caller
@@ -209,7 +209,7 @@ class _LoggingThreads:
 
     @staticmethod
     def Thread(*args: Any, **kwargs: Any) -> Any:
-        target = kwargs.get("target")
+        target: Any = kwargs.get("target")
         if not args and _does_nothing(target) and set(kwargs) <= {"target", "args"}:
             return _DoneThread(target, tuple(kwargs.get("args", ())))
         return threading.Thread(*args, **kwargs)
@@ -249,9 +249,11 @@ class _LoggingExecutor:
         return done
 
 
-streaming_handler.threading = _LoggingThreads()  # type: ignore[assignment]
-streaming_handler.traceback = _LoggingTracebacks()  # type: ignore[assignment]
-streaming_handler.executor = _LoggingExecutor(streaming_handler.executor)  # type: ignore[misc]
+vars(streaming_handler).update(
+    threading=_LoggingThreads(),
+    traceback=_LoggingTracebacks(),
+    executor=_LoggingExecutor(vars(streaming_handler)["executor"]),
+)
 
 # litellm asks, for every exception it maps (`is_guardrail_intervention`), whether it is
 # FastAPI's `HTTPException`, importing fastapi to see: with fastapi not installed, a failed
