@@ -115,14 +115,16 @@ def _extra(model: Any, name: str) -> Any:
 _OPEN: list[HttpFeed] = []
 
 
+#: The server's address, as a caller of a local server passes it (`api_base=`); nothing is sent.
+_API_BASE = "http://127.0.0.1:9/v1"
 #: openai-python's client, made once as litellm keeps it: its SSE decoder and chunk parsing make
 #: the stream (`openai.Stream`, as `chat.completions.create(stream=True)` returns it).
-_CLIENT = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1", max_retries=0)
+_CLIENT = openai.OpenAI(api_key="unused", base_url=_API_BASE, max_retries=0)
 #: The transport that serves the running feed, and the request it answers.
 _TRANSPORT = shared_transport()
 _REQUEST = httpx.Request(
     "POST",
-    "http://127.0.0.1:9/v1/chat/completions",
+    f"{_API_BASE}/chat/completions",
     json={
         "model": "llama-server",
         "messages": [{"role": "user", "content": "conform"}],
@@ -273,8 +275,15 @@ def _logging() -> Logging:
         litellm_call_id=str(uuid.uuid4()),
         function_id="conform",
     )
+    # `api_base` is in the call's parameters as `completion(api_base=...)` puts it there: litellm
+    # reads it to label the stream and its errors, and without it works out a provider's default
+    # address for every stream and every error (a search of its provider table).
     logging.update_environment_variables(
-        model=MODEL, user=None, optional_params={}, litellm_params={}, custom_llm_provider="openai"
+        model=MODEL,
+        user=None,
+        optional_params={},
+        litellm_params={"api_base": _API_BASE},
+        custom_llm_provider="openai",
     )
     return logging
 
