@@ -7,9 +7,12 @@ What is being tested is the client (`langchain-openai`, the version pyproject's 
 pins), wrapped as its docs show: `ChatOpenAI(base_url=..., http_client=...)` pointed at
 llama-server, `llm.stream(prompt)`, and `gathered = gathered + chunk` for the final message.
 
-- FROM THE CLIENT: everything from the HTTP response on. The `http_client` (the client's transport
-  hook) is an httpx client over `_http_feed.HttpFeed`, whose one response is the pushed payloads,
-  one server-sent event each, so the client's own stack reads them: openai-python's SSE decoder,
+- FROM THE CLIENT: everything from the HTTP response on. The response is `_http_feed.HttpFeed`'s,
+  whose body is the pushed payloads, one server-sent event each, served by the transport of the
+  `http_client` (the client's transport hook); `ChatOpenAI`'s call of openai-python's
+  `chat.completions.create(stream=True)` gets the `openai.Stream` over it that openai-python makes
+  for a 200 event-stream response, without building the request (`_Completions`), so the client's
+  own stack reads them: LangChain's request payload, openai-python's SSE decoder,
   `json.loads` and `error` check, LangChain's conversion of each chunk into an `AIMessageChunk`
   (its `content` and `tool_call_chunks` are the events), and LangChain's own accumulation
   (`AIMessageChunk.__add__`): the completion's content, tool calls and finish reason

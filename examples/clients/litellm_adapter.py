@@ -33,7 +33,16 @@ object has no success, failure or cost handlers (they build a logging payload, p
 run callbacks, of which there are none), and the wrapper skips the `stream_chunk_builder` it runs
 at the end of the stream only for them. (With the handlers on, litellm hands its exceptions, with
 their tracebacks' frames on the client's stack, to logging threads of its own, which is why the
-client used to run on a thread.) None of it changes the chunks or the completion built from them.
+client used to run on a thread.) What the wrapper does to reach those handlers is made cheap by
+replacing three names in litellm's `streaming_handler` module (a monkeypatch of litellm's
+internals, of code that runs around the stream only, like the one of `_restore_correlation_context`
+below): `threading` (a failing stream's thread for its failure handler: the handler, which does
+nothing, is called at once), `traceback` (the traceback text made for that handler is not made)
+and `executor` (the success logging handed to litellm's logging pool at the end of every stream
+runs at once, as it does nothing). The call's parameters carry `api_base`, as
+`completion(api_base=...)` puts it there, and fastapi, which litellm imports to ask whether an
+exception is FastAPI's, is found missing once when it is not installed. None of it changes the
+chunks, the errors raised to the caller or the completion built from them.
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is

@@ -12,14 +12,17 @@ which would answer a tool call with a second request). The profile sets
 for a stream that was cut off, and a caller of llama-server that wants to know sets it
 (docs/clients.md says what the default does).
 
-- FROM THE CLIENT: everything from the HTTP response on. The `http_client` (the client's transport
-  hook) is an `httpx2.AsyncClient` over `_http_feed.HttpFeed`, whose one response is the pushed
-  payloads, one server-sent event each: openai-python's async SSE decoder, `json.loads` and
-  `error` check, Pydantic AI's chunk handling and its parts manager, whose events are the events
-  here (`PartStartEvent` and `PartDeltaEvent` of `ThinkingPart`, `TextPart`, `ToolCallPart`), and
-  its final `ModelResponse`: the completion's texts (its parts of each kind, joined), tool calls,
-  finish reason (`provider_details["finish_reason"]`, the server's word; `finish_reason` is
-  Pydantic AI's own vocabulary) and id (`provider_response_id`).
+- FROM THE CLIENT: everything from the HTTP response on. The response is `_http_feed.HttpFeed`'s,
+  whose body is the pushed payloads, one server-sent event each, served by the transport of the
+  `http_client` (the client's transport hook, an `httpx2.AsyncClient`); Pydantic AI's call of
+  openai-python's `chat.completions.create(stream=True)` gets the `openai.AsyncStream` over it
+  that openai-python makes for a 200 event-stream response, without building the request
+  (`_Completions`): Pydantic AI's mapping of the request, openai-python's async SSE decoder,
+  `json.loads` and `error` check, Pydantic AI's chunk handling and its parts manager, whose events
+  are the events here (`PartStartEvent` and `PartDeltaEvent` of `ThinkingPart`, `TextPart`,
+  `ToolCallPart`), and its final `ModelResponse`: the completion's texts (its parts of each kind,
+  joined), tool calls, finish reason (`provider_details["finish_reason"]`, the server's word;
+  `finish_reason` is Pydantic AI's own vocabulary) and id (`provider_response_id`).
 - FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
   the payload the client accepted (Pydantic AI keeps neither); a tool-call event's `index`, which
   counts tool-call parts (Pydantic AI's part index counts every part); no event for empty text;
