@@ -180,16 +180,15 @@ class _Wrapper(CustomStreamWrapper):
 # (`_QuietLogging`); the chunks, the errors raised to the caller and the completion are the same.
 
 #: The handlers of `_QuietLogging` that do nothing.
-_NO_OPS = {
-    _QuietLogging.success_handler,
-    _QuietLogging.failure_handler,
-    # returns at once with `litellm.disable_streaming_logging`, set above
-    CustomStreamWrapper.run_success_logging_and_cache_storage,
-}
+_NO_OPS = (_QuietLogging.success_handler, _QuietLogging.failure_handler)
 
 
 def _does_nothing(target: Any) -> bool:
-    return getattr(target, "__func__", None) in _NO_OPS
+    """Whether `target` is a bound logging handler that does nothing here."""
+    function = getattr(target, "__func__", None)
+    if function is CustomStreamWrapper.run_success_logging_and_cache_storage:
+        return litellm.disable_streaming_logging is True  # then it returns at once
+    return function in _NO_OPS
 
 
 class _DoneThread:
