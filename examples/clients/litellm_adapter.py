@@ -33,7 +33,16 @@ object has no success, failure or cost handlers (they build a logging payload, p
 run callbacks, of which there are none), and the wrapper skips the `stream_chunk_builder` it runs
 at the end of the stream only for them. (With the handlers on, litellm hands its exceptions, with
 their tracebacks' frames on the client's stack, to logging threads of its own, which is why the
-client used to run on a thread.) None of it changes the chunks or the completion built from them.
+client used to run on a thread.) What the wrapper does to reach those handlers is made cheap by
+replacing three names in litellm's `streaming_handler` module (a monkeypatch of litellm's
+internals, of code that runs around the stream only, like the one of `_restore_correlation_context`
+below): `threading` (a failing stream's thread for its failure handler: the handler, which does
+nothing, is called at once), `traceback` (the traceback text made for that handler is not made)
+and `executor` (the success logging handed to litellm's logging pool at the end of every stream
+runs at once, as it does nothing). The call's parameters carry `api_base`, as
+`completion(api_base=...)` puts it there, and fastapi, which litellm imports to ask whether an
+exception is FastAPI's, is found missing once when it is not installed. None of it changes the
+chunks, the errors raised to the caller or the completion built from them.
 
 Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
 openai-python's), with the original error as their cause. The adapter maps one whose root cause is
@@ -45,10 +54,14 @@ own message prefixes it with its exception names), and the rest of the `APIError
 from __future__ import annotations
 
 import datetime
+import importlib.util
 import os
+import sys
 import threading
+import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import httpx
@@ -73,6 +86,7 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
+from litellm.litellm_core_utils import streaming_handler
 from litellm.litellm_core_utils.litellm_logging import Logging
 from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
 from openai.types.chat import ChatCompletionChunk
@@ -110,14 +124,16 @@ def _extra(model: Any, name: str) -> Any:
 _OPEN: list[HttpFeed] = []
 
 
+#: The server's address, as a caller of a local server passes it (`api_base=`); nothing is sent.
+_API_BASE = "http://127.0.0.1:9/v1"
 #: openai-python's client, made once as litellm keeps it: its SSE decoder and chunk parsing make
 #: the stream (`openai.Stream`, as `chat.completions.create(stream=True)` returns it).
-_CLIENT = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1", max_retries=0)
+_CLIENT = openai.OpenAI(api_key="unused", base_url=_API_BASE, max_retries=0)
 #: The transport that serves the running feed, and the request it answers.
 _TRANSPORT = shared_transport()
 _REQUEST = httpx.Request(
     "POST",
-    "http://127.0.0.1:9/v1/chat/completions",
+    f"{_API_BASE}/chat/completions",
     json={
         "model": "llama-server",
         "messages": [{"role": "user", "content": "conform"}],
@@ -145,7 +161,7 @@ class _QuietLogging(Logging):
         return None
 
 
-class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
+class _Wrapper(CustomStreamWrapper):
     """litellm's stream wrapper, without the `stream_chunk_builder` runs it makes only to log and
     price the call: the whole response at the end of the stream, the partial one when the stream
     breaks (its "partial usage for failure", stashed on the logging object). The chunks the caller
@@ -158,6 +174,105 @@ class _Wrapper(CustomStreamWrapper):  # type: ignore[misc]
         return None
 
 
+# What litellm does around the stream when a stream fails or ends, made cheap (docs/clients.md).
+# These replace names in litellm's `streaming_handler` module, not its code: every use of them
+# there is the failure and success logging of the call, whose handlers do nothing here
+# (`_QuietLogging`); the chunks, the errors raised to the caller and the completion are the same.
+
+#: The handlers of `_QuietLogging` that do nothing.
+_NO_OPS = (_QuietLogging.success_handler, _QuietLogging.failure_handler)
+
+
+def _does_nothing(target: Any) -> bool:
+    """Whether `target` is a bound logging handler that does nothing here."""
+    function = getattr(target, "__func__", None)
+    if function is CustomStreamWrapper.run_success_logging_and_cache_storage:
+        return litellm.disable_streaming_logging is True  # then it returns at once
+    return function in _NO_OPS
+
+
+class _DoneThread:
+    """A thread, started, that ran a handler doing nothing at once."""
+
+    def __init__(self, target: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self._call = (target, args)
+
+    def start(self) -> None:
+        target, args = self._call
+        target(*args)
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+    def is_alive(self) -> bool:
+        return False
+
+
+class _LoggingThreads:
+    """`threading`, as litellm's stream wrapper sees it. The wrapper starts a thread for its
+    failure handler on every stream that fails (`threading.Thread(target=failure_handler)`): a
+    thread start, and a wait for the scheduler, per failing case, to run a handler that does
+    nothing. That one is called at once instead; any other thread is a real one."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(threading, name)
+
+    @staticmethod
+    def Thread(*args: Any, **kwargs: Any) -> Any:
+        target: Any = kwargs.get("target")
+        if not args and _does_nothing(target) and set(kwargs) <= {"target", "args"}:
+            return _DoneThread(target, tuple(kwargs.get("args", ())))
+        return threading.Thread(*args, **kwargs)
+
+
+class _LoggingTracebacks:
+    """`traceback`, as litellm's stream wrapper sees it. Each `traceback.format_exc()` there
+    formats the traceback of a failed stream for the failure handlers (or for nothing: one result
+    is dropped), never for the exception the caller gets; with the handlers off the text is never
+    read, so it is not made. The exception and its traceback reach the adapter unchanged."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(traceback, name)
+
+    @staticmethod
+    def format_exc(*args: Any, **kwargs: Any) -> str:
+        return ""
+
+
+class _LoggingExecutor:
+    """litellm's logging thread pool, as its stream wrapper sees it. At the end of every stream
+    it submits its success logging (`success_handler`, `run_success_logging_and_cache_storage`)
+    to the pool, a hand-over to another thread per case; those do nothing here, so they run at
+    once. Anything else goes to litellm's pool."""
+
+    def __init__(self, pool: Any) -> None:
+        self._pool = pool
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if not _does_nothing(fn):
+            return self._pool.submit(fn, *args, **kwargs)  # type: ignore[no-any-return]
+        done: Future[Any] = Future()
+        done.set_result(fn(*args, **kwargs))
+        return done
+
+
+vars(streaming_handler).update(
+    threading=_LoggingThreads(),
+    traceback=_LoggingTracebacks(),
+    executor=_LoggingExecutor(vars(streaming_handler)["executor"]),
+)
+
+# litellm asks, for every exception it maps (`is_guardrail_intervention`), whether it is
+# FastAPI's `HTTPException`, importing fastapi to see: with fastapi not installed, a failed
+# import (a search of every path entry) per failing case. Found missing once, it stays missing
+# (`None` in sys.modules is how Python records that); the answer, "not FastAPI's", is the same.
+if importlib.util.find_spec("fastapi") is None:
+    sys.modules["fastapi"] = None  # type: ignore[assignment]
+
+
 def _logging() -> Logging:
     logging = _QuietLogging(
         model=MODEL,
@@ -168,8 +283,15 @@ def _logging() -> Logging:
         litellm_call_id=str(uuid.uuid4()),
         function_id="conform",
     )
+    # `api_base` is in the call's parameters as `completion(api_base=...)` puts it there: litellm
+    # reads it to label the stream and its errors, and without it works out a provider's default
+    # address for every stream and every error (a search of its provider table).
     logging.update_environment_variables(
-        model=MODEL, user=None, optional_params={}, litellm_params={}, custom_llm_provider="openai"
+        model=MODEL,
+        user=None,
+        optional_params={},
+        litellm_params={"api_base": _API_BASE},
+        custom_llm_provider="openai",
     )
     return logging
 

@@ -12,14 +12,17 @@ which would answer a tool call with a second request). The profile sets
 for a stream that was cut off, and a caller of llama-server that wants to know sets it
 (docs/clients.md says what the default does).
 
-- FROM THE CLIENT: everything from the HTTP response on. The `http_client` (the client's transport
-  hook) is an `httpx2.AsyncClient` over `_http_feed.HttpFeed`, whose one response is the pushed
-  payloads, one server-sent event each: openai-python's async SSE decoder, `json.loads` and
-  `error` check, Pydantic AI's chunk handling and its parts manager, whose events are the events
-  here (`PartStartEvent` and `PartDeltaEvent` of `ThinkingPart`, `TextPart`, `ToolCallPart`), and
-  its final `ModelResponse`: the completion's texts (its parts of each kind, joined), tool calls,
-  finish reason (`provider_details["finish_reason"]`, the server's word; `finish_reason` is
-  Pydantic AI's own vocabulary) and id (`provider_response_id`).
+- FROM THE CLIENT: everything from the HTTP response on. The response is `_http_feed.HttpFeed`'s,
+  whose body is the pushed payloads, one server-sent event each, served by the transport of the
+  `http_client` (the client's transport hook, an `httpx2.AsyncClient`); Pydantic AI's call of
+  openai-python's `chat.completions.create(stream=True)` gets the `openai.AsyncStream` over it
+  that openai-python makes for a 200 event-stream response, without building the request
+  (`_Completions`): Pydantic AI's mapping of the request, openai-python's async SSE decoder,
+  `json.loads` and `error` check, Pydantic AI's chunk handling and its parts manager, whose events
+  are the events here (`PartStartEvent` and `PartDeltaEvent` of `ThinkingPart`, `TextPart`,
+  `ToolCallPart`), and its final `ModelResponse`: the completion's texts (its parts of each kind,
+  joined), tool calls, finish reason (`provider_details["finish_reason"]`, the server's word;
+  `finish_reason` is Pydantic AI's own vocabulary) and id (`provider_response_id`).
 - FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
   the payload the client accepted (Pydantic AI keeps neither); a tool-call event's `index`, which
   counts tool-call parts (Pydantic AI's part index counts every part); no event for empty text;
@@ -57,6 +60,7 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
+from openai.types.chat import ChatCompletionChunk
 from pydantic_ai.direct import model_request_stream
 from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import (
@@ -98,18 +102,57 @@ def _args(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+#: The transport that serves the running case's feed, and the one request it answers.
+_TRANSPORT = shared_transport(httpx2)
+_REQUEST = httpx2.Request(
+    "POST",
+    "http://127.0.0.1:9/v1/chat/completions",
+    json={"model": "llama", "messages": [{"role": "user", "content": "conform"}], "stream": True},
+)
+
+
+class _Completions:
+    """openai-python's `chat.completions`, which Pydantic AI calls (`create(..., stream=True)`),
+    answering as it does for a 200 event-stream response: with the `openai.AsyncStream` over the
+    response, here the feed's. What is left out is openai-python's building and sending of the
+    request (its parameters transformed, headers, JSON), the same every case and nothing of the
+    stream: a quarter of the CPU of a run. Pydantic AI's own code (its messages and settings
+    mapped into that call, its stream handling, parts manager and response) runs as before;
+    so do openai-python's SSE decoder and chunk parsing. Any other call goes to openai-python's
+    resource."""
+
+    def __init__(self, client: openai.AsyncOpenAI) -> None:
+        self._completions = client.chat.completions
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._completions, name)
+
+    async def create(self, **params: Any) -> Any:
+        if params.get("stream") is not True:
+            return await self._completions.create(**params)
+        return openai.AsyncStream(
+            cast_to=ChatCompletionChunk,
+            response=await _TRANSPORT.handle_async_request(_REQUEST),
+            client=self._client,
+        )
+
+
 def _model() -> OpenAIChatModel:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations of the client's own API are not ours
-        return OpenAIChatModel(
+        model = OpenAIChatModel(
             "llama",
             provider=OpenAIProvider(
                 base_url="http://127.0.0.1:9/v1",
                 api_key="unused",
-                http_client=httpx2.AsyncClient(transport=shared_transport(httpx2)),
+                http_client=httpx2.AsyncClient(transport=_TRANSPORT),
             ),
             profile=OpenAIModelProfile(openai_chat_streaming_requires_finish_reason=True),
         )
+    client = model.client
+    vars(client.chat)["completions"] = _Completions(client)  # its cached resource, replaced
+    return model
 
 
 #: The model, made once as an application makes it: its transport serves the running case's feed.
