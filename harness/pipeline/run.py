@@ -93,7 +93,8 @@ class IdleCores:
     while fewer workers run than there are cores (the last long targets then use the cores the
     short ones left), the target with the most time left first; and a **straggler**, a target
     whose time left is more than all the others' together (it would end the run alone on one
-    worker), adds one at once, when that time pays back a worker's start. Results do not depend
+    worker), adds one at once, when that time pays back a worker's start (one worker beyond the
+    cores at most). Results do not depend
     on the number of workers (`run_parallel`)."""
 
     def __init__(self, cores: int) -> None:
@@ -134,7 +135,11 @@ class IdleCores:
                     if self._busy < self.cores and self._first(target):
                         self._busy += 1
                         return True
-                    if target is not None and self._straggler(target):
+                    if (  # one worker beyond the cores at most, however many wait
+                        target is not None
+                        and self._busy <= self.cores
+                        and self._straggler(target)
+                    ):
                         self._busy += 1
                         return True
                     self._changed.wait(0.25)  # `unneeded` also follows an interruption

@@ -405,8 +405,10 @@ def test_a_straggler_adds_a_worker_at_once_and_an_idle_core_goes_to_the_longest(
     threads = [threading.Thread(target=wait, args=(t,)) for t in (short, long)]
     for thread in threads:
         thread.start()
-    time.sleep(0.3)
-    assert won == []
+    deadline = time.monotonic() + 5
+    while len(cores._waiting) < 2 and time.monotonic() < deadline:  # both wait for a core
+        time.sleep(0.01)
+    assert len(cores._waiting) == 2 and won == []
     cores.add(-2)  # one core idle (3 busy before)
     deadline = time.monotonic() + 5
     while not won and time.monotonic() < deadline:
@@ -416,3 +418,20 @@ def test_a_straggler_adds_a_worker_at_once_and_an_idle_core_goes_to_the_longest(
     for thread in threads:
         thread.join()
     assert won == [10.0]
+
+
+def test_a_straggler_adds_one_worker_beyond_the_cores_at_most() -> None:
+    from harness.pipeline.run import IdleCores
+
+    cores = IdleCores(2)
+    cores.add(2)  # no core idle
+    long, short = _Pace(30.0), _Pace(1.0)
+    for target in (long, short):
+        cores.join(target)  # type: ignore[arg-type]
+    soon = threading.Event()
+    threading.Timer(2.0, soon.set).start()
+    assert cores.take(soon.is_set, long) is True  # type: ignore[arg-type]
+    again = threading.Event()
+    threading.Timer(0.5, again.set).start()
+    assert cores.take(again.is_set, long) is False  # type: ignore[arg-type]
+    assert cores._busy == 3
