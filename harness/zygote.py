@@ -66,6 +66,11 @@ def main(args: list[str] | None = None) -> None:
         _say(replies, {"refused": f"not a worker's command line: {rest}"})
         return
     target, limit = plain
+    # As a worker's: `python -c TARGET [--max-memory MIB]`, without the socket's number.
+    sys.argv[:] = ["-c", *rest]
+    # The environment the server was given: a worker's is this with the request's changes, so
+    # what the target sets at import stays set in every worker, as in one that imported it.
+    given = dict(os.environ)
     faulthandler.enable()
     _limit_memory(limit)
     keep_freed_memory(trim_above=_WORKER_KEEPS)
@@ -88,9 +93,10 @@ def main(args: list[str] | None = None) -> None:
     os.close(devnull)
     # What the import made lives as long as the workers: out of the collector's sight, so that
     # a worker's collections do not touch (and so copy) every page the server shares with it.
+    gc.collect()  # the import's garbage first, as a worker's first collection would free it
     gc.freeze()
     with sock:
-        serve_forks(sock, target, factory, load_error)
+        serve_forks(sock, target, factory, load_error, given)
 
 
 def _high(fd: int) -> int:
@@ -138,7 +144,11 @@ def _say(stream: IO[bytes], message: dict[str, Any]) -> None:
 
 
 def serve_forks(
-    sock: socket.socket, target: str, factory: Factory | None, load_error: str | None
+    sock: socket.socket,
+    target: str,
+    factory: Factory | None,
+    load_error: str | None,
+    given: dict[str, str] | None = None,
 ) -> None:
     """Fork a worker for each request on `sock` and answer its pid, until the socket closes."""
     while True:
@@ -149,7 +159,7 @@ def serve_forks(
             return  # conform closed the socket: the run is over
         try:
             request = json.loads(message)
-            pid = _fork(sock, request, fds, target, factory, load_error)
+            pid = _fork(sock, request, fds, target, factory, load_error, given)
             answer: dict[str, Any] = {"pid": pid}
         except Exception as exc:  # that worker is started the usual way instead
             answer = {"error": f"{type(exc).__name__}: {exc}"}
@@ -166,6 +176,7 @@ def _fork(
     target: str,
     factory: Factory | None,
     load_error: str | None,
+    given: dict[str, str] | None = None,
 ) -> int:
     """The pid of a worker forked (twice: it is re-parented to conform) for `request`."""
     numbers = [0, 1, 2, *request["fds"]]
@@ -187,7 +198,7 @@ def _fork(
             pid = os.fork()
             if pid == 0:
                 os.close(writer)
-                _become_worker(sock, request, fds, numbers, target, factory, load_error)
+                _become_worker(sock, request, fds, numbers, target, factory, load_error, given)
             os.write(writer, b"%d" % pid)
             code = 0
         finally:
@@ -217,8 +228,13 @@ def _become_worker(
     target: str,
     factory: Factory | None,
     load_error: str | None,
+    given: dict[str, str] | None = None,
 ) -> None:
-    """Turn this forked process into the worker `request` describes; never returns."""
+    """Turn this forked process into the worker `request` describes; never returns.
+
+    Its environment is the server's with what the request's differs in from what the server
+    was given (`given`): the variables the target set or changed at import stay as it left
+    them, as in a worker that imported it with that environment."""
     code = 0
     try:
         sock.close()
@@ -231,8 +247,7 @@ def _become_worker(
         for fd, number in zip(high, numbers, strict=True):
             os.dup2(fd, number)  # inheritable, as `pass_fds` makes them
             os.close(fd)
-        os.environ.clear()
-        os.environ.update(request["env"])
+        _take_environment(request["env"], os.environ.copy() if given is None else given)
         os.chdir(request["cwd"])
         sys.argv[:] = request["argv"]
         requests, replies = _reclaim_stdio()
@@ -253,6 +268,17 @@ def _become_worker(
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
         os._exit(code)
+
+
+def _take_environment(wanted: dict[str, str], given: dict[str, str]) -> None:
+    """Make `os.environ` what a worker started with `wanted` would have after the import that
+    this server made with `given`: each variable `wanted` has otherwise than `given` is set
+    (or removed), and every other stays as the import left it."""
+    for name in given.keys() - wanted.keys():
+        os.environ.pop(name, None)
+    for name, value in wanted.items():
+        if given.get(name) != value:
+            os.environ[name] = value
 
 
 def _reclaim_stdio() -> tuple[IO[bytes], IO[bytes]]:

@@ -763,9 +763,10 @@ class Worker:
                 return  # something it started still holds stderr open
             self._drain(remaining)
 
-    def stop(self, *, kill: bool) -> None:
+    def stop(self, *, kill: bool, family: bool = True) -> None:
         """End the program: kill it at once, or give it a grace period first; either way, then
-        kill its process group, so nothing it started outlives it."""
+        kill its process group, so nothing it started outlives it, and (with `family`) every
+        process that carries its mark elsewhere."""
         with contextlib.suppress(OSError):
             self.proc.stdin.close()  # type: ignore[union-attr]
         if not kill:
@@ -774,7 +775,8 @@ class Worker:
         _kill_group(self._group)
         self.proc.wait()
         _GROUPS.discard(self._group)
-        kill_marked(self.family + "\0")  # what left the group: a daemon it started
+        if family:
+            kill_marked(self.family + "\0")  # what left the group: a daemon it started
         self._selector.close()
         if self._pidfd is not None:
             os.close(self._pidfd)

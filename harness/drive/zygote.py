@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, Any
 
-from harness.drive.pipes import Process, Worker, new_family
+from harness.drive.pipes import Process, Worker, kill_marked, new_family
 from harness.drive.process import Launch
 
 #: The worker's environment names the bootstrap takes out (`spec._BOOTSTRAP`).
@@ -160,8 +160,8 @@ class ForkServer:
             for fd in ours:
                 os.close(fd)
             raise ServerError(f"the fork server could not fork: {answer}")
-        try:  # re-parented to this process? Only then can it be waited for
-            os.waitpid(pid, os.WNOHANG)
+        try:  # re-parented to this process? Only then can it be waited for (not reaped here)
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
@@ -175,11 +175,21 @@ class ForkServer:
         )
         return Adopted(pid, stdin, stdout, stderr)
 
-    def close(self) -> None:
-        """Stop the server (and whatever of its forks still runs)."""
+    def close(self, *, family: bool = True) -> None:
+        """Stop the server and, with `family`, every process that carries its mark.
+
+        The workers it forked carry its mark (a forked process keeps the environment block it
+        was forked with, as /proc shows it), and so does what they start without a new program
+        (a daemon forked, not executed). A server that stops serving mid-run is stopped alone
+        (`family=False`: its workers at work go on); its family is killed once the runs are over
+        (`kill_family`), as is a server's that served to the end."""
         with contextlib.suppress(OSError):
             self._sock.close()
-        self._worker.stop(kill=True)
+        self._worker.stop(kill=True, family=family)
+
+    def kill_family(self) -> None:
+        """Kill what carries this server's mark (every run that used it is over)."""
+        kill_marked(self._worker.family + "\0")
 
 
 class ServerError(Exception):
@@ -214,6 +224,7 @@ class _Slot:
         self._command, self._env, self._time = list(command), dict(env), time_allowed
         self._lock = threading.Lock()
         self._server: ForkServer | None = None
+        self._stopped: list[ForkServer] = []  # servers that stopped serving mid-run
         self._tried = False
         self._closed = False
 
@@ -228,17 +239,25 @@ class _Slot:
             return self._server
 
     def broken(self) -> None:
+        """The server stopped serving: stopped alone, its workers at work left to finish."""
         with self._lock:
             server, self._server = self._server, None
+            if server is not None:
+                self._stopped.append(server)
         if server is not None:
-            server.close()
+            server.close(family=False)
 
     def close(self) -> None:
+        """The runs are over: the server stopped, and what carries its mark (or the mark of
+        one stopped before) killed."""
         with self._lock:
             self._closed = True
             server, self._server = self._server, None
+            stopped, self._stopped = self._stopped, []
         if server is not None:
             server.close()
+        for old in stopped:
+            old.kill_family()
 
     @property
     def forks(self) -> int:

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(
 
 #: A target logging each import and each assembler (with where and how its worker runs), that
 #: misbehaves at the third push of a case (only the mini suite's middle case has one): as
-#: ZYGOTE_DO says, it exits (a crash) or hangs (a timeout).
+#: ZYGOTE_DO says, it exits (a crash) or hangs (a timeout), or not ("pass").
 TARGET = """
 import json, os, pathlib, sys, time
 from reference import Assembler as _Reference
@@ -52,11 +52,12 @@ class Target(_Reference):
         stdin = os.readlink("/proc/self/fd/0")
         _log(pid=os.getpid(), ppid=os.getppid(), session=os.getsid(0), group=os.getpgid(0),
              cwd=os.getcwd(), seen=os.environ.get("ZYGOTE_SEEN"), argv=sys.argv, stdin=stdin,
+             at_import=os.environ.get("ZYGOTE_AT_IMPORT"),
              stdout_is_stderr=os.path.samestat(os.fstat(1), os.fstat(2)))
 
     def push(self, data):
         self._pushes += 1
-        if self._pushes == 3:
+        if self._pushes == 3 and os.environ["ZYGOTE_DO"] != "pass":
             print("misbehaving now", file=sys.stderr, flush=True)
             if os.environ["ZYGOTE_DO"] == "exit":
                 os._exit(7)
@@ -158,11 +159,59 @@ def test_a_forked_worker_runs_as_a_started_one_would(
     assert seen(forked)[0] == {
         "cwd": str(folder),
         "seen": "the run's environment",
+        "at_import": None,
         "argv": ["-c", f"{tmp_path / 'zygote_target.py'}:Target"],
         "stdin": os.devnull,
         "stdout_is_stderr": True,
     }
     assert seen(forked) == seen(started)
+
+
+def test_what_the_import_sets_and_sees_is_as_in_a_started_worker(
+    tmp_path: Path, mini: Suite
+) -> None:
+    # A variable the target sets at import (litellm's adapter does), and the arguments it sees.
+    code = 'os.environ.setdefault("ZYGOTE_AT_IMPORT", "set at import"); _log(at_import=sys.argv)'
+    _, _, forked, _ = _run(tmp_path, mini, code=code)
+    _, _, started, _ = _run(tmp_path, mini, code=code, server=False)
+    assert _imports(forked) == 1 and len(_workers(forked)) >= 2  # forked, after a crash
+    workers = [entry for entry in forked if "pid" in entry]
+    assert {entry["at_import"] for entry in workers} == {"set at import"}
+    assert {entry["at_import"] for entry in started if "pid" in entry} == {"set at import"}
+
+    def argv(log: list[dict[str, Any]]) -> list[Any]:  # what the import saw
+        return [entry["at_import"] for entry in log if "at_import" in entry and "pid" not in entry]
+
+    assert argv(forked) == [["-c", f"{tmp_path / 'zygote_target.py'}:Target"]]
+    assert set(map(tuple, argv(started))) == {tuple(argv(forked)[0])}
+
+
+def test_a_server_that_stops_serving_leaves_its_workers_at_work(
+    tmp_path: Path, mini: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server refuses the second worker's fork (as it does when the target holds, from its
+    # import, a file at a number that worker's files take) while the first worker is at work:
+    # it stops serving, and that worker goes on.
+    from harness.drive import zygote
+
+    forks: list[int] = []
+    fork = zygote.ForkServer.fork
+
+    def refuse_the_second(self: Any, *args: Any) -> Any:
+        forks.append(1)
+        if len(forks) == 2:
+            raise zygote.ServerError("the fork server could not fork: refused")
+        return fork(self, *args)
+
+    monkeypatch.setattr(zygote.ForkServer, "fork", refuse_the_second)
+    code = (
+        "_slow = _Reference.push\n_Reference.push = lambda s, d: (time.sleep(0.2), _slow(s, d))[1]"
+    )
+    forked = _run(tmp_path, mini, "-j", "2", code=code, do="pass")
+    assert len(forks) >= 2
+    started = _run(tmp_path, mini, "-j", "2", code=code, do="pass", server=False)
+    assert _results(forked[3]) == _results(started[3])
+    assert "killed" not in forked[1], forked[1]
 
 
 @pytest.mark.parametrize(
