@@ -147,6 +147,7 @@ def test_a_forked_worker_runs_as_a_started_one_would(
     monkeypatch.chdir(folder)
     _, _, forked, _ = _run(tmp_path, mini)
     _, _, started, _ = _run(tmp_path, mini, server=False)
+    assert _imports(forked) == 1 < len(_workers(forked))  # forked indeed (a restart)
 
     def seen(log: list[dict[str, Any]]) -> list[dict[str, Any]]:
         assert log
