@@ -106,7 +106,28 @@ def _shadowed(name: str) -> str | None:
     for origin in origins:
         if origin and Path(origin).resolve().is_relative_to(here.resolve()):
             return None
+    if _same_files(local[0], [Path(origin) for origin in origins if origin]):
+        return None  # a copy of what the import loads: conform's own, in its own checkout
     return str(local[0].relative_to(here))
+
+
+def _same_files(local: Path, origins: list[Path]) -> bool:
+    """True when the module file or package folder `local` holds, byte for byte, the Python
+    files of the module the import loads (`origins`: its file, or its package's folders), as
+    conform's own `reference` does in the checkout it was installed from: importing either runs
+    the same code, so nothing is shadowed. Any difference (a file edited since, another module
+    of that name) is False."""
+    try:
+        if local.is_file():
+            return any(o.is_file() and o.read_bytes() == local.read_bytes() for o in origins)
+        mine = {p.relative_to(local): p.read_bytes() for p in local.rglob("*.py")}
+        for folder in (o for o in origins if o.is_dir()):
+            theirs = {p.relative_to(folder): p.read_bytes() for p in folder.rglob("*.py")}
+            if mine and theirs == mine:
+                return True
+    except OSError:
+        return False
+    return False
 
 
 def _import_module(name: str) -> Any:

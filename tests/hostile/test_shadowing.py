@@ -45,3 +45,27 @@ def test_the_file_path_runs_the_users_module(
     result = invoke(*args)
     assert result.exit_code == 1, result.output
     assert "the user code ran" in result.output
+
+
+@pytest.mark.parametrize("where", ["worker", "in-process"])
+def test_a_copy_of_conforms_own_module_is_not_shadowed_but_an_edited_one_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    # The README's first command, `pip install . && conform run reference:Assembler`, run in the
+    # checkout conform was installed from: ./reference is the very code conform imports.
+    import shutil
+
+    import reference
+
+    shutil.copytree(Path(reference.__file__).parent, tmp_path / "reference")
+    monkeypatch.chdir(tmp_path)
+    extra = ["--in-process"] if where == "in-process" else []
+    args = ["run", "reference:Assembler", "-k", "llama-server/tool_call", "--mode", "plain", *extra]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert "1 passed" in result.output
+    with (tmp_path / "reference" / "__init__.py").open("a") as edited:  # no longer the same
+        edited.write("\n# edited since it was installed\n")
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert "'reference' would not import ./reference" in result.output
