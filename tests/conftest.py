@@ -112,6 +112,12 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ),
     ("tests/check/test_modes.py::test_results_are_deterministic_from_the_seed", 17),
     ("tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts", 17),
+    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 17),
+    (
+        "tests/drive/test_zygote.py::"
+        "test_a_target_that_cannot_start_fails_as_without_the_server[hangs]",
+        15,
+    ),
     ("tests/check/test_mutation_oracle.py::test_drawn_texts_are_changed_as_before", 13),
     (
         "tests/check/test_mutation_oracle.py::"
