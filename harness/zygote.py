@@ -148,7 +148,7 @@ def serve_forks(
     target: str,
     factory: Factory | None,
     load_error: str | None,
-    given: dict[str, str] | None = None,
+    given: dict[str, str],
 ) -> None:
     """Fork a worker for each request on `sock` and answer its pid, until the socket closes."""
     while True:
@@ -176,7 +176,7 @@ def _fork(
     target: str,
     factory: Factory | None,
     load_error: str | None,
-    given: dict[str, str] | None = None,
+    given: dict[str, str],
 ) -> int:
     """The pid of a worker forked (twice: it is re-parented to conform) for `request`."""
     numbers = [0, 1, 2, *request["fds"]]
@@ -228,7 +228,7 @@ def _become_worker(
     target: str,
     factory: Factory | None,
     load_error: str | None,
-    given: dict[str, str] | None = None,
+    given: dict[str, str],
 ) -> None:
     """Turn this forked process into the worker `request` describes; never returns.
 
@@ -247,7 +247,7 @@ def _become_worker(
         for fd, number in zip(high, numbers, strict=True):
             os.dup2(fd, number)  # inheritable, as `pass_fds` makes them
             os.close(fd)
-        _take_environment(request["env"], os.environ.copy() if given is None else given)
+        _take_environment(request["env"], given)
         os.chdir(request["cwd"])
         sys.argv[:] = request["argv"]
         requests, replies = _reclaim_stdio()

@@ -172,22 +172,25 @@ def _same_slices(data: str, pieces: list[str]) -> list[str] | None:
     return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
 
 
-def _tokens(data: str, blanked: str | None) -> list[str]:
-    """`_TOKEN.findall(data)`, found in `blanked` if there is one."""
+def _found(
+    data: str, blanked: str | None, full: re.Pattern[str], plain: re.Pattern[str]
+) -> list[str]:
+    """`full.findall(data)`, found by `plain` in `blanked` if there is one."""
     if blanked is not None:
-        found = _same_slices(data, _PLAIN_TOKEN.findall(blanked))
+        found = _same_slices(data, plain.findall(blanked))
         if found is not None:
             return found
-    return _TOKEN.findall(data)
+    return full.findall(data)
+
+
+def _tokens(data: str, blanked: str | None) -> list[str]:
+    """`_TOKEN.findall(data)`, found in `blanked` if there is one."""
+    return _found(data, blanked, _TOKEN, _PLAIN_TOKEN)
 
 
 def _pieces(data: str, blanked: str | None) -> list[str]:
     """`_PIECES.findall(data)`, found in `blanked` if there is one."""
-    if blanked is not None:
-        found = _same_slices(data, _PLAIN_PIECES.findall(blanked))
-        if found is not None:
-            return found
-    return _PIECES.findall(data)
+    return _found(data, blanked, _PIECES, _PLAIN_PIECES)
 
 
 def with_whitespace(data: str, rng: random.Random, *, checked: bool = False) -> str:
