@@ -175,6 +175,18 @@ def shared_transport(http: ModuleType = httpx) -> Any:
     return http.MockTransport(_respond_running)
 
 
+#: Where the adapters' clients send their requests: nothing listens there, the transport answers.
+API_BASE = "http://127.0.0.1:9/v1"
+
+
+def stream_request(http: ModuleType = httpx, *, model: str = "llama") -> Any:
+    """The one streamed chat request a client kept across cases sends, made once: what
+    `shared_transport` answers with the running feed, for an adapter that makes the client's
+    stream over that answer without building the request each case."""
+    body = {"model": model, "messages": [{"role": "user", "content": "conform"}], "stream": True}
+    return http.Request("POST", f"{API_BASE}/chat/completions", json=body)
+
+
 class InlineFeed(HttpFeed):
     """An HttpFeed for a sync client that runs it in a greenlet of the caller's thread.
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import httpx
 import openai
-from _http_feed import HttpFeed, InlineFeed, shared_transport
+from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
 from _llama import (
     Completion,
     Content,
@@ -70,16 +70,12 @@ def _map(exc: BaseException) -> BaseException:
 
 #: The transport that serves the running case's feed, and the one request it answers.
 _TRANSPORT = shared_transport()
-_REQUEST = httpx.Request(
-    "POST",
-    "http://127.0.0.1:9/v1/chat/completions",
-    json={"model": "llama", "messages": [{"role": "user", "content": "conform"}], "stream": True},
-)
+_REQUEST = stream_request()
 #: The client, made once as an application makes it: its transport serves the running case's feed.
 _LLM = ChatOpenAI(
     model="llama",
     api_key="unused",  # type: ignore[arg-type]
-    base_url="http://127.0.0.1:9/v1",
+    base_url=API_BASE,
     max_retries=0,
     http_client=httpx.Client(transport=_TRANSPORT),
 )

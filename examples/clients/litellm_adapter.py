@@ -64,14 +64,12 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
 
-import httpx
-
 # litellm fetches a model price list from the network when imported, unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
-from _http_feed import HttpFeed, InlineFeed, shared_transport
+from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
 from _llama import (
     Completion,
     Content,
@@ -124,22 +122,12 @@ def _extra(model: Any, name: str) -> Any:
 _OPEN: list[HttpFeed] = []
 
 
-#: The server's address, as a caller of a local server passes it (`api_base=`); nothing is sent.
-_API_BASE = "http://127.0.0.1:9/v1"
 #: openai-python's client, made once as litellm keeps it: its SSE decoder and chunk parsing make
 #: the stream (`openai.Stream`, as `chat.completions.create(stream=True)` returns it).
-_CLIENT = openai.OpenAI(api_key="unused", base_url=_API_BASE, max_retries=0)
+_CLIENT = openai.OpenAI(api_key="unused", base_url=API_BASE, max_retries=0)
 #: The transport that serves the running feed, and the request it answers.
 _TRANSPORT = shared_transport()
-_REQUEST = httpx.Request(
-    "POST",
-    f"{_API_BASE}/chat/completions",
-    json={
-        "model": "llama-server",
-        "messages": [{"role": "user", "content": "conform"}],
-        "stream": True,
-    },
-)
+_REQUEST = stream_request(model="llama-server")
 
 
 class _QuietLogging(Logging):
@@ -290,7 +278,7 @@ def _logging() -> Logging:
         model=MODEL,
         user=None,
         optional_params={},
-        litellm_params={"api_base": _API_BASE},
+        litellm_params={"api_base": API_BASE},
         custom_llm_provider="openai",
     )
     return logging

@@ -32,9 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import openai
-from _http_feed import HttpFeed, InlineFeed, shared_transport
+from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
 from _llama import (
     Completion,
     Content,
@@ -60,14 +59,10 @@ def _extra(model: Any, name: str) -> Any:
 
 #: The client, made once as an application makes it: its SSE decoder and chunk parsing read the
 #: stream.
-_CLIENT = openai.OpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1", max_retries=0)
+_CLIENT = openai.OpenAI(api_key="unused", base_url=API_BASE, max_retries=0)
 #: The transport that serves the running case's feed, and the one request it answers.
 _TRANSPORT = shared_transport()
-_REQUEST = httpx.Request(
-    "POST",
-    "http://127.0.0.1:9/v1/chat/completions",
-    json={"model": "llama", "messages": [{"role": "user", "content": "conform"}], "stream": True},
-)
+_REQUEST = stream_request()
 
 
 class _Reader:

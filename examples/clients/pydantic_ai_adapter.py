@@ -44,7 +44,7 @@ from typing import Any
 
 import httpx2
 import openai
-from _http_feed import AsyncInlineFeed, HttpFeed, shared_transport
+from _http_feed import API_BASE, AsyncInlineFeed, HttpFeed, shared_transport, stream_request
 from _llama import (
     Completion,
     Content,
@@ -104,11 +104,7 @@ def _args(value: Any) -> str:
 
 #: The transport that serves the running case's feed, and the one request it answers.
 _TRANSPORT = shared_transport(httpx2)
-_REQUEST = httpx2.Request(
-    "POST",
-    "http://127.0.0.1:9/v1/chat/completions",
-    json={"model": "llama", "messages": [{"role": "user", "content": "conform"}], "stream": True},
-)
+_REQUEST = stream_request(httpx2)
 
 
 class _Completions:
@@ -144,7 +140,7 @@ def _model() -> OpenAIChatModel:
         model = OpenAIChatModel(
             "llama",
             provider=OpenAIProvider(
-                base_url="http://127.0.0.1:9/v1",
+                base_url=API_BASE,
                 api_key="unused",
                 http_client=httpx2.AsyncClient(transport=_TRANSPORT),
             ),
