@@ -168,8 +168,28 @@ def baseline_reason(result: CaseResult) -> str:
         detail = result.crash.message
     else:
         detail = ""
-    text = " ".join(f"{status}: {detail}".split()) if detail else status
-    return shorten(text, _REASON_CHARS)
+    text = shorten(" ".join(f"{status}: {detail}".split()) if detail else status, _REASON_CHARS)
+    if result.expectation is not None and same_failure(result.expectation.reason, text):
+        return result.expectation.reason  # only what the target gave differs: keep the line
+    return text
+
+
+def same_failure(old: str, new: str) -> bool:
+    """True when `old`, a reason conform wrote, says what `new` says but for what the target
+    gave: the same status, first field and expected value (the part before `, got `). A
+    baseline written again keeps `old` then, so a value the target makes anew on each run (an
+    id a client invents) does not rewrite the line. A crash's message is compared whole, but
+    for the memory addresses in it (`<built-in method index of str object at 0x7fb3f89ccb30>`)."""
+    if not old or handwritten(old):
+        return False
+    head, got, _ = new.partition(", got ")
+    if got:
+        return old.partition(", got ")[0] == head
+    return _ADDRESS.sub("0x", old) == _ADDRESS.sub("0x", new)
+
+
+#: A memory address in a repr (`at 0x7f02aa994970`): another on each run.
+_ADDRESS = re.compile(r"\b0x[0-9a-f]{6,16}\b")
 
 
 def failing(result: CaseResult) -> bool:
@@ -286,7 +306,8 @@ def baseline_text(
             if index in verbatim:
                 continue
             if case_matches(case_id, entry.case_glob) and any(entry.matches_mode(m) for m in modes):
-                if handwritten(entry.reason):
+                own = entry.case_glob == escape_glob(case_id)  # its line, not a glob's
+                if handwritten(entry.reason) or (own and same_failure(entry.reason, reason)):
                     reason = entry.reason
                 if index not in used:
                     comments = above

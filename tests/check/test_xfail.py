@@ -192,6 +192,49 @@ def test_rewriting_a_baseline_keeps_the_reasons_people_wrote() -> None:
     assert entry.reason == "waiting for upstream"
 
 
+def _rebaselined(previous: str, mismatch: Mismatch, *, through_xfail: bool) -> str:
+    """The one reason of case `d` once its baseline `previous` is written again over a run in
+    which `d` fails in plain with `mismatch`: read back as `--xfail` (the expectation carries
+    the old reason) or only merged with the file it replaces."""
+    failed = result("d", "plain", FAILED, mismatches=(mismatch,))
+    judged = xfail_list(previous).apply(failed) if through_xfail else failed
+    (entry,) = parse_lines(Path("f"), baseline_text([judged], previous=previous))
+    return entry.reason
+
+
+@pytest.mark.parametrize("through_xfail", [True, False])
+def test_a_generated_reason_stays_while_the_case_fails_the_same_way(through_xfail: bool) -> None:
+    old = 'failed: steps[0].state.id: expected null, got "chatcmpl-8e4f"'
+    previous = f"d  plain  # {old}\n"
+    # Only what the target gave differs (an id a client invents on each run): the line stays.
+    invented = Mismatch("steps[0].state.id", None, "chatcmpl-dd55")
+    assert _rebaselined(previous, invented, through_xfail=through_xfail) == old
+    # Another expected value, field or status is another failure: its own reason.
+    for other, reason in [
+        (Mismatch("steps[0].state.id", "x", "chatcmpl-dd55"), 'expected "x", got "chatcmpl-dd55"'),
+        (Mismatch("steps[1].state.id", None, "chatcmpl-dd55"), "steps[1].state.id: expected null"),
+    ]:
+        got = _rebaselined(previous, other, through_xfail=through_xfail)
+        assert got != old and reason in got, got
+    # A crash's message word for word, but for a memory address (another on each run).
+    crashed = (
+        "crashed: push raised KeyError: <built-in method index of str object at 0x7fb3f89ccb30>"
+    )
+    for message, kept in [
+        (crashed.replace("fb3f8", "02aa9"), True),
+        ("crashed: push raised E", False),
+    ]:
+        crash = Crash(message.removeprefix("crashed: "), "", 0, 1, None)
+        failed = result("d", "plain", CRASHED, crash=crash)
+        judged = xfail_list(f"d  plain  # {crashed}\n").apply(failed) if through_xfail else failed
+        (entry,) = parse_lines(Path("f"), baseline_text([judged], previous=f"d  # {crashed}\n"))
+        assert (entry.reason == crashed) is kept, entry.reason
+    timed_out = previous.replace("failed:", "timed-out:")
+    got = _rebaselined(timed_out, invented, through_xfail=through_xfail)
+    assert got.startswith("failed: steps[0].state.id: expected null, got"), got
+    assert got != old
+
+
 # -- through conform run ------------------------------------------------------------------------
 
 
