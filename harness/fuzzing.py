@@ -37,6 +37,7 @@ from harness.check.options import RunOptions
 from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
+from harness.drive.zygote import forked_workers
 from harness.errors import ConformError
 from harness.model.expect import expected, write_case
 from harness.model.streams import Stream, drawing, streams
@@ -327,6 +328,11 @@ def run_fuzz(request: FuzzRequest, *, on_stream: Callable[[int], None] | None = 
     started = time.monotonic()
     deadline = started + request.seconds if request.seconds is not None else float("inf")
     shared = _Shared(deadline, on_stream)
+    with forked_workers():  # a Python target imported once: each restart after a crash forks
+        return _fuzz(request, started, shared)
+
+
+def _fuzz(request: FuzzRequest, started: float, shared: _Shared) -> FuzzRecord:
     # The first driver is made up front, so that a target that cannot start stops here.
     request.make_driver().close()
     searches = [_Search(request, number=n, shared=shared) for n in range(max(request.jobs, 1))]

@@ -11,6 +11,7 @@ expected-failures file lists as strict xfails, so a case that starts passing fai
 
 from __future__ import annotations
 
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,6 +130,8 @@ class _Run:
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
         self._capped: dict[str, bool] = {}  # each recording's thinking_capped, read once
+        self._workers = ExitStack()  # while open, a Python target's workers fork (zygote.py)
+        self._started = False
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -151,6 +154,11 @@ class _Run:
         if self._broken is not None:
             raise ConformError(self._broken)
         if self._driver is None:
+            from harness.drive.zygote import forked_workers
+
+            if not self._started:  # imported once: a restart after a crash forks a worker
+                self._workers.enter_context(forked_workers())
+                self._started = True
             try:
                 self._driver = self.make_driver()
             except ConformError as exc:
@@ -160,8 +168,11 @@ class _Run:
 
     def close(self) -> None:
         driver, self._driver = self._driver, None
-        if driver is not None:
-            driver.close()
+        try:
+            if driver is not None:
+                driver.close()
+        finally:
+            self._workers.close()
 
 
 _RUN = pytest.StashKey[_Run]()
@@ -263,10 +274,12 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
         suite = plan.suites[0]
         cases = plan.cases
         expected = plan.expected_failures(options.xfail_file)
-        if options.target is not None:
-            load_target(options.target)  # an unimportable target is a usage error, found now
+        # A target that cannot be imported or started is one usage error, found now, not a
+        # failing test each. A worker imports it (this process does not, when it need not).
+        if options.target is not None and options.in_process:
+            load_target(options.target)
         else:
-            run.driver()  # a program that cannot start is one usage error, not a failing test each
+            run.driver()
     except ConformError as exc:
         raise pytest.UsageError(str(exc)) from None
     groups: dict[str, ConformGroup] = {}
