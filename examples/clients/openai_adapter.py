@@ -30,7 +30,7 @@ conform reports it as a crash with the client's traceback.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import openai
 from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
@@ -48,8 +48,12 @@ from _llama import (
     read_reasoning,
     read_timings,
 )
-from openai.lib.streaming.chat import ChatCompletionStreamState
-from openai.types.chat import ChatCompletionChunk
+from openai.lib.streaming.chat import (
+    ChatCompletionStreamState,
+    ContentDeltaEvent,
+    FunctionToolCallArgumentsDeltaEvent,
+)
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 
 def _extra(model: Any, name: str) -> Any:
@@ -147,11 +151,12 @@ class Assembler(ReasoningReaders):
             if reasoning_text:
                 events.append(Reasoning(reasoning_text))
             if choice.delta.content is not None:
-                text = next(wanted).delta  # the client's content.delta event
+                text = cast(ContentDeltaEvent, next(wanted)).delta  # the client's content.delta
                 if text:
                     events.append(Content(text))
             for piece in choice.delta.tool_calls or []:
-                event = next(wanted)  # the client's tool_calls.function.arguments.delta event
+                # the client's tool_calls.function.arguments.delta event
+                event = cast(FunctionToolCallArgumentsDeltaEvent, next(wanted))
                 function = piece.function
                 events.append(
                     ToolCallDelta(
@@ -173,6 +178,7 @@ class Assembler(ReasoningReaders):
             raise _map(self._feed.error) from self._feed.error
         if not self.is_finished:
             raise StreamError("stream_closed_early", "no finish reason arrived")
+        final: ChatCompletion
         try:
             final = self._state.get_final_completion()
         except openai.LengthFinishReasonError as exc:
