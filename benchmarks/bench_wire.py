@@ -6,7 +6,9 @@ case after it, the pushes and `finish`), and through an `InProcessDriver`; no go
 It prints this process's CPU (user+sys) per request for each, their difference (what the worker's
 protocol costs the harness beyond the in-process calls, which include the reference's own work),
 and the worker's own CPU on them (Linux's schedstat), after a pass over the suite that warms both
-up. Interleaved repeats, medians. `goals.py --only suite` quotes the first two in its detail.
+up; and the context switches of each side per case (each one a wait for the other side, which
+on a loaded machine may also wait for a core). Interleaved repeats, medians. `goals.py --only
+suite` quotes the first two in its detail.
 
 Run: `python benchmarks/bench_wire.py [--repeats N] [--rounds N]`.
 """
@@ -54,6 +56,19 @@ def _run_time(pid: int | None) -> float | None:
         return None
 
 
+def _switches(pid: int | None = None) -> int:
+    """Context switches (voluntary and not) of this process, or of process `pid` (Linux's
+    /proc; 0 where it cannot be read)."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_nvcsw + usage.ru_nivcsw
+    try:
+        with open(f"/proc/{pid}/status") as file:
+            return sum(int(line.split()[1]) for line in file if "ctxt_switches:" in line)
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _play(driver: object, cases: list[Case], rounds: int) -> int:
     """Every case `rounds` times; the requests made."""
     requests = 0
@@ -86,6 +101,7 @@ def measure(repeats: int = 5, rounds: int = 3) -> tuple[dict[str, float], int]:
     cases = _cases()
     factory = load_target("reference:Assembler")
     figures: dict[str, list[float]] = {"worker": [], "in-process": [], "worker's own": []}
+    switched: dict[str, list[float]] = {"harness": [], "worker": []}
     requests = 0
     for _ in range(repeats):
         driver = python_target_driver("reference:Assembler")
@@ -93,9 +109,12 @@ def measure(repeats: int = 5, rounds: int = 3) -> tuple[dict[str, float], int]:
         _play(driver, cases, 1)  # warm: each kind of case once (first calls, the files' mappings)
         children = _cpu(resource.RUSAGE_CHILDREN)
         ran = _run_time(driver.pid)
+        switches = (_switches(), _switches(driver.pid))
         before = _cpu()
         requests = _play(driver, cases, rounds)
         figures["worker"].append((_cpu() - before) / requests)
+        switched["harness"].append((_switches() - switches[0]) / (len(cases) * rounds))
+        switched["worker"].append((_switches(driver.pid) - switches[1]) / (len(cases) * rounds))
         ran_after = _run_time(driver.pid)
         driver.close()
         if ran is None or ran_after is None:  # the whole of its life, start and warm-up too
@@ -107,7 +126,10 @@ def measure(repeats: int = 5, rounds: int = 3) -> tuple[dict[str, float], int]:
         before = _cpu()
         _play(inprocess, cases, rounds)
         figures["in-process"].append((_cpu() - before) / requests)
-    return {name: statistics.median(found) * 1e6 for name, found in figures.items()}, requests
+    medians = {name: statistics.median(found) * 1e6 for name, found in figures.items()}
+    for name, found in switched.items():  # (a count per case, not microseconds)
+        medians[f"switches per case, {name}"] = statistics.median(found)
+    return medians, requests
 
 
 def main() -> None:
@@ -118,7 +140,10 @@ def main() -> None:
     medians, requests = measure(args.repeats, args.rounds)
     print(f"{len(_cases())} cases x {args.rounds} rounds, {requests:,} requests a repeat")
     for name, value in medians.items():
-        print(f"  harness CPU per request, {name:12} {value:6.2f} us")
+        if name.startswith("switches"):
+            print(f"  context {name + ':':33}{value:6.2f}")
+        else:
+            print(f"  harness CPU per request, {name:12} {value:6.2f} us")
     extra = medians["worker"] - medians["in-process"]
     print(f"  worker minus in-process            {extra:6.2f} us")
 

@@ -24,6 +24,8 @@ import sys
 from collections.abc import Callable
 from typing import IO, Any
 
+import msgspec
+
 from harness.drive.inprocess import (
     Factory,
     TargetCrash,
@@ -33,7 +35,9 @@ from harness.drive.inprocess import (
     push_step,
     split_spec,
 )
-from harness.drive.normalize import SAID
+from harness.drive.inprocess import _error_step as error_step
+from harness.drive.inprocess import _step_of as step_of
+from harness.drive.normalize import REFERENCE_EVENTS, REFERENCE_STATE, SAID, plain_state
 from harness.drive.shared import SHARED_FROM, SharedWriter, keep_freed_memory
 from harness.drive.wire import (
     FAST_PROTOCOL,
@@ -67,6 +71,38 @@ _PATH_FINDERS = frozenset(
 )
 
 Channel = tuple[str, int]  # ("content", 0), ("reasoning", 0) or ("tool", index)
+_encode_own = msgspec.json.Encoder().encode
+_decode_reply = msgspec.json.Decoder().decode
+
+
+def _own_texts() -> dict[type, tuple[str, str]]:
+    """The reference's own event types whose Structs encode exactly as the normalizer writes
+    them (the golden objects), each with its text field ("" for one without) and its `type`;
+    checked once, on one sample of each, so that a change of those types turns
+    `Session._own_line` off rather than making replies that differ from what `push_step`
+    makes."""
+    found: dict[type, tuple[str, str]] = {}
+    for kind, normal in REFERENCE_EVENTS.items():
+        fields = getattr(kind, "__struct_fields__", ())
+        values = {name: (0 if name in ("index", "total") else "x") for name in fields}
+        try:
+            sample = kind(**values)
+            same = _encode_own(sample) == _encode_own(normal(sample))
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            return {}
+        name = "arguments" if "arguments" in fields else "text" if "text" in fields else ""
+        found[kind] = (name, str(normal(sample)["type"]))
+    return found
+
+
+#: Event type -> its text field, for `Session._own_line` (empty: the way is off).
+_OWN_TEXTS = _own_texts()
+
+
+#: A reply: its object, or (the usual ones, made as their line at once) its line.
+Reply = dict[str, Any] | bytes
 
 
 class _BadRequest(Exception):
@@ -162,6 +198,9 @@ class Session:
         # Protocol 2: each channel's event texts this case, with the reference each was sent as
         # (`[seq, start, end]`, or in protocol 4 `{"at": offset, "bytes": size}`).
         self._texts: dict[Channel, list[tuple[str, Any]]] = {}
+        # The events of this case's pushes answered by `_own_line` (none of whose texts was
+        # long), put into `_texts` only when a later event's text is sent as a reference.
+        self._unrecorded: list[list[Any]] = []
         self._ended = False  # the case had its error or its finish: skip what was planned after
         self._frame = bytearray()  # the buffer framed payloads are read into
         self._shared: int | None = None  # protocol 3: the shared file, open for reading
@@ -171,6 +210,11 @@ class Session:
     def answer(self, line: bytes, source: IO[bytes] | None = None) -> tuple[dict[str, Any], bool]:
         """The reply to one request line (`source` holds the bytes of a framed payload after
         it), and whether the program should exit after it."""
+        reply, done = self.reply(line, source)
+        return (_decode_reply(reply) if type(reply) is bytes else reply), done  # type: ignore[return-value]
+
+    def reply(self, line: bytes, source: IO[bytes] | None = None) -> tuple[Reply, bool]:
+        """`answer`, the usual replies made as their line at once (`encode` takes both)."""
         try:
             request = decode_line(line)
         except ValueError as exc:
@@ -274,7 +318,7 @@ class Session:
         self._replies = SharedWriter(fd)
         return True
 
-    def _dispatch(self, seq: int, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    def _dispatch(self, seq: int, request: dict[str, Any]) -> tuple[Reply, bool]:
         op = request.get("op")
         if op == "hello":
             asked = request.get("protocol")
@@ -303,23 +347,43 @@ class Session:
                 raise _BadRequest(self._load_error or "no target")
             self._assembler = None
             self._texts = {}
+            self._unrecorded = []
             self._ended = False
             if self._replies is not None:  # every reply of the last case has been read
                 self._replies.reset()
             self._assembler = new_assembler(self._factory)
-            return {"seq": seq, "ok": True}, False
+            return b'{"seq":%d,"ok":true}\n' % seq, False
         if op == "push":
             data = request.get("data")
             if not isinstance(data, str):
                 raise _BadRequest('"push" needs a string "data"')
             if self._ended and self.protocol >= FAST_PROTOCOL:
                 return {"seq": seq, "skipped": True}, False
-            step = push_step(self._open_assembler(), data, 0, say=True)
+            assembler = self._open_assembler()
+            read = REFERENCE_STATE.get(type(assembler)) if _OWN_TEXTS else None
+            if read is None:
+                step = push_step(assembler, data, 0, say=True)
+            else:  # `push_step` written out, for the reference's own assembler
+                try:
+                    events = assembler.push(data)
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as exc:  # as `push_step` takes it
+                    step = {"line": 0, **error_step(exc, "push", say=True)}
+                else:
+                    line = _own_line(seq, events, assembler, read)
+                    if line is not None:
+                        if events and self.protocol >= FAST_PROTOCOL:
+                            self._unrecorded.append(events)
+                        return line, False
+                    step = step_of(assembler, events, 0)
             if "error" in step:
                 self._ended = True
                 return _contract_error(seq, step), False
             events = step["events"]
             if self.protocol >= FAST_PROTOCOL:
+                if self._unrecorded:
+                    self._record_unrecorded()
                 events = [self._referenced(seq, data, event) for event in events]
             return {"seq": seq, "events": events, "state": step["state"]}, False
         if op == "finish":
@@ -334,6 +398,8 @@ class Session:
                 return _contract_error(seq, done), False
             completion = done["completion"]
             if self.protocol >= FAST_PROTOCOL and (self._texts or self._replies is not None):
+                if self._texts and self._unrecorded:  # (without a reference: nothing to join)
+                    self._record_unrecorded()
                 completion = self._joined_completion(completion)
             return {"seq": seq, "completion": completion}, False
         if op == "bye":
@@ -362,6 +428,26 @@ class Session:
             ref = self._shared_text(text)
         self._texts.setdefault(channel, []).append((text, ref))
         return event if ref is None else {**event, key: {"$text": [ref]}}
+
+    def _record_unrecorded(self) -> None:
+        """Put the texts of the events `_own_line` answered into `_texts`, as `_referenced`
+        would have (each sent as it is), before the events of a push that `_referenced` takes."""
+        texts = self._texts
+        for events in self._unrecorded:
+            for event in events:
+                name, kind = _OWN_TEXTS[type(event)]
+                if kind == "tool_call_delta":
+                    if type(event.index) is not int:
+                        continue
+                    channel: Channel = ("tool", event.index)
+                elif name:
+                    channel = (kind, 0)
+                else:
+                    continue
+                text = getattr(event, name)
+                if type(text) is str:
+                    texts.setdefault(channel, []).append((text, None))
+        self._unrecorded = []
 
     def _joined_completion(self, completion: dict[str, Any]) -> dict[str, Any]:
         """`completion`, each text that is its events' texts joined sent as their references."""
@@ -426,10 +512,14 @@ class Session:
                 return {"$text": [piece]}
         return value
 
-    def encode(self, reply: dict[str, Any]) -> bytes:
-        """`reply` as its line. A value JSON cannot hold (NaN, an infinity) is sent as
-        `{"$number": "NaN"}` in protocol 2 and as a crash in protocol 1; anything else that cannot
-        be written is a crash reply, never the adapter's own traceback."""
+    def encode(self, reply: Reply) -> bytes:
+        """`reply` as its line (one made as its line already: as it is). A value JSON cannot
+        hold (NaN, an infinity) is sent as `{"$number": "NaN"}` in protocol 2 and as a crash in
+        protocol 1; anything else that cannot be written is a crash reply, never the adapter's
+        own traceback."""
+        if type(reply) is bytes:
+            return reply
+        assert isinstance(reply, dict)
         try:
             return encode_reply(reply)
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
@@ -458,6 +548,33 @@ def _numbers_marked(value: Any) -> Any:
     if isinstance(value, list):
         return [_numbers_marked(item) for item in value]
     return value
+
+
+def _own_line(seq: int, events: Any, assembler: Any, read: Any) -> bytes | None:
+    """The reply line to a push of the reference's own assembler that returned `events`, made
+    from its own events (Structs that encode as their golden objects, `_OWN_TEXTS`) and its
+    one-call state reader `read`; None when the push must take `push_step`'s way (an event of
+    another type, a text long enough for a reference, a state of other types, a value JSON
+    cannot hold), which then reads the same events and state again."""
+    if type(events) is not list:
+        return None
+    texts = _OWN_TEXTS
+    for event in events:
+        found = texts.get(type(event))
+        if found is None or (found[0] and len(getattr(event, found[0])) >= _REFERENCED):
+            return None
+    try:
+        state = plain_state(read(assembler))
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # `step_of` reads it again, and says what is wrong
+        return None
+    if state is None:
+        return None
+    try:
+        return _encode_own({"seq": seq, "events": events, "state": state}) + b"\n"
+    except (TypeError, ValueError, OverflowError):  # a lone surrogate, a huge integer
+        return None
 
 
 def _find(data: str, text: str, seq: int) -> list[int] | None:
@@ -495,7 +612,7 @@ def serve(session: Session, requests: IO[bytes], replies: IO[bytes]) -> None:
     for line in iter(requests.readline, b""):
         if line.isspace():  # not strip(): that copies a 50 MB line
             continue
-        reply, done = session.answer(line, requests)
+        reply, done = session.reply(line, requests)
         write(session.encode(reply))
         replies.flush()
         if done:

@@ -83,6 +83,20 @@ _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
 #: In a reply's raw line: a key of a protocol-4 piece (a text in the replies' file). Inside a JSON
 #: string the quotes would be escaped, so a text holding these characters does not look like it.
 _PIECE = b'"at"'
+
+
+def _numbered(raw: bytes) -> bool:
+    """Whether a reply's line may hold a `$number` (its key written plainly, or with the dollar
+    sign escaped)."""
+    return NUMBER_MARK in raw or b"\\u0024" in raw
+
+
+def _marked(raw: bytes) -> bool:
+    """Whether a reply's line may hold a text reference or a `$number`: every key of one
+    starts `"$` in the line, or with the dollar sign escaped (a string may hold either too)."""
+    return b'"$' in raw or b"\\u0024" in raw
+
+
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
@@ -623,6 +637,8 @@ class ProcessDriver:
         if line is None:
             line = self._receive(worker, sent, time_allowed)
         raw = line
+        if op == "new" and raw == b'{"seq":%d,"ok":true}' % sent.seq:
+            return {"seq": sent.seq, "ok": True}  # the usual reply, as conform's worker writes it
         reply: dict[str, Any]  # once the checks below have passed
         try:
             reply = decode_line(raw)
@@ -645,14 +661,14 @@ class ProcessDriver:
         if op == "push" and self._validator is None and plain_push(reply):
             # The usual reply: no text references and no unknown field (`plain_push`), so only
             # a number of protocol 2 may be left to resolve.
-            if NUMBER_MARK in raw and self.protocol >= FAST_PROTOCOL:
+            if _numbered(raw) and self.protocol >= FAST_PROTOCOL:
                 problem = resolve_numbers(reply)
                 if problem is not None:
                     raise self._garbage(reply, f"bad reference: {problem}")
             return reply
-        if self.protocol >= FAST_PROTOCOL and "error" not in reply:
+        if self.protocol >= FAST_PROTOCOL and "error" not in reply and _marked(raw):
             problem = resolve_texts(op, reply, self._case_data, self._slices, self._replies)
-            if problem is None and NUMBER_MARK in raw:
+            if problem is None and _numbered(raw):
                 problem = resolve_numbers(reply)
             if problem is not None:
                 raise self._garbage(reply, f"bad reference: {problem}")
@@ -722,7 +738,7 @@ class ProcessDriver:
             and reply.get("seq") == sent.seq
             and type(reply["seq"]) is int
             and plain_push(reply)
-            and NUMBER_MARK not in line
+            and not _numbered(line)
         ):
             return reply
         reply = self._await(sent, line=line)  # named as every reply is, when it is not plain

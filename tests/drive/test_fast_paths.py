@@ -340,3 +340,27 @@ def test_a_reply_read_before_it_is_asked_for_is_judged_as_any_other(
     with python_target_driver("reference:Assembler") as driver:
         driver.start()
         assert _play_garbled(driver, raw, ready=[]) == fast
+
+
+@pytest.mark.parametrize("key", ["\\u0024text", "\\u0024number"])
+def test_a_reference_whose_dollar_is_escaped_is_resolved_as_one_written_plainly(key: str) -> None:
+    """A reply's line is looked into for references only when it may hold one: a key written
+    with its dollar sign escaped (`"\\u0024text"`, which is `"$text"`) still is one."""
+    value = "[[{push}, 0, 2]]" if key.endswith("text") else '"NaN"'
+    found = []
+    for written in (key, key.replace("\\u0024", "$")):
+        text = "{" + f'"{written}": {value}' + "}"
+        if key.endswith("text"):
+            raw = '{"seq": {seq}, "events": [{"type": "content", "text": ' + text + "}], "
+            raw += '"state": ' + STATE + "}"
+        else:
+            raw = '{"seq": {seq}, "events": [], "state": '
+            raw += STATE.replace('"reasoning_tokens": 0', f'"reasoning_tokens": {text}') + "}"
+        with python_target_driver("reference:Assembler") as driver:
+            driver.start()
+            push = str(driver._worker.seq + 3) if driver._worker else "0"  # the second push
+            found.append(_play_garbled(driver, raw.replace("{push}", push), ready=[]))
+    escaped, plain = found
+    assert escaped == plain
+    if key.endswith("text"):
+        assert escaped[0][1]["events"][0]["text"] == CASE[1][:2]  # resolved into the payload
