@@ -1,19 +1,23 @@
 """Shared test support: `invoke`/`conform`, the one way tests run the `conform` command in-process;
 the project's own suite, a scratch copy of it and the three-case `mini` suite; the check that no
-process started by the test run outlives it."""
+process started by the test run outlives it; how the xdist workers share the run (the slowest
+tests first, a cold bytecode cache filled by one of them)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
+import importlib.util
 import os
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import click
 import pytest
@@ -208,8 +212,111 @@ def arrange(nodeids: Sequence[str], workers: int) -> list[int]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no")."""
+    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no"),
+    and, when the bytecode cache is cold, the lock the first worker collects under
+    (`collect_lock`)."""
     node.workerinput["conform_dist"] = node.config.getvalue("dist")
+    lock = collect_lock(node.config)
+    if lock is not None:
+        node.workerinput[_COLLECT_LOCK] = lock
+
+
+# -- a cold bytecode cache, filled by one worker ---------------------------------------------------
+
+#: A module that only the tests import (a helper, not a test module): without bytecode for it,
+#: the test modules have none either (a fresh clone, or a new pytest).
+_PROBE = ROOT / "tests" / "miniatures.py"
+_COLLECT_LOCK = "conform_collect_lock"
+_LOCK_PATH = pytest.StashKey[str | None]()
+_LOCK_HELD = pytest.StashKey[IO[str]]()
+
+
+def bytecode_cached(source: Path, environ: Mapping[str, str]) -> bool:
+    """Whether `source` has bytecode, newer than itself, where a process with `environ` looks for
+    it (under PYTHONPYCACHEPREFIX, else in `__pycache__` beside it)."""
+    saved = sys.pycache_prefix
+    sys.pycache_prefix = environ.get("PYTHONPYCACHEPREFIX") or None
+    try:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+    finally:
+        sys.pycache_prefix = saved
+    try:
+        return cached.stat().st_mtime >= source.stat().st_mtime
+    except OSError:
+        return False
+
+
+def collect_lock(config: pytest.Config) -> str | None:
+    """The file the first xdist worker holds locked while it collects, when the workers' bytecode
+    cache is cold (None when it is warm, or the workers write none).
+
+    Collecting compiles every test module (and rewrites its asserts), every helper and the
+    harness: about 4 s of CPU more per worker than with the cache filled. Started together, each
+    worker would compile them all; the others wait instead, and collect from what the first one
+    wrote (xdist starts no test before every worker has collected, so the first one loses no
+    time). One lock for the session, removed at its end.
+    """
+    if _LOCK_PATH not in config.stash:
+        path = None
+        writes = not os.environ.get("PYTHONDONTWRITEBYTECODE")
+        if writes and not bytecode_cached(_PROBE, os.environ):
+            fd, path = tempfile.mkstemp(prefix="conform-collect-", suffix=".lock")
+            os.close(fd)
+            config.add_cleanup(lambda: Path(path).unlink(missing_ok=True))
+        config.stash[_LOCK_PATH] = path
+    return config.stash[_LOCK_PATH]
+
+
+def hold_for_collection(lock: Path) -> IO[str]:
+    """Lock `lock` for the first worker's collection (released when the file is closed, or the
+    worker ends), and say so in it: the others wait for that mark, then for the lock."""
+    held = lock.open("w")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    held.write("collecting\n")
+    held.flush()
+    return held
+
+
+def wait_for_first_collection(lock: Path, *, within: float = 30.0) -> None:
+    """Wait until the worker holding `lock` has collected (or has ended); not at all when none has
+    taken it within `within` seconds (it failed to start: collect anyway)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if lock.stat().st_size:
+                break
+        except FileNotFoundError:
+            return
+        if time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    with lock.open() as file:
+        fcntl.flock(file, fcntl.LOCK_SH)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """The first xdist worker takes the collection lock as it starts (`collect_lock`)."""
+    workerinput = getattr(config, "workerinput", {})
+    lock = workerinput.get(_COLLECT_LOCK)
+    if lock is not None and workerinput.get("workerid") == "gw0":
+        config.stash[_LOCK_HELD] = hold_for_collection(Path(lock))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """The other xdist workers collect once the first one has (`collect_lock`)."""
+    workerinput = getattr(session.config, "workerinput", {})
+    lock = workerinput.get(_COLLECT_LOCK)
+    if lock is not None and workerinput.get("workerid") != "gw0":
+        wait_for_first_collection(Path(lock))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The first xdist worker has collected: the others may."""
+    held = session.config.stash.get(_LOCK_HELD, None)
+    if held is not None:
+        held.close()
 
 
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect, which change the shares

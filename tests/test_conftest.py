@@ -2,27 +2,39 @@
 command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
 processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
 slowest tests are named (HEAVY_FIRST) as they are, to start first; `-n auto` is a worker more
-than the cores."""
+than the cores; with a cold bytecode cache the first worker collects alone, the others after it."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import py_compile
+import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 
+import tests.conftest
 from tests.conftest import (
     FOREIGN_PLUGINS_OFF,
     HEAVY,
     HEAVY_FIRST,
     arrange,
+    bytecode_cached,
+    collect_lock,
     conform,
     heavy_rank,
+    hold_for_collection,
     invoke,
     keep_bytecode,
     pytest_collection_modifyitems,
     pytest_configure_node,
     pytest_xdist_auto_num_workers,
+    wait_for_first_collection,
     worksteal_shares,
 )
 
@@ -223,6 +235,11 @@ class _Config:
     def __init__(self, dist: str) -> None:
         self.workerinput = {"workercount": 3, "conform_dist": dist}
         self.option = type("Option", (), {"dist": "no"})()  # what xdist sets in a worker
+        self.stash = pytest.Stash()
+        self.cleanups: list[Any] = []
+
+    def add_cleanup(self, cleanup: Any) -> None:
+        self.cleanups.append(cleanup)
 
     def getoption(self, name: str) -> str:
         return ""
@@ -241,7 +258,87 @@ def test_the_controller_tells_each_worker_the_dist_mode() -> None:
     """A worker's own `--dist` is "no" (xdist sets it so): the controller passes its mode on."""
     node = type("Node", (), {"config": _Config("worksteal"), "workerinput": {}})()
     pytest_configure_node(node)
-    assert node.workerinput == {"conform_dist": "worksteal"}
+    lock = collect_lock(node.config)
+    assert node.workerinput == {"conform_dist": "worksteal"} | (
+        {} if lock is None else {"conform_collect_lock": lock}
+    )
+
+
+def _compiled(source: Path, prefix: Path) -> None:
+    saved = sys.pycache_prefix
+    sys.pycache_prefix = str(prefix)
+    try:
+        py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)))
+    finally:
+        sys.pycache_prefix = saved
+
+
+def test_bytecode_counts_when_it_is_where_the_workers_look_and_newer_than_its_source(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "module.py"
+    source.write_text("x = 1\n")
+    environ = {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache")}
+    assert not bytecode_cached(source, environ)
+    _compiled(source, tmp_path / "cache")
+    assert bytecode_cached(source, environ)
+    assert not bytecode_cached(source, {})  # not in __pycache__
+    later = source.stat().st_mtime + 10
+    os.utime(source, (later, later))
+    assert not bytecode_cached(source, environ)
+
+
+def test_a_cold_cache_gets_one_lock_for_the_session_a_warm_one_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("x = 1\n")
+    monkeypatch.setattr(tests.conftest, "_PROBE", probe)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "cache"))
+    config = _Config("worksteal")
+    lock = collect_lock(config)  # type: ignore[arg-type]
+    assert lock is not None and Path(lock).is_file()
+    assert collect_lock(config) == lock  # type: ignore[arg-type]
+    for cleanup in config.cleanups:
+        cleanup()
+    assert not Path(lock).exists()  # removed at the session's end
+
+    _compiled(probe, tmp_path / "cache")
+    assert collect_lock(_Config("worksteal")) is None  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the workers write no bytecode
+    (tmp_path / "cache").rename(tmp_path / "gone")
+    assert collect_lock(_Config("worksteal")) is None  # type: ignore[arg-type]
+
+
+def test_the_other_workers_collect_once_the_first_one_has(tmp_path: Path) -> None:
+    lock = tmp_path / "collect.lock"
+    lock.touch()
+    done = threading.Event()
+
+    def other_worker() -> None:
+        wait_for_first_collection(lock)
+        done.set()
+
+    waiter = threading.Thread(target=other_worker)
+    waiter.start()
+    time.sleep(0.1)
+    held = hold_for_collection(lock)  # the first worker starts later than this one
+    try:
+        assert not done.wait(0.3)  # waiting while the first one collects
+    finally:
+        held.close()
+    assert done.wait(10)
+    waiter.join()
+
+
+def test_without_a_first_worker_the_others_collect_anyway(tmp_path: Path) -> None:
+    lock = tmp_path / "collect.lock"
+    lock.touch()  # nobody takes it
+    began = time.monotonic()
+    wait_for_first_collection(lock, within=0.2)
+    assert time.monotonic() - began < 5
+    wait_for_first_collection(tmp_path / "removed.lock")  # the session is over
 
 
 @pytest.mark.parametrize(("dist", "workers"), [("worksteal", 3), ("load", 1)])
