@@ -104,7 +104,6 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ("tests/integration/test_differential.py", 29),
     ("tests/integration/test_go_example.py", 27),
     (f"{_CLIENTS}[openai-python]", 26),
-    ("tests/integration/test_rust_example.py", 26),
     ("tests/integration/test_mutate_harness.py", 26),
     (f"{_CAREFUL}[I6]", 23),
     (f"{_CAREFUL}[I5]", 23),
@@ -116,13 +115,8 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ),
     ("tests/check/test_modes.py::test_results_are_deterministic_from_the_seed", 17),
     ("tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts", 17),
-    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 17),
-    (
-        "tests/drive/test_zygote.py::"
-        "test_a_target_that_cannot_start_fails_as_without_the_server[hangs]",
-        15,
-    ),
     ("tests/check/test_mutation_oracle.py::test_drawn_texts_are_changed_as_before", 13),
+    ("tests/integration/test_rust_example.py", 13),
     (
         "tests/check/test_mutation_oracle.py::"
         "test_every_payload_of_the_shipped_suite_is_changed_as_before",
@@ -138,6 +132,7 @@ HEAVY: tuple[tuple[str, float], ...] = (
         "test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
         9,
     ),
+    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 9),
     (
         "tests/check/test_xfail.py::"
         "test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
