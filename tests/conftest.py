@@ -1,23 +1,21 @@
 """Shared test support: `invoke`/`conform`, the one way tests run the `conform` command in-process;
 the project's own suite, a scratch copy of it and the three-case `mini` suite; the check that no
 process started by the test run outlives it; how the xdist workers share the run (the slowest
-tests first, a cold bytecode cache filled by one of them)."""
+tests first, a cold bytecode cache filled by all of them at once)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
-import fcntl
 import importlib.util
 import os
 import shutil
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Mapping, MutableMapping, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import click
 import pytest
@@ -208,22 +206,19 @@ def arrange(nodeids: Sequence[str], workers: int) -> list[int]:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no"),
-    and, when the bytecode cache is cold, the lock the first worker collects under
-    (`collect_lock`)."""
+    and whether the bytecode cache is cold (`pytest_collection`)."""
     node.workerinput["conform_dist"] = node.config.getvalue("dist")
-    lock = collect_lock(node.config)
-    if lock is not None:
-        node.workerinput[_COLLECT_LOCK] = lock
+    if cold_cache(node.config):
+        node.workerinput[_COLD] = True
 
 
-# -- a cold bytecode cache, filled by one worker ---------------------------------------------------
+# -- a cold bytecode cache, filled by the workers together ----------------------------------------
 
 #: A module that only the tests import (a helper, not a test module): without bytecode for it,
 #: the test modules have none either (a fresh clone, or a new pytest).
 _PROBE = ROOT / "tests" / "miniatures.py"
-_COLLECT_LOCK = "conform_collect_lock"
-_LOCK_PATH = pytest.StashKey[str | None]()
-_LOCK_HELD = pytest.StashKey[IO[str]]()
+_COLD = "conform_cold_cache"
+_COLD_KEY = pytest.StashKey[bool]()
 
 
 def bytecode_cached(source: Path, environ: Mapping[str, str]) -> bool:
@@ -241,77 +236,70 @@ def bytecode_cached(source: Path, environ: Mapping[str, str]) -> bool:
         return False
 
 
-def collect_lock(config: pytest.Config) -> str | None:
-    """The file the first xdist worker holds locked while it collects, when the workers' bytecode
-    cache is cold (None when it is warm, or the workers write none).
-
-    Collecting compiles every test module (and rewrites its asserts), every helper and the
-    harness: about 4 s of CPU more per worker than with the cache filled. Started together, each
-    worker would compile them all; the others wait instead, and collect from what the first one
-    wrote (xdist starts no test before every worker has collected, so the first one loses no
-    time). One lock for the session, removed at its end.
-    """
-    if _LOCK_PATH not in config.stash:
-        path = None
+def cold_cache(config: pytest.Config) -> bool:
+    """Whether the xdist workers start with a cold bytecode cache (and write one): decided once
+    per session, by the controller."""
+    if _COLD_KEY not in config.stash:
         writes = not os.environ.get("PYTHONDONTWRITEBYTECODE")
-        if writes and not bytecode_cached(_PROBE, os.environ):
-            fd, path = tempfile.mkstemp(prefix="conform-collect-", suffix=".lock")
-            os.close(fd)
-            config.add_cleanup(lambda: Path(path).unlink(missing_ok=True))
-        config.stash[_LOCK_PATH] = path
-    return config.stash[_LOCK_PATH]
+        config.stash[_COLD_KEY] = writes and not bytecode_cached(_PROBE, os.environ)
+    return config.stash[_COLD_KEY]
 
 
-def hold_for_collection(lock: Path) -> IO[str]:
-    """Lock `lock` for the first worker's collection (released when the file is closed, or the
-    worker ends), and say so in it: the others wait for that mark, then for the lock."""
-    held = lock.open("w")
-    fcntl.flock(held, fcntl.LOCK_EX)
-    held.write("collecting\n")
-    held.flush()
-    return held
-
-
-def wait_for_first_collection(lock: Path, *, within: float = 30.0) -> None:
-    """Wait until the worker holding `lock` has collected (or has ended); not at all when none has
-    taken it within `within` seconds (it failed to start: collect anyway)."""
-    deadline = time.monotonic() + within
-    while True:
+def collected_modules(paths: Sequence[Path]) -> list[str]:
+    """The dotted names pytest imports the test modules under `paths` (files or folders of
+    tests/, fuzz/ left out) by, in collection order; only modules in packages all the way up, whose
+    name is their path."""
+    tests = ROOT / "tests"
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            found.add(path)
+        elif path.is_dir():
+            found.update(path.rglob("test_*.py"))
+    names = []
+    for module in sorted(found):
         try:
-            if lock.stat().st_size:
-                break
-        except FileNotFoundError:
-            return
-        if time.monotonic() > deadline:
-            return
-        time.sleep(0.02)
-    with lock.open() as file:
-        fcntl.flock(file, fcntl.LOCK_SH)
+            parts = module.relative_to(tests).parts
+        except ValueError:
+            continue
+        folders = [tests.joinpath(*parts[:depth]) for depth in range(len(parts))]
+        if parts[0] == "fuzz" or not all((f / "__init__.py").is_file() for f in folders):
+            continue
+        names.append(".".join(("tests", *parts[:-1], module.stem)))
+    return names
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_configure(config: pytest.Config) -> None:
-    """The first xdist worker takes the collection lock as it starts (`collect_lock`)."""
-    workerinput = getattr(config, "workerinput", {})
-    lock = workerinput.get(_COLLECT_LOCK)
-    if lock is not None and workerinput.get("workerid") == "gw0":
-        config.stash[_LOCK_HELD] = hold_for_collection(Path(lock))
+def rotated(names: Sequence[str], *, worker: int, workers: int) -> list[str]:
+    """`names` begun at the `worker`-th of `workers` equal shares, and wrapped round."""
+    start = len(names) * worker // max(workers, 1)
+    return [*names[start:], *names[:start]]
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection(session: pytest.Session) -> None:
-    """The other xdist workers collect once the first one has (`collect_lock`)."""
+    """With a cold bytecode cache, each xdist worker imports the test modules before collecting,
+    each starting at its own share (`rotated`).
+
+    Collecting compiles every test module (and rewrites its asserts), every helper and the
+    harness: about 4 s of CPU more per worker than with the cache filled. In the same order, each
+    worker would compile every module; begun at different places, each compiles its share and
+    finds most of the rest compiled by the others. Nothing waits for anything. A module that fails
+    to import is left to the collection, which imports it again and reports it.
+    """
     workerinput = getattr(session.config, "workerinput", {})
-    lock = workerinput.get(_COLLECT_LOCK)
-    if lock is not None and workerinput.get("workerid") != "gw0":
-        wait_for_first_collection(Path(lock))
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """The first xdist worker has collected: the others may."""
-    held = session.config.stash.get(_LOCK_HELD, None)
-    if held is not None:
-        held.close()
+    if not workerinput.get(_COLD):
+        return
+    here = session.config.invocation_params.dir
+    paths = [here / arg.split("::")[0] for arg in session.config.args]
+    worker = int(str(workerinput["workerid"]).removeprefix("gw") or 0)
+    names = rotated(collected_modules(paths), worker=worker, workers=workerinput["workercount"])
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # a skip or an error: the collection imports it again, reports it
+            continue
 
 
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect, which change the shares

@@ -2,7 +2,8 @@
 command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
 processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
 slowest tests are named (HEAVY_FIRST) as they are, to start first; `-n auto` is a worker more
-than the cores; with a cold bytecode cache the first worker collects alone, the others after it."""
+than the cores; with a cold bytecode cache each worker imports the test modules from its own
+share on."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import importlib.util
 import os
 import py_compile
 import sys
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,16 @@ from tests.conftest import (
     HEAVY_FIRST,
     arrange,
     bytecode_cached,
-    collect_lock,
+    cold_cache,
+    collected_modules,
     conform,
     heavy_rank,
-    hold_for_collection,
     invoke,
     keep_bytecode,
     pytest_collection_modifyitems,
     pytest_configure_node,
     pytest_xdist_auto_num_workers,
-    wait_for_first_collection,
+    rotated,
     worksteal_shares,
 )
 
@@ -258,9 +257,9 @@ def test_the_controller_tells_each_worker_the_dist_mode() -> None:
     """A worker's own `--dist` is "no" (xdist sets it so): the controller passes its mode on."""
     node = type("Node", (), {"config": _Config("worksteal"), "workerinput": {}})()
     pytest_configure_node(node)
-    lock = collect_lock(node.config)
+    cold = cold_cache(node.config)
     assert node.workerinput == {"conform_dist": "worksteal"} | (
-        {} if lock is None else {"conform_collect_lock": lock}
+        {"conform_cold_cache": True} if cold else {}
     )
 
 
@@ -288,7 +287,7 @@ def test_bytecode_counts_when_it_is_where_the_workers_look_and_newer_than_its_so
     assert not bytecode_cached(source, environ)
 
 
-def test_a_cold_cache_gets_one_lock_for_the_session_a_warm_one_none(
+def test_a_cold_cache_is_decided_once_for_the_session(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     probe = tmp_path / "probe.py"
@@ -296,49 +295,36 @@ def test_a_cold_cache_gets_one_lock_for_the_session_a_warm_one_none(
     monkeypatch.setattr(tests.conftest, "_PROBE", probe)
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "cache"))
-    config = _Config("worksteal")
-    lock = collect_lock(config)  # type: ignore[arg-type]
-    assert lock is not None and Path(lock).is_file()
-    assert collect_lock(config) == lock  # type: ignore[arg-type]
-    for cleanup in config.cleanups:
-        cleanup()
-    assert not Path(lock).exists()  # removed at the session's end
-
+    config: Any = _Config("worksteal")
+    assert cold_cache(config)
     _compiled(probe, tmp_path / "cache")
-    assert collect_lock(_Config("worksteal")) is None  # type: ignore[arg-type]
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the workers write no bytecode
+    assert cold_cache(config)  # decided at the start
+    assert not cold_cache(_Config("worksteal"))  # type: ignore[arg-type]
     (tmp_path / "cache").rename(tmp_path / "gone")
-    assert collect_lock(_Config("worksteal")) is None  # type: ignore[arg-type]
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the workers write no bytecode
+    assert not cold_cache(_Config("worksteal"))  # type: ignore[arg-type]
 
 
-def test_the_other_workers_collect_once_the_first_one_has(tmp_path: Path) -> None:
-    lock = tmp_path / "collect.lock"
-    lock.touch()
-    done = threading.Event()
-
-    def other_worker() -> None:
-        wait_for_first_collection(lock)
-        done.set()
-
-    waiter = threading.Thread(target=other_worker)
-    waiter.start()
-    time.sleep(0.1)
-    held = hold_for_collection(lock)  # the first worker starts later than this one
-    try:
-        assert not done.wait(0.3)  # waiting while the first one collects
-    finally:
-        held.close()
-    assert done.wait(10)
-    waiter.join()
+def test_the_test_modules_are_named_as_pytest_imports_them() -> None:
+    names = collected_modules([ROOT / "tests"])
+    assert "tests.test_conftest" in names and "tests.check.test_modes" in names
+    assert not [name for name in names if name.startswith("tests.fuzz")]
+    assert sys.modules[__name__] is sys.modules["tests.test_conftest"]  # this module's own name
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        assert Path(spec.origin) == ROOT.joinpath(*name.split(".")).with_suffix(".py")
+    folder = collected_modules([ROOT / "tests" / "drive"])
+    assert folder and all(name.startswith("tests.drive.test_") for name in folder)
+    assert collected_modules([ROOT / "tests" / "test_api.py"]) == ["tests.test_api"]
 
 
-def test_without_a_first_worker_the_others_collect_anyway(tmp_path: Path) -> None:
-    lock = tmp_path / "collect.lock"
-    lock.touch()  # nobody takes it
-    began = time.monotonic()
-    wait_for_first_collection(lock, within=0.2)
-    assert time.monotonic() - began < 5
-    wait_for_first_collection(tmp_path / "removed.lock")  # the session is over
+def test_each_worker_begins_at_its_own_share_and_imports_every_module() -> None:
+    names = [f"m{n}" for n in range(7)]
+    orders = [rotated(names, worker=w, workers=3) for w in range(3)]
+    assert [order[0] for order in orders] == ["m0", "m2", "m4"]
+    assert all(sorted(order) == names for order in orders)
+    assert rotated(names, worker=0, workers=1) == names
 
 
 @pytest.mark.parametrize(("dist", "workers"), [("worksteal", 3), ("load", 1)])
