@@ -1,11 +1,13 @@
 """Shared test support: `invoke`/`conform`, the one way tests run the `conform` command in-process;
 the project's own suite, a scratch copy of it and the three-case `mini` suite; the check that no
-process started by the test run outlives it."""
+process started by the test run outlives it; how the xdist workers share the run (the slowest
+tests first, a cold bytecode cache filled by all of them at once)."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.util
 import os
 import shutil
 import sys
@@ -100,7 +102,6 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ("tests/integration/test_differential.py", 29),
     ("tests/integration/test_go_example.py", 27),
     (f"{_CLIENTS}[openai-python]", 26),
-    ("tests/integration/test_rust_example.py", 26),
     ("tests/integration/test_mutate_harness.py", 26),
     (f"{_CAREFUL}[I6]", 23),
     (f"{_CAREFUL}[I5]", 23),
@@ -112,13 +113,8 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ),
     ("tests/check/test_modes.py::test_results_are_deterministic_from_the_seed", 17),
     ("tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts", 17),
-    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 17),
-    (
-        "tests/drive/test_zygote.py::"
-        "test_a_target_that_cannot_start_fails_as_without_the_server[hangs]",
-        15,
-    ),
     ("tests/check/test_mutation_oracle.py::test_drawn_texts_are_changed_as_before", 13),
+    ("tests/integration/test_rust_example.py", 13),
     (
         "tests/check/test_mutation_oracle.py::"
         "test_every_payload_of_the_shipped_suite_is_changed_as_before",
@@ -134,6 +130,7 @@ HEAVY: tuple[tuple[str, float], ...] = (
         "test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
         9,
     ),
+    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 9),
     (
         "tests/check/test_xfail.py::"
         "test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
@@ -208,8 +205,101 @@ def arrange(nodeids: Sequence[str], workers: int) -> list[int]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no")."""
+    """Tells each xdist worker the `--dist` mode (a worker's own `config.option.dist` is "no"),
+    and whether the bytecode cache is cold (`pytest_collection`)."""
     node.workerinput["conform_dist"] = node.config.getvalue("dist")
+    if cold_cache(node.config):
+        node.workerinput[_COLD] = True
+
+
+# -- a cold bytecode cache, filled by the workers together ----------------------------------------
+
+#: A module that only the tests import (a helper, not a test module): without bytecode for it,
+#: the test modules have none either (a fresh clone, or a new pytest).
+_PROBE = ROOT / "tests" / "miniatures.py"
+_COLD = "conform_cold_cache"
+_COLD_KEY = pytest.StashKey[bool]()
+
+
+def bytecode_cached(source: Path, environ: Mapping[str, str]) -> bool:
+    """Whether `source` has bytecode, newer than itself, where a process with `environ` looks for
+    it (under PYTHONPYCACHEPREFIX, else in `__pycache__` beside it)."""
+    saved = sys.pycache_prefix
+    sys.pycache_prefix = environ.get("PYTHONPYCACHEPREFIX") or None
+    try:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+    finally:
+        sys.pycache_prefix = saved
+    try:
+        return cached.stat().st_mtime >= source.stat().st_mtime
+    except OSError:
+        return False
+
+
+def cold_cache(config: pytest.Config) -> bool:
+    """Whether the xdist workers start with a cold bytecode cache (and write one): decided once
+    per session, by the controller."""
+    if _COLD_KEY not in config.stash:
+        writes = not os.environ.get("PYTHONDONTWRITEBYTECODE")
+        config.stash[_COLD_KEY] = writes and not bytecode_cached(_PROBE, os.environ)
+    return config.stash[_COLD_KEY]
+
+
+def collected_modules(paths: Sequence[Path]) -> list[str]:
+    """The dotted names pytest imports the test modules under `paths` (files or folders of
+    tests/, fuzz/ left out) by, in collection order; only modules in packages all the way up, whose
+    name is their path."""
+    tests = ROOT / "tests"
+    found: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            found.add(path)
+        elif path.is_dir():
+            found.update(path.rglob("test_*.py"))
+    names = []
+    for module in sorted(found):
+        try:
+            parts = module.relative_to(tests).parts
+        except ValueError:
+            continue
+        folders = [tests.joinpath(*parts[:depth]) for depth in range(len(parts))]
+        if parts[0] == "fuzz" or not all((f / "__init__.py").is_file() for f in folders):
+            continue
+        names.append(".".join(("tests", *parts[:-1], module.stem)))
+    return names
+
+
+def rotated(names: Sequence[str], *, worker: int, workers: int) -> list[str]:
+    """`names` begun at the `worker`-th of `workers` equal shares, and wrapped round."""
+    start = len(names) * worker // max(workers, 1)
+    return [*names[start:], *names[:start]]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: pytest.Session) -> None:
+    """With a cold bytecode cache, each xdist worker imports the test modules before collecting,
+    each starting at its own share (`rotated`).
+
+    Collecting compiles every test module (and rewrites its asserts), every helper and the
+    harness: about 4 s of CPU more per worker than with the cache filled. In the same order, each
+    worker would compile every module; begun at different places, each compiles its share and
+    finds most of the rest compiled by the others. Nothing waits for anything. A module that fails
+    to import is left to the collection, which imports it again and reports it.
+    """
+    workerinput = getattr(session.config, "workerinput", {})
+    if not workerinput.get(_COLD):
+        return
+    here = session.config.invocation_params.dir
+    paths = [here / arg.split("::")[0] for arg in session.config.args]
+    worker = int(str(workerinput["workerid"]).removeprefix("gw") or 0)
+    names = rotated(collected_modules(paths), worker=worker, workers=workerinput["workercount"])
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # a skip or an error: the collection imports it again, reports it
+            continue
 
 
 @pytest.hookimpl(trylast=True)  # after -k, -m and --deselect, which change the shares

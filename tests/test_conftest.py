@@ -2,20 +2,30 @@
 command (CliRunner alone reports it as exit 1, which reads like a conformance failure); the
 processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
 slowest tests are named (HEAVY_FIRST) as they are, to start first; `-n auto` is a worker more
-than the cores."""
+than the cores; with a cold bytecode cache each worker imports the test modules from its own
+share on."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import py_compile
+import sys
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
 
+import tests.conftest
 from tests.conftest import (
     FOREIGN_PLUGINS_OFF,
     HEAVY,
     HEAVY_FIRST,
     arrange,
+    bytecode_cached,
+    cold_cache,
+    collected_modules,
     conform,
     heavy_rank,
     invoke,
@@ -23,6 +33,7 @@ from tests.conftest import (
     pytest_collection_modifyitems,
     pytest_configure_node,
     pytest_xdist_auto_num_workers,
+    rotated,
     worksteal_shares,
 )
 
@@ -223,6 +234,11 @@ class _Config:
     def __init__(self, dist: str) -> None:
         self.workerinput = {"workercount": 3, "conform_dist": dist}
         self.option = type("Option", (), {"dist": "no"})()  # what xdist sets in a worker
+        self.stash = pytest.Stash()
+        self.cleanups: list[Any] = []
+
+    def add_cleanup(self, cleanup: Any) -> None:
+        self.cleanups.append(cleanup)
 
     def getoption(self, name: str) -> str:
         return ""
@@ -241,7 +257,74 @@ def test_the_controller_tells_each_worker_the_dist_mode() -> None:
     """A worker's own `--dist` is "no" (xdist sets it so): the controller passes its mode on."""
     node = type("Node", (), {"config": _Config("worksteal"), "workerinput": {}})()
     pytest_configure_node(node)
-    assert node.workerinput == {"conform_dist": "worksteal"}
+    cold = cold_cache(node.config)
+    assert node.workerinput == {"conform_dist": "worksteal"} | (
+        {"conform_cold_cache": True} if cold else {}
+    )
+
+
+def _compiled(source: Path, prefix: Path) -> None:
+    saved = sys.pycache_prefix
+    sys.pycache_prefix = str(prefix)
+    try:
+        py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)))
+    finally:
+        sys.pycache_prefix = saved
+
+
+def test_bytecode_counts_when_it_is_where_the_workers_look_and_newer_than_its_source(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "module.py"
+    source.write_text("x = 1\n")
+    environ = {"PYTHONPYCACHEPREFIX": str(tmp_path / "cache")}
+    assert not bytecode_cached(source, environ)
+    _compiled(source, tmp_path / "cache")
+    assert bytecode_cached(source, environ)
+    assert not bytecode_cached(source, {})  # not in __pycache__
+    later = source.stat().st_mtime + 10
+    os.utime(source, (later, later))
+    assert not bytecode_cached(source, environ)
+
+
+def test_a_cold_cache_is_decided_once_for_the_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("x = 1\n")
+    monkeypatch.setattr(tests.conftest, "_PROBE", probe)
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "cache"))
+    config: Any = _Config("worksteal")
+    assert cold_cache(config)
+    _compiled(probe, tmp_path / "cache")
+    assert cold_cache(config)  # decided at the start
+    assert not cold_cache(_Config("worksteal"))  # type: ignore[arg-type]
+    (tmp_path / "cache").rename(tmp_path / "gone")
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")  # the workers write no bytecode
+    assert not cold_cache(_Config("worksteal"))  # type: ignore[arg-type]
+
+
+def test_the_test_modules_are_named_as_pytest_imports_them() -> None:
+    names = collected_modules([ROOT / "tests"])
+    assert "tests.test_conftest" in names and "tests.check.test_modes" in names
+    assert not [name for name in names if name.startswith("tests.fuzz")]
+    assert sys.modules[__name__] is sys.modules["tests.test_conftest"]  # this module's own name
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin is not None, name
+        assert Path(spec.origin) == ROOT.joinpath(*name.split(".")).with_suffix(".py")
+    folder = collected_modules([ROOT / "tests" / "drive"])
+    assert folder and all(name.startswith("tests.drive.test_") for name in folder)
+    assert collected_modules([ROOT / "tests" / "test_api.py"]) == ["tests.test_api"]
+
+
+def test_each_worker_begins_at_its_own_share_and_imports_every_module() -> None:
+    names = [f"m{n}" for n in range(7)]
+    orders = [rotated(names, worker=w, workers=3) for w in range(3)]
+    assert [order[0] for order in orders] == ["m0", "m2", "m4"]
+    assert all(sorted(order) == names for order in orders)
+    assert rotated(names, worker=0, workers=1) == names
 
 
 @pytest.mark.parametrize(("dist", "workers"), [("worksteal", 3), ("load", 1)])

@@ -66,6 +66,12 @@ class Target(_Reference):
 """
 
 
+#: `--timeout` for a run where a call hangs: each hang (a time.sleep of 30 s or more) costs this
+#: long, and every other call (a push into the reference, a forked or started worker's `hello`,
+#: which has at least 5 s) has a margin of a hundred times its own time on a loaded machine.
+HANG_TIMEOUT = "1"
+
+
 @contextlib.contextmanager
 def _no_server() -> Iterator[None]:
     yield
@@ -79,8 +85,13 @@ def _run(
     code: str = "",
     server: bool = True,
     env: dict[str, str] | None = None,
+    timeout: str = "2",
+    hello: float | None = None,
 ) -> tuple[int, str, list[dict[str, Any]], dict[str, Any]]:
-    """`conform run` of TARGET over the mini suite: exit code, output, the log, the report."""
+    """`conform run` of TARGET over the mini suite: exit code, output, the log, the report.
+
+    `hello`, when given, is the least time a worker (and the fork server) has to start, instead
+    of the harness's 5 s: the time allowed is then the larger of it and `timeout`."""
     log = tmp_path / "log.jsonl"
     log.unlink(missing_ok=True)
     target = tmp_path / "zygote_target.py"
@@ -94,9 +105,12 @@ def _run(
             patch.setenv(name, value)
         if not server:
             patch.setattr("harness.pipeline.run.forked_workers", _no_server)
+        if hello is not None:
+            patch.setattr("harness.drive.process._HELLO_TIME", hello)
+            patch.setattr("harness.drive.spec._HELLO_TIME", hello)
         status, output = conform(
             "run", f"{target}:Target", "--suite", str(mini.root), "--mode", "plain",
-            "--mode", "key-order", "--timeout", "2", "--json", str(report), *extra,
+            "--mode", "key-order", "--timeout", timeout, "--json", str(report), *extra,
         )  # fmt: skip
     lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     shown = json.loads(report.read_text()) if report.exists() else {}
@@ -123,7 +137,8 @@ def _results(report: dict[str, Any]) -> list[tuple[Any, ...]]:
 def test_restarts_and_jobs_fork_from_one_import(
     tmp_path: Path, mini: Suite, do: str, jobs: str
 ) -> None:
-    status, output, log, report = _run(tmp_path, mini, "-j", jobs, do=do)
+    timeout = HANG_TIMEOUT if do == "hang" else "2"
+    status, output, log, report = _run(tmp_path, mini, "-j", jobs, do=do, timeout=timeout)
     assert status == 1, output
     # Two modes of the middle case misbehave: each needs a new worker (after a crash, or the
     # kill on a timeout), and -j 2 starts two from the start: all forked from the one import.
@@ -133,7 +148,7 @@ def test_restarts_and_jobs_fork_from_one_import(
     assert statuses == sorted(["crashed" if do == "exit" else "timed-out"] * 2 + ["passed"] * 4)
     assert "misbehaving now" in output  # the forked worker's own stderr, in the failure
 
-    plain = _run(tmp_path, mini, "-j", jobs, do=do, server=False)
+    plain = _run(tmp_path, mini, "-j", jobs, do=do, server=False, timeout=timeout)
     assert _imports(plain[2]) >= len(_workers(plain[2])) >= 3  # a new import for each worker
     assert _results(plain[3]) == _results(report)  # the same results, word for word
     assert plain[0] == status
@@ -206,7 +221,7 @@ def test_a_server_that_stops_serving_leaves_its_workers_at_work(
 
     monkeypatch.setattr(zygote.ForkServer, "fork", refuse_the_second)
     code = (
-        "_slow = _Reference.push\n_Reference.push = lambda s, d: (time.sleep(0.2), _slow(s, d))[1]"
+        "_slow = _Reference.push\n_Reference.push = lambda s, d: (time.sleep(0.05), _slow(s, d))[1]"
     )
     forked = _run(tmp_path, mini, "-j", "2", code=code, do="pass")
     assert len(forks) >= 2
@@ -228,8 +243,9 @@ def test_a_server_that_stops_serving_leaves_its_workers_at_work(
 def test_a_target_that_cannot_start_fails_as_without_the_server(
     tmp_path: Path, mini: Suite, code: str
 ) -> None:
-    forked = _run(tmp_path, mini, code=code)
-    started = _run(tmp_path, mini, code=code, server=False)
+    # Nothing of such a target answers in time: the time allowed to start is --timeout alone.
+    forked = _run(tmp_path, mini, code=code, timeout="0.5", hello=0)
+    started = _run(tmp_path, mini, code=code, server=False, timeout="0.5", hello=0)
     assert forked[0] == started[0] == 2
     assert forked[1] == started[1]  # the same error, word for word
     assert forked[1].startswith("Error: "), forked[1]
@@ -249,7 +265,7 @@ def test_a_target_running_threads_after_its_import_is_not_forked(
 
 def test_nothing_is_left_running(tmp_path: Path, mini: Suite) -> None:
     before = live_children()
-    _run(tmp_path, mini, "-j", "2", do="hang")
+    _run(tmp_path, mini, "-j", "2", do="hang", timeout=HANG_TIMEOUT)
     assert not wait_for_children(before, within=2.0)  # neither the server nor a worker
     assert not _marked(f"{MARK}={_RUN}.".encode())  # nor what left their groups
 

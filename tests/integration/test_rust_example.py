@@ -10,7 +10,9 @@ image that lost them cannot pass unnoticed."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -64,6 +66,14 @@ def missing_toolchain() -> str | None:
     return None
 
 
+def toolchain(cargo: str) -> list[str]:
+    """What a build reads besides its sources, as part of its cache key: the versions of cargo and
+    rustc, and the Debian crates' folder names (their versions)."""
+    crates = sorted(p.name for c in CRATES for p in REGISTRY.glob(f"{c}-1.*"))
+    rustc = str(Path(cargo).with_name("rustc"))
+    return [tool_version(cargo, "--version"), tool_version(rustc, "--version"), *crates]
+
+
 def build(*cargo_args: str) -> Path:
     """The example's binary, built offline (release) with `cargo_args`, from the build cache
     (tests/integration/builds.py): cargo runs only when the sources, toolchain, crates or
@@ -71,10 +81,7 @@ def build(*cargo_args: str) -> Path:
     switching features does not rebuild the crates."""
     cargo = find_cargo()
     assert cargo is not None
-    crates = sorted(p.name for c in CRATES for p in REGISTRY.glob(f"{c}-1.*"))
-    rustc = str(Path(cargo).with_name("rustc"))
-    versions = tool_version(cargo, "--version"), tool_version(rustc, "--version")
-    key = source_key(EXAMPLE, source_key(KIT), *versions, *crates, *cargo_args)
+    key = source_key(EXAMPLE, source_key(KIT), *toolchain(cargo), *cargo_args)
 
     def make(dest: Path) -> None:
         target = TARGET_DIR / ("-".join(a.strip("-") for a in cargo_args) or "default")
@@ -207,19 +214,62 @@ def test_an_unknown_pitfall_name_stops_the_program(binary: str) -> None:
     assert "unknown CONFORM_RUST_PITFALL" in output
 
 
+#: A doc comment's code fence whose block rustdoc neither runs nor compiles.
+_NOT_A_DOC_TEST = re.compile(r"^\s*//[/!]\s*```(ignore|text)\b")
+
+
+def runnable_doc_tests(source: str) -> int:
+    """How many code blocks in the doc comments of `source` are doc tests that `cargo test` would
+    compile or run (every fence but ```ignore and ```text)."""
+    fences = [line for line in source.splitlines() if re.match(r"^\s*//[/!]\s*```", line)]
+    return sum(1 for opening in fences[::2] if not _NOT_A_DOC_TEST.match(opening))
+
+
+def kit_tests(cargo: str) -> Path:
+    """The kit's unit-test program (`cargo test --no-run`), from the build cache: cargo compiles
+    it (serde and all, 10 s of CPU) only when the kit's sources, the toolchain or the crates
+    changed, not once per checkout (a cargo target folder is one checkout's)."""
+
+    def make(dest: Path) -> None:
+        env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR / "kit")}
+        command = [cargo, "test", "--offline", "--no-run", "--message-format=json"]
+        done = subprocess.run(
+            command, cwd=KIT, env=env, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0, f"{shlex.join(command)} failed:\n{done.stderr}"
+        programs = [
+            message["executable"]
+            for message in map(json.loads, done.stdout.splitlines())
+            if message.get("reason") == "compiler-artifact"
+            and message["profile"]["test"]
+            and message.get("executable")
+        ]
+        assert len(programs) == 1, done.stdout  # the library's unit tests: the kit has no others
+        shutil.copy2(programs[0], dest)
+
+    return cached_build("conform-kit-tests", source_key(KIT, *toolchain(cargo)), make)
+
+
 def test_the_adapter_kit_passes_its_own_tests(built: Path) -> None:
     # examples/kits/rust: the line-protocol loop and the llama-server glue the example is built
-    # on (`built` first: it skips or fails as the toolchain says, and warms the shared crates).
+    # on (`built` first: it skips or fails as the toolchain says). Its unit tests are what
+    # `cargo test` runs; its one doc example is ```ignore (a doc test, if one is added, runs too).
     cargo = find_cargo()
     assert cargo is not None
-    env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR / "kit")}
     done = subprocess.run(
-        [cargo, "test", "--offline", "--quiet"],
-        cwd=KIT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
+        [str(kit_tests(cargo))], cwd=KIT, capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "test result: ok. 4 passed" in done.stdout, done.stdout
+    if runnable_doc_tests((KIT / "src" / "lib.rs").read_text()):
+        env = {**os.environ, "CARGO_TARGET_DIR": str(TARGET_DIR / "kit")}
+        command = [cargo, "test", "--offline", "--quiet", "--doc"]
+        doc = subprocess.run(command, cwd=KIT, env=env, capture_output=True, text=True, check=False)
+        assert doc.returncode == 0, doc.stdout + doc.stderr
+
+
+def test_only_ignored_and_text_blocks_are_not_doc_tests() -> None:
+    lines = ["//! ```ignore", "//! x", "//! ```", "/// ```", "/// y", "/// ```", "//! ```text"]
+    assert runnable_doc_tests("\n".join(lines[:3])) == 0
+    assert runnable_doc_tests("\n".join(lines)) == 1
+    assert runnable_doc_tests("\n".join(["/// ```no_run", "/// z", "/// ```"])) == 1
