@@ -51,11 +51,6 @@ MAX_DEPTH = 128
 #: so only ignored values, or read ones already of the wrong type, are cut.
 _KEPT_DEPTH = 9
 
-#: A payload shorter than this and its `id`'s length nests at most MAX_DEPTH levels deep, whatever
-#: it holds: 129 levels take 129 opening and 129 closing brackets outside strings, and the id's
-#: text, inside one, at least its length and two quotes. So it needs no bracket count.
-_SHORT = 2 * (MAX_DEPTH + 1) + 2
-
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
@@ -359,7 +354,6 @@ class Assembler:
         "_in_reasoning",
         "_reasoning",
         "_reasoning_tokens",
-        "_short",
         "_strict",
         "_timings",
     )
@@ -382,7 +376,6 @@ class Assembler:
         # (each makes every payload a little dearer); a stream that has them takes them at its
         # first refusal (`_learn`).
         self._decode_strict: Callable[[str], Chunk] = decode_strict_chunk
-        self._short = _SHORT
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -427,21 +420,9 @@ class Assembler:
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         strict = self._strict and type(data) is str
-        if strict and len(data) < self._short:
-            # Too short to nest deeper than MAX_DEPTH (`_SHORT`): decoded the lenient way, which
-            # skips what nobody reads (the strict shape decodes llama-server's `model`, `created`
-            # and the like), without its bracket count.
-            strict = False
+        if strict:
             try:
-                chunk: Chunk = self._decode(data)
-            except _DECODE_ERRORS:
-                chunk = self._lenient(data)
-            else:
-                if len(data) >= _SHORT + len(chunk.id or ""):  # its id is shorter than the stream's
-                    chunk = self._lenient(data)
-        elif strict:
-            try:
-                chunk = self._decode_strict(data)
+                chunk: Chunk = self._decode_strict(data)
             except _DECODE_ERRORS as exc:
                 chunk = self._learn(data, exc)
                 strict = self._strict
@@ -467,7 +448,6 @@ class Assembler:
         # the case ends there: the payload is read in one pass.
         if self._id is None and chunk.id:
             self._id = chunk.id
-            self._short = _SHORT + len(chunk.id)
         # Kept as decoded (a Timings, or under I2 `exact`/`double` a WideTimings); `finish`
         # makes the public one.
         timings = chunk.timings

@@ -1,12 +1,9 @@
-"""The reference's fast paths, speed-ups that change nothing.
+"""The strict shape's learned members (`reference._wire.learn`): a speed-up that changes nothing.
 
-- The strict shape's learned members (`reference._wire.learn`): a stream whose chunks carry
-  members nobody reads is folded exactly as the lenient way folds it (learning switched off),
-  event by event, state by state, to the same completion or error; what a learned member cannot
-  hold (a deeper value, 129 levels) still goes the lenient way, and decides as it did; the number
-  of learned members is bounded.
-- Short payloads (`reference.assembler._SHORT`) skip the bracket count: one that nests 129 levels
-  is never short enough, whatever the stream's id, and fails as before.
+A stream whose chunks carry members nobody reads is folded exactly as the lenient way folds it
+(learning switched off), event by event, state by state, to the same completion or error; what a
+learned member cannot hold (a deeper value, 129 levels) still goes the lenient way, and decides as
+it did; the number of learned members is bounded.
 """
 
 from __future__ import annotations
@@ -18,7 +15,6 @@ from typing import Any
 import pytest
 
 from reference import Assembler, InferError, Timings, _wire
-from reference.assembler import _SHORT
 
 
 @pytest.fixture(autouse=True)
@@ -62,9 +58,6 @@ def chunk(delta: dict[str, Any], **more: Any) -> str:
     return json.dumps(body | more)
 
 
-#: Long enough that a chunk carrying it is not short (`_SHORT`): it is decoded the strict way.
-MODEL = "m" * _SHORT
-
 STREAM = [
     chunk({"role": "assistant", "content": None}, prompt_progress={"total": 3, "x_p": 1}),
     chunk({"reasoning_content": "think"}),
@@ -72,9 +65,7 @@ STREAM = [
     chunk({"tool_calls": [{"index": 0, "id": "t", "function": {"name": "f", "arguments": "{"}}]}),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]}),
     chunk({}, finish="tool_calls"),
-    json.dumps(
-        {"id": "c", "choices": [], "usage": {"total_tokens": 9, "x_u": "n"}, "model": MODEL}
-    ),
+    json.dumps({"id": "c", "choices": [], "usage": {"total_tokens": 9, "x_u": "n"}}),
 ]
 
 
@@ -141,7 +132,7 @@ def test_learning_is_bounded_and_what_it_does_not_learn_is_read_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(_wire, "MAX_LEARNED", 3)
-    many = [json.dumps({"id": "c", "choices": [], f"m{i}": i, "model": MODEL}) for i in range(6)]
+    many = [json.dumps({"id": "c", "choices": [], f"m{i}": i}) for i in range(6)]
     stream = [STREAM[2], *many, STREAM[5]]
     assert fold(stream) == fold_unlearned(stream, monkeypatch)
     assert len(_wire._learned) == 3
@@ -152,24 +143,3 @@ def test_a_member_of_any_name_is_read_the_same(name: str, monkeypatch: pytest.Mo
     stream = [*STREAM[:3], json.dumps({"id": "c", name: {"x": 1}, "choices": []}), *STREAM[3:]]
     stream.append(json.dumps({"id": "c", "choices": [{"delta": {name: 2, "content": "."}}]}))
     assert fold(stream) == fold_unlearned(stream, monkeypatch)
-
-
-@pytest.mark.parametrize("own_id", ["", "x", "c" * 40])
-@pytest.mark.parametrize("depth", [128, 129, 200])
-def test_a_short_payload_nesting_past_128_levels_still_fails(own_id: str, depth: int) -> None:
-    first = json.dumps({"id": "chatcmpl-" + "i" * 31, "choices": [{"delta": {"content": "a"}}]})
-    deep = "[" * (depth - 1) + "]" * (depth - 1)  # in an object: `depth` levels in all
-    payload = "{" + (f'"id":"{own_id}",' if own_id else "") + f'"x":{deep}}}'
-    # 129 levels fit below the bound of a stream with a long id (its own shorter, or none)
-    assert depth > 129 or len(payload) < _SHORT + 40 + len(own_id)
-    folded = fold([first, payload, STREAM[5]])
-    if depth > 128:
-        assert folded[-1] == ("error", "protocol", None) and len(folded) == 2
-    else:
-        assert len(folded) == 4 and folded[-1].id == "chatcmpl-" + "i" * 31
-
-
-def test_the_short_bound_is_as_short_as_129_levels_can_be() -> None:
-    shortest = '{"id":"",' + '"":' + "[" * 128 + "]" * 128 + "}"  # 129 levels, an empty id
-    assert len(shortest) >= _SHORT and len('{"":' + "[" * 128 + "]" * 128 + "}") >= _SHORT
-    assert fold([shortest])[-1] == ("error", "protocol", None)
