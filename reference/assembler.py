@@ -421,8 +421,9 @@ class Assembler:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         strict = self._strict and type(data) is str
         if strict:
+            decode = self._decode_strict  # a local: calling a slot's value directly is slower
             try:
-                chunk: Chunk = self._decode_strict(data)
+                chunk: Chunk = decode(data)
             except _DECODE_ERRORS as exc:
                 chunk = self._learn(data, exc)
                 strict = self._strict
@@ -523,8 +524,9 @@ class Assembler:
         # Counting every bracket over-estimates depth: only a payload with more than MAX_DEPTH
         # of them can nest too deep, and only that one gets the exact scan (in `_decode`).
         if self._fast and type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+            decode = self._decode
             try:
-                return self._decode(data)
+                return decode(data)
             except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
                 pass
         return _decode(data, self._choices, self._decode)
