@@ -289,6 +289,10 @@ def learn(error: Exception, failed: Callable[[str], Chunk]) -> Callable[[str], S
         return _decode_learned if _decode_learned is not failed else None
     if member[0] not in PLACES or len(_learned) >= MAX_LEARNED:
         return None
-    _learned = _learned | {member}
-    _decode_learned = msgspec.json.Decoder(_learned_shape(_learned)).decode
-    return _decode_learned
+    learned = _learned | {member}
+    try:
+        decode = msgspec.json.Decoder(_learned_shape(learned)).decode
+    except (TypeError, ValueError):  # a name msgspec cannot declare (a quote, a control character)
+        return None
+    _learned, _decode_learned = learned, decode
+    return decode

@@ -138,7 +138,9 @@ def test_learning_is_bounded_and_what_it_does_not_learn_is_read_the_same(
     assert len(_wire._learned) == 3
 
 
-@pytest.mark.parametrize("name", ["a`b", "a` - at `$.choices[0]", "", "__proto__", "learned_0"])
+@pytest.mark.parametrize(
+    "name", ["a`b", "a` - at `$.choices[0]", "", "__proto__", "learned_0", 'a"b', "a\\b", "\x01"]
+)
 def test_a_member_of_any_name_is_read_the_same(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     stream = [*STREAM[:3], json.dumps({"id": "c", name: {"x": 1}, "choices": []}), *STREAM[3:]]
     stream.append(json.dumps({"id": "c", "choices": [{"delta": {name: 2, "content": "."}}]}))
