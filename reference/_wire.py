@@ -9,7 +9,9 @@ surrogate escapes) becomes a protocol error in `reference.assembler`; what it ca
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import re
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -175,3 +177,122 @@ class StrictChunk(Chunk, forbid_unknown_fields=True, gc=False):
 
 #: Under I2 `protocol` (the reference's own): the shape llama-server sends, decoded in one go.
 decode_strict_chunk = msgspec.json.Decoder(StrictChunk).decode
+
+
+# Members the strict shape learns. A newer server adds members nobody reads (at the top, in a
+# choice, a delta, a tool call, the timings...): the strict shape refuses each, and every payload
+# of such a stream would be decoded the lenient way, which pays for a bracket count over the whole
+# text (the depth check of I3) on each. Instead, when the strict shape refuses a payload for a
+# member it does not know, at a place it knows, that member is declared there as `Ignored`, and
+# the payload is decoded again: a value of at most four levels is ignored as the lenient way
+# ignores it, and the depth stays bounded (a payload the learned shape decodes nests at most 13
+# levels), so the outcome is the same and only the speed differs. Learned members are kept for the
+# whole process, at most `MAX_LEARNED` of them: a stream starts without them (each declared member
+# makes every payload a little dearer to decode), and takes the learned shape at its first
+# refusal. Any other refusal (a deeper value, a wrong type, too many members) leaves the payload,
+# and its stream, to the lenient way.
+
+
+def _json_value(depth: int) -> Any:
+    """Any JSON value nested at most `depth` levels deep (arrays and objects)."""
+    kind: Any = str | int | float | bool | None
+    for _ in range(depth):
+        kind = str | int | float | bool | None | list[kind] | dict[str, kind]
+    return kind
+
+
+#: The value of a learned member: any JSON value at most four levels deep.
+Ignored = _json_value(4)
+
+#: At most this many members are learned in one process (each learned one builds a decoder, about
+#: a millisecond); members of hostile or generated streams cannot grow it further.
+MAX_LEARNED = 64
+
+_TOOL_CALL = "$.choices[].delta.tool_calls[]"
+#: Where a member may be learned: the places of the strict shape, as msgspec's errors name them.
+PLACES = (
+    "$",
+    "$.choices[]",
+    "$.choices[].delta",
+    _TOOL_CALL,
+    _TOOL_CALL + ".function",
+    "$.timings",
+    "$.prompt_progress",
+    "$.error",
+    "$.usage",
+    "$.usage.prompt_tokens_details",
+    "$.usage.completion_tokens_details",
+)
+_UNKNOWN = re.compile(r"Object contains unknown field `(.*?)`(?: - at `(\$[^`]*)`)?", re.DOTALL)
+_AN_INDEX = re.compile(r"\[[0-9]+\]")
+
+_learned: frozenset[tuple[str, str]] = frozenset()
+_decode_learned: Callable[[str], StrictChunk] = decode_strict_chunk
+
+
+def _place(base: type[Any], place: str, learned: frozenset[tuple[str, str]], **inner: Any) -> Any:
+    """`base` with the members learned at `place` declared (as `Ignored`) and the members of
+    `inner` given their learned types."""
+    names = sorted(name for where, name in learned if where == place)
+    fields: list[tuple[str, Any, Any]] = [
+        (f"learned_{i}", Ignored, None) for i, _ in enumerate(names)
+    ]
+    fields += [(name, kind, None) for name, kind in inner.items()]
+    return msgspec.defstruct(
+        base.__name__,
+        fields,
+        bases=(base,),
+        rename={f"learned_{i}": name for i, name in enumerate(names)},
+        forbid_unknown_fields=True,
+        frozen=base.__struct_config__.frozen,
+        gc=False,
+    )
+
+
+def _learned_shape(learned: frozenset[tuple[str, str]]) -> Any:
+    """The strict shape with the members of `learned` (place, name) declared."""
+    function: Any = _place(StrictFunction, _TOOL_CALL + ".function", learned)
+    piece: Any = _place(StrictToolCallPiece, _TOOL_CALL, learned, function=function | None)
+    delta: Any = _place(StrictDelta, "$.choices[].delta", learned, tool_calls=list[piece] | None)
+    choice: Any = _place(StrictChoice, "$.choices[]", learned, delta=delta | None)
+    prompt = _place(_PromptTokensDetails, "$.usage.prompt_tokens_details", learned)
+    completion = _place(_CompletionTokensDetails, "$.usage.completion_tokens_details", learned)
+    usage = _place(
+        _Usage,
+        "$.usage",
+        learned,
+        prompt_tokens_details=prompt | None,
+        completion_tokens_details=completion | None,
+    )
+    return _place(
+        StrictChunk,
+        "$",
+        learned,
+        choices=list[choice] | None,
+        timings=_place(Timings, "$.timings", learned) | None,
+        prompt_progress=_place(StrictPromptProgress, "$.prompt_progress", learned) | None,
+        error=_place(StrictServerError, "$.error", learned) | None,
+        usage=usage | None,
+    )
+
+
+def learn(error: Exception, failed: Callable[[str], Chunk]) -> Callable[[str], StrictChunk] | None:
+    """The strict decoder that also declares the member `error` (raised by the decoder `failed`)
+    says is unknown; None when `error` is about anything else, the member cannot be learned, or
+    `MAX_LEARNED` members are."""
+    global _learned, _decode_learned
+    match = _UNKNOWN.fullmatch(str(error))
+    if match is None:
+        return None
+    member = (_AN_INDEX.sub("[]", match[2] or "$"), match[1])
+    if member in _learned:  # learned since `failed` was made, or not the member's real name
+        return _decode_learned if _decode_learned is not failed else None
+    if member[0] not in PLACES or len(_learned) >= MAX_LEARNED:
+        return None
+    learned = _learned | {member}
+    try:
+        decode = msgspec.json.Decoder(_learned_shape(learned)).decode
+    except (TypeError, ValueError):  # a name msgspec cannot declare (a quote, a control character)
+        return None
+    _learned, _decode_learned = learned, decode
+    return decode
