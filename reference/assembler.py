@@ -24,7 +24,6 @@ from reference._wire import (
     decode_chunk,
     decode_strict_chunk,
     decode_wide_chunk,
-    learn,
 )
 from reference.choices import REFERENCE, Choices
 from reference.openai import wrong_type
@@ -339,8 +338,7 @@ def _optional_integer(
 def _timings(timings: Timings, choices: Choices) -> Timings:
     """Decoded `LooseTimings` or `WideTimings` as a `Timings`, integers beyond ±(2^53-1) as I2
     chooses (a number field); under I2 `protocol` the decoder has already refused them."""
-    # A learned strict `Timings` (`reference._wire.learn`) has its learned members after these.
-    values = msgspec.structs.astuple(timings)[:_TIMINGS_FIELDS]
+    values = msgspec.structs.astuple(timings)
     if choices.I2 == "double":
         values = tuple(
             float(v) if type(v) is int and not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER else v
@@ -349,7 +347,6 @@ def _timings(timings: Timings, choices: Choices) -> Timings:
     return Timings(*values)
 
 
-_TIMINGS_FIELDS = len(Timings.__struct_fields__)
 _FINISH_REASONS = {reason.value: reason for reason in FinishReason}
 
 
@@ -372,7 +369,6 @@ class Assembler:
         "_choices",
         "_content",
         "_decode",
-        "_decode_strict",
         "_fast",
         "_finish_reason",
         "_id",
@@ -397,10 +393,6 @@ class Assembler:
             # Faster still, llama-server's own shape (`reference._wire.StrictChunk`): no bracket
             # count at all. Tried until one payload of the stream does not fit it.
             self._strict = self._fast and choices.I2 == "protocol"
-        # The strict shape a stream starts with: llama-server's own, without learned members
-        # (each makes every payload a little dearer); a stream that has them takes them at its
-        # first refusal (`_learn`).
-        self._decode_strict: Callable[[str], Chunk] = decode_strict_chunk
         self._id: str | None = None
         self._content: list[str] = []
         self._reasoning: list[str] = []
@@ -446,12 +438,11 @@ class Assembler:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         strict = self._strict and type(data) is str
         if strict:
-            decode = self._decode_strict  # a local: calling a slot's value directly is slower
             try:
-                chunk: Chunk = decode(data)
-            except _DECODE_ERRORS as exc:
-                chunk = self._learn(data, exc)
-                strict = self._strict
+                chunk: Chunk = decode_strict_chunk(data)
+            except _DECODE_ERRORS:
+                self._strict = strict = False  # the lenient way decides, for the rest too
+                chunk = self._lenient(data)
         else:
             chunk = self._lenient(data)
         events: list[ChatEvent] = []
@@ -531,27 +522,13 @@ class Assembler:
                     self._finish_reason = _FINISH_REASONS[reason]
         return events
 
-    def _learn(self, data: str, error: Exception) -> Chunk:
-        """The payload the strict shape refused, decoded again once the shape has learned each
-        unknown member it names (`reference._wire.learn`); else decoded the lenient way, which
-        then decides for the rest of the stream too."""
-        while (decode := learn(error, self._decode_strict)) is not None:
-            self._decode_strict = decode
-            try:
-                return decode(data)
-            except _DECODE_ERRORS as exc:
-                error = exc
-        self._strict = False
-        return self._lenient(data)
-
     def _lenient(self, data: str) -> Chunk:
         """The payload as a typed chunk, decoded the lenient way (`reference._wire.Chunk`)."""
         # Counting every bracket over-estimates depth: only a payload with more than MAX_DEPTH
         # of them can nest too deep, and only that one gets the exact scan (in `_decode`).
         if self._fast and type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
-            decode = self._decode
             try:
-                return decode(data)
+                return self._decode(data)
             except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
                 pass
         return _decode(data, self._choices, self._decode)
