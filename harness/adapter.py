@@ -29,14 +29,14 @@ import msgspec
 from harness.drive.inprocess import (
     Factory,
     TargetCrash,
+    error_step,
     finish_step,
     load_target,
     new_assembler,
     push_step,
     split_spec,
+    step_of,
 )
-from harness.drive.inprocess import _error_step as error_step
-from harness.drive.inprocess import _step_of as step_of
 from harness.drive.normalize import REFERENCE_EVENTS, REFERENCE_STATE, SAID, plain_state
 from harness.drive.shared import SHARED_FROM, SharedWriter, keep_freed_memory
 from harness.drive.wire import (

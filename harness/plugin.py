@@ -131,7 +131,6 @@ class _Run:
         self._broken: str | None = None  # why the driver could not be made: not tried again
         self._capped: dict[str, bool] = {}  # each recording's thinking_capped, read once
         self._workers = ExitStack()  # while open, a Python target's workers fork (zygote.py)
-        self._started = False
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -156,9 +155,9 @@ class _Run:
         if self._driver is None:
             from harness.drive.zygote import forked_workers
 
-            if not self._started:  # imported once: a restart after a crash forks a worker
-                self._workers.enter_context(forked_workers())
-                self._started = True
+            # The one driver of the session (never made again): its target imported once, a
+            # restart after a crash forks a worker.
+            self._workers.enter_context(forked_workers())
             try:
                 self._driver = self.make_driver()
             except ConformError as exc:

@@ -222,7 +222,7 @@ def new_assembler(factory: Factory) -> Any:
     return assembler
 
 
-def _error_step(exc: BaseException, doing: str, *, say: bool) -> dict[str, Any]:
+def error_step(exc: BaseException, doing: str, *, say: bool) -> dict[str, Any]:
     """`{"error": ...}` for an exception of the contract's kinds (with the target's words under
     `SAID` when `say`); TargetCrash for any other."""
     try:
@@ -247,11 +247,11 @@ def push_step(assembler: Any, data: str, line: int, *, say: bool = False) -> dic
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
-        return {"line": line, **_error_step(exc, "push", say=say)}
-    return _step_of(assembler, events, line)
+        return {"line": line, **error_step(exc, "push", say=say)}
+    return step_of(assembler, events, line)
 
 
-def _step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
+def step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
     """The step of a push that returned `events` (TargetCrash when they cannot be read)."""
     try:
         normalized = normalize_events(events)
@@ -301,7 +301,7 @@ def finish_step(assembler: Any, thinking_capped: bool, *, say: bool = False) -> 
     except KeyboardInterrupt:
         raise
     except BaseException as exc:  # GeneratorExit or the target's own BaseException: a crash too
-        return _error_step(exc, "finish", say=say)
+        return error_step(exc, "finish", say=say)
     try:
         return {"completion": normalize_completion(completion)}
     except NormalizeError as exc:
@@ -359,20 +359,20 @@ class InProcessDriver:
             except KeyboardInterrupt:
                 raise
             except BaseException as exc:  # as `push_step` takes it
-                append({"line": line, **_error_step(exc, "push", say=True)})
+                append({"line": line, **error_step(exc, "push", say=True)})
                 return
             if type(events) is not list:
                 self.own_steps = False
-                append(_step_of(assembler, events, line))
+                append(step_of(assembler, events, line))
                 continue
             if len(events) == 1:  # the usual chunk: one piece of text (no generator)
                 if type(events[0]) not in known:
                     self.own_steps = False
-                    append(_step_of(assembler, events, line))
+                    append(step_of(assembler, events, line))
                     continue
             elif not all(map(known.__contains__, map(type, events))):
                 self.own_steps = False
-                append(_step_of(assembler, events, line))
+                append(step_of(assembler, events, line))
                 continue
             values = read(assembler)  # the reference makes a new list on every push
             if values != last:  # reasoning changes it on each of its pushes
