@@ -136,9 +136,7 @@ class IdleCores:
                         self._busy += 1
                         return True
                     if (  # one worker beyond the cores at most, however many wait
-                        target is not None
-                        and self._busy <= self.cores
-                        and self._straggler(target)
+                        target is not None and self._busy <= self.cores and self._straggler(target)
                     ):
                         self._busy += 1
                         return True
