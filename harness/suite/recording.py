@@ -243,10 +243,12 @@ def _simple_payloads(
     try:
         comments = _utf8(raw[:start]).split("\n")[:-1]
         # llama-server's own stream: every event a `data: ` line and a blank one. Split at
-        # those, the pieces are the payloads (when the file has no other line break).
+        # those, the pieces are the payloads when none holds a line break (looked for in the
+        # pieces joined: one copy and one memchr, where counting the file's took ten times as
+        # long).
         if raw.startswith(b"data: ", start) and raw.endswith(b"\n\n"):
             pieces = raw[start + 6 : -2].split(b"\n\ndata: ")
-            if raw.count(b"\n", start) == 2 * len(pieces):
+            if b"".join(pieces).find(b"\n") < 0:
                 texts: list[str] = list(map(_utf8, pieces))
                 if "[DONE]" in texts:
                     del texts[texts.index("[DONE]") :]
