@@ -131,3 +131,18 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
+
+
+def _head_start() -> None:
+    """`conform run TARGET` (the installed command): the target's fork server starts now, while
+    conform imports the rest of itself (`harness.drive.zygote.head_start`)."""
+    import os
+    import sys
+
+    if os.path.basename(sys.argv[0]) == "conform" and sys.argv[1:2] == ["run"]:
+        from harness.drive.zygote import head_start
+
+        head_start(sys.argv[1:])
+
+
+_head_start()
