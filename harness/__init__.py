@@ -134,12 +134,14 @@ def __dir__() -> list[str]:
 
 
 def _head_start() -> None:
-    """`conform run TARGET` (the installed command): the target's fork server starts now, while
-    conform imports the rest of itself (`harness.drive.zygote.head_start`)."""
+    """`conform run TARGET` (the installed command, or `python -m harness`, whose `sys.argv[0]`
+    is "-m" while the package is imported): the target's fork server starts now, while conform
+    imports the rest of itself (`harness.drive.zygote.head_start`)."""
     import os
     import sys
 
-    if os.path.basename(sys.argv[0]) == "conform" and sys.argv[1:2] == ["run"]:
+    command = sys.argv[0] if sys.argv else ""
+    if sys.argv[1:2] == ["run"] and (command == "-m" or os.path.basename(command) == "conform"):
         from harness.drive.zygote import head_start
 
         head_start(sys.argv[1:])

@@ -140,6 +140,9 @@ def test_only_a_run_of_a_python_target_in_workers_starts_one(
         (["/venv/bin/conform", "matrix"], False),
         (["/venv/bin/pytest", "run", "reference:Assembler"], False),
         (["-c", "run", "reference:Assembler"], False),
+        (["-m", "run", "reference:Assembler"], True),  # python -m harness run ...
+        (["-m", "reference:Assembler"], False),  # python -m harness.adapter TARGET
+        ([], False),
     ],
 )
 def test_the_installed_command_starts_it_as_the_package_is_imported(
