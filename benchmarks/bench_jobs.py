@@ -9,6 +9,11 @@ on a busy 2-core machine expect less than 2.
 
 The goal (issue 22): -j 1 / --in-process at most 1.5 (`--check` exits 1 when it is missed).
 
+A fourth command, `-j 1, no head start`, is the same `-j 1` run started as
+`python -c "from harness.cli import main; main()" run ...`: conform then starts the target's fork
+server at the first case, as before the installed command started it ahead
+(`harness.drive.zygote.head_start`), and the ratio of the two is what starting it ahead saves.
+
 Run: `python benchmarks/bench_jobs.py` (`--help` for the options).
 """
 
@@ -27,7 +32,10 @@ VARIANTS = {
     "--in-process": ["--in-process"],
     "-j 1": ["-j", "1"],
     "-j 2": ["-j", "2"],
+    "-j 1, no head start": ["-j", "1"],
 }
+#: conform as a program that imports it under `-c`, so that no fork server is started ahead.
+_NO_HEAD_START = [sys.executable, "-c", "from harness.cli import main; main(prog_name='conform')"]
 
 
 def _conform() -> list[str]:
@@ -63,22 +71,25 @@ def main() -> None:
     parser.add_argument("--check", action="store_true", help="exit 1 when the goal is missed")
     parser.add_argument("args", nargs="*", help="more arguments for conform run (e.g. -- -k 'x*')")
     options = parser.parse_args()
-    base = [*_conform(), "run", options.target, "-q", *options.args]
+    run = ["run", options.target, "-q", *options.args]
     times: dict[str, list[float]] = {name: [] for name in VARIANTS}
     names = list(VARIANTS)
     for repeat in range(options.repeats):
         order = names[repeat % len(names) :] + names[: repeat % len(names)]
         for name in order:
-            times[name].append(_time([*base, *VARIANTS[name]], name))
+            program = _NO_HEAD_START if "no head start" in name else _conform()
+            times[name].append(_time([*program, *run, *VARIANTS[name]], name))
     print(f"conform run {options.target} -q, {options.repeats} repeats, {os.cpu_count()} cores")
     medians = {name: statistics.median(values) for name, values in times.items()}
     for name, values in times.items():
         shown = " ".join(f"{v:.2f}" for v in values)
         cpu = statistics.median(_CPU[name])
-        print(f"  {name:<12} median {medians[name]:6.2f} s, CPU {cpu:5.2f} s   (runs: {shown})")
+        print(f"  {name:<20} median {medians[name]:6.2f} s, CPU {cpu:5.2f} s   (runs: {shown})")
     print(
         f"  -j 1 / -j 2          = {medians['-j 1'] / medians['-j 2']:.2f}x (speed-up of 2 workers)"
     )
+    ahead = medians["-j 1, no head start"] / medians["-j 1"]
+    print(f"  -j 1 no head start / -j 1 = {ahead:.2f}x (what starting the fork server ahead saves)")
     cpu_cost = statistics.median(_CPU["-j 1"]) / statistics.median(_CPU["--in-process"])
     print(f"  CPU -j 1 / --in-process = {cpu_cost:.2f}x (both processes' CPU: load-independent)")
     cost = medians["-j 1"] / medians["--in-process"]

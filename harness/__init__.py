@@ -131,3 +131,20 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
+
+
+def _head_start() -> None:
+    """`conform run TARGET` (the installed command, or `python -m harness`, whose `sys.argv[0]`
+    is "-m" while the package is imported): the target's fork server starts now, while conform
+    imports the rest of itself (`harness.drive.zygote.head_start`)."""
+    import os
+    import sys
+
+    command = sys.argv[0] if sys.argv else ""
+    if sys.argv[1:2] == ["run"] and (command == "-m" or os.path.basename(command) == "conform"):
+        from harness.drive.zygote import head_start
+
+        head_start(sys.argv[1:])
+
+
+_head_start()

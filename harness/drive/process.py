@@ -21,8 +21,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
 from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.normalize import ERROR_KINDS, SAID
 from harness.drive.pipes import (
@@ -45,6 +43,7 @@ from harness.drive.replies import (
     contract_error,
     is_error_reply,
     plain_push,
+    plain_push_line,
     resolve_numbers,
     resolve_texts,
     said,
@@ -100,7 +99,6 @@ def _marked(raw: bytes) -> bool:
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
 _HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
-_decode_reply = msgspec.json.Decoder().decode  # `_ready`'s: anything it refuses is `_await`'s
 
 
 @dataclass(frozen=True, slots=True)
@@ -729,18 +727,9 @@ class ProcessDriver:
             return None
         ahead.popleft()
         self._last = sent
-        try:
-            reply = _decode_reply(line)
-        except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
-            reply = None
-        if (
-            type(reply) is dict
-            and reply.get("seq") == sent.seq
-            and type(reply["seq"]) is int
-            and plain_push(reply)
-            and not _numbered(line)
-        ):
-            return reply
+        plain = plain_push_line(line)  # the usual reply, its form checked as it is decoded
+        if plain is not None and plain[0] == sent.seq:
+            return {"seq": plain[0], "events": plain[1], "state": plain[2]}
         reply = self._await(sent, line=line)  # named as every reply is, when it is not plain
         if "skipped" in reply:
             raise self._garbage(reply, "the program skipped a push of a case that had not ended")

@@ -12,6 +12,8 @@ import json
 from importlib import resources
 from typing import Any, Protocol
 
+import msgspec
+
 from harness.drive.normalize import TIMINGS_FIELDS
 from harness.errors import ConformError
 
@@ -119,6 +121,64 @@ def plain_push(reply: dict[str, Any]) -> bool:
         if found is None or not event.keys() <= found[0] or type(event.get(found[1])) is dict:
             return False
     return True
+
+
+# The usual push reply as types, in the golden files' order: what `plain_push_line` reads in one
+# pass. Each event kind, the state and the reply take only their own fields, each of its type.
+
+
+class _Progress(msgspec.Struct, tag="progress", tag_field="type", forbid_unknown_fields=True):
+    total: int | None
+    cache: int | None
+    processed: int | None
+    time_ms: int | None
+
+
+class _Reasoning(msgspec.Struct, tag="reasoning", tag_field="type", forbid_unknown_fields=True):
+    text: str
+
+
+class _Content(msgspec.Struct, tag="content", tag_field="type", forbid_unknown_fields=True):
+    text: str
+
+
+class _ToolCallDelta(
+    msgspec.Struct, tag="tool_call_delta", tag_field="type", forbid_unknown_fields=True
+):
+    index: int
+    id: str | None
+    name: str | None
+    arguments: str
+
+
+class _State(msgspec.Struct, forbid_unknown_fields=True):
+    id: str | None
+    reasoning_tokens: int
+    in_reasoning: bool
+    is_finished: bool
+
+
+class _PlainPush(msgspec.Struct, forbid_unknown_fields=True):
+    seq: int
+    events: list[_Progress | _Reasoning | _Content | _ToolCallDelta]
+    state: _State
+
+
+_decode_plain_push = msgspec.json.Decoder(_PlainPush).decode
+_builtins = msgspec.to_builtins
+
+
+def plain_push_line(line: bytes) -> tuple[int, list[dict[str, Any]], dict[str, Any]] | None:
+    """The usual reply to `push` read from its line in one pass: its `seq`, `events` and `state`,
+    each event and the state with all their fields and only those, each of its own type (a
+    string text, an integer index, ...: no text reference, no `$number`), as `plain_push` of
+    the decoded line gives them; None for any other line, which takes the general way (and
+    there shows as the same mismatch, garbage or reference it always was)."""
+    try:
+        reply = _decode_plain_push(line)
+    except (ValueError, RecursionError):  # (msgspec's DecodeError is a ValueError)
+        return None
+    return reply.seq, _builtins(reply.events), _builtins(reply.state)
 
 
 Slices = dict[tuple[int, int, int], str]  # texts resolved this case, reused (not copied) later

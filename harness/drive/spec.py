@@ -8,17 +8,14 @@ makes a started `Driver` (each `-j` worker calls it once).
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import sys
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import _HELLO_TIME, ProcessDriver
-from harness.drive.zygote import launcher
+from harness.drive.zygote import launcher, worker_command
 from harness.errors import ConformError
 
 
@@ -101,19 +98,6 @@ def start_driver(
     return DriverSpec(target, exec_command, in_process, timeout, validate_protocol).check().start()
 
 
-# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could; the
-# adapter itself comes from conform's own folder first, whatever `harness` the path holds.
-_BOOTSTRAP = (
-    "import json, os, sys; "
-    "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
-    "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
-    "from harness.adapter import main; "
-    "sys.path.remove(own); "
-    "main(prog_name='python -m harness.adapter')"
-)
-_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def python_target_driver(
     spec: str,
     *,
@@ -126,11 +110,7 @@ def python_target_driver(
     The worker is this interpreter, in the current directory, with this process's `sys.path`;
     `max_memory` (MiB) overrides the adapter's default address-space limit.
     """
-    path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
-    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path), "CONFORM_OWN_ROOT": _OWN_ROOT}
-    command = [sys.executable, "-c", _BOOTSTRAP, spec]
-    if max_memory is not None:
-        command += ["--max-memory", str(max_memory)]
+    command, env = worker_command(spec, max_memory=max_memory)
     # Inside a run, forked from a server that imported the target once (drive/zygote.py).
     launch = launcher(time_allowed=max(timeout, _HELLO_TIME))
     return ProcessDriver(

@@ -31,12 +31,25 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from harness.drive.pipes import Process, Worker, kill_marked, new_family
-from harness.drive.process import Launch
 
-#: The worker's environment names the bootstrap takes out (`spec._BOOTSTRAP`).
+if TYPE_CHECKING:  # (the driver itself is not needed to start a server: `head_start`)
+    from harness.drive.process import Launch
+
+# The worker gets exactly the harness's sys.path, so it imports what `conform` itself could; the
+# adapter itself comes from conform's own folder first, whatever `harness` the path holds.
+_BOOTSTRAP = (
+    "import json, os, sys; "
+    "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
+    "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
+    "from harness.adapter import main; "
+    "sys.path.remove(own); "
+    "main(prog_name='python -m harness.adapter')"
+)
+_OWN_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The worker's environment names the bootstrap takes out (`_BOOTSTRAP`).
 _BOOTSTRAP_NAMES = ("CONFORM_SYS_PATH", "CONFORM_OWN_ROOT")
 _SERVER_BOOTSTRAP = (
     "import json, os, sys; "
@@ -99,10 +112,34 @@ class Adopted:
                 os.close(pidfd)
 
 
+def worker_command(spec: str, *, max_memory: int | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a worker of the Python target `spec`
+    (`python -m harness.adapter`): this interpreter, with this process's `sys.path`;
+    `max_memory` (MiB) overrides the adapter's default address-space limit."""
+    path = [os.path.abspath(entry or os.curdir) for entry in sys.path]
+    env = {**os.environ, "CONFORM_SYS_PATH": json.dumps(path), "CONFORM_OWN_ROOT": _OWN_ROOT}
+    command = [sys.executable, "-c", _BOOTSTRAP, spec]
+    if max_memory is not None:
+        command += ["--max-memory", str(max_memory)]
+    return command, env
+
+
 class ForkServer:
     """One target's fork server (`harness.zygote`), started and ready; `ServerError` else."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str], time_allowed: float):
+        self._start(command, env)
+        self.wait_ready(time_allowed)
+
+    @classmethod
+    def starting(cls, command: Sequence[str], env: Mapping[str, str]) -> ForkServer:
+        """A server started but not waited for: it imports the target while this process goes
+        on (`wait_ready` before its first fork)."""
+        server = cls.__new__(cls)
+        server._start(command, env)
+        return server
+
+    def _start(self, command: Sequence[str], env: Mapping[str, str]) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._sock = ours
         self._lock = threading.Lock()
@@ -116,6 +153,10 @@ class ForkServer:
             raise
         finally:
             theirs.close()
+
+    def wait_ready(self, time_allowed: float) -> None:
+        """Wait for the server to say it is ready (its target imported); `ServerError`, with
+        the server stopped, when it does not within `time_allowed` seconds."""
         try:
             line = self._worker.receive(time.monotonic() + time_allowed)
         except (OSError, EOFError):
@@ -220,10 +261,17 @@ class _Slot:
     """The fork server of one worker command line and environment: started on first use, once;
     None for good once it could not start or stopped serving."""
 
-    def __init__(self, command: Sequence[str], env: Mapping[str, str], time_allowed: float):
+    def __init__(
+        self,
+        command: Sequence[str],
+        env: Mapping[str, str],
+        time_allowed: float,
+        started: ForkServer | None = None,
+    ):
         self._command, self._env, self._time = list(command), dict(env), time_allowed
         self._lock = threading.Lock()
         self._server: ForkServer | None = None
+        self._started = started  # started ahead of the run (`head_start`), not yet waited for
         self._stopped: list[ForkServer] = []  # servers that stopped serving mid-run
         self._tried = False
         self._closed = False
@@ -232,8 +280,13 @@ class _Slot:
         with self._lock:
             if not self._tried and not self._closed:
                 self._tried = True
+                started, self._started = self._started, None
                 try:
-                    self._server = ForkServer(self._command, self._env, self._time)
+                    if started is None:
+                        self._server = ForkServer(self._command, self._env, self._time)
+                    else:
+                        started.wait_ready(self._time)
+                        self._server = started
                 except ServerError:
                     self._server = None
             return self._server
@@ -254,8 +307,10 @@ class _Slot:
             self._closed = True
             server, self._server = self._server, None
             stopped, self._stopped = self._stopped, []
-        if server is not None:
-            server.close()
+            started, self._started = self._started, None
+        for unused in (server, started):
+            if unused is not None:
+                unused.close()
         for old in stopped:
             old.kill_family()
 
@@ -272,6 +327,7 @@ class _Servers:
         self._lock = threading.Lock()
         self._depth = 0
         self._slots: dict[tuple[Any, ...], _Slot] = {}
+        self._ahead: dict[tuple[Any, ...], ForkServer] = {}  # `head_start`'s, not yet taken
 
     def enter(self) -> None:
         with self._lock:
@@ -281,21 +337,37 @@ class _Servers:
         with self._lock:
             self._depth -= 1
             slots = list(self._slots.values()) if self._depth == 0 else []
+            ahead = list(self._ahead.values()) if self._depth == 0 else []
             if self._depth == 0:
                 self._slots.clear()
+                self._ahead.clear()
         for slot in slots:
             slot.close()
+        for server in ahead:  # started for a run that did not want it
+            server.close()
+
+    @staticmethod
+    def _key(command: Sequence[str], env: Mapping[str, str]) -> tuple[Any, ...]:
+        return (tuple(command), tuple(sorted(env.items())), os.getcwd())
+
+    def start_ahead(self, command: Sequence[str], env: Mapping[str, str]) -> None:
+        key = self._key(command, env)
+        with self._lock:
+            if key in self._ahead:
+                return
+            self._ahead[key] = ForkServer.starting(command, env)
 
     def slot(
         self, command: Sequence[str], env: Mapping[str, str], time_allowed: float
     ) -> _Slot | None:
-        key = (tuple(command), tuple(sorted(env.items())), os.getcwd())
+        key = self._key(command, env)
         with self._lock:
             if self._depth == 0:
                 return None
             found = self._slots.get(key)
             if found is None:
-                found = self._slots[key] = _Slot(command, env, time_allowed)
+                started = self._ahead.pop(key, None)
+                found = self._slots[key] = _Slot(command, env, time_allowed, started)
             return found
 
 
@@ -331,3 +403,33 @@ def launcher(*, time_allowed: float) -> Launch:
         return _ForkedWorker(slot, command, env, **kw)
 
     return launch
+
+
+#: `conform run` options after which no Python worker is started (or only help is printed).
+_NO_WORKER = frozenset({"--in-process", "--exec", "-h", "--help"})
+
+
+def head_start(args: Sequence[str]) -> bool:
+    """Start the fork server that the command line `args` (`sys.argv[1:]` of `conform`) will
+    want, before conform has imported the rest of itself; True when one was started.
+
+    Only `conform run TARGET ...` with a Python TARGET run in workers (no `--in-process`,
+    `--exec` or `--help`) starts one, with the command line and environment its workers get
+    (`worker_command`). The server imports the target while conform imports itself and reads
+    the suite (on another core, where there is one), and the run's first worker is forked from
+    it as from a server it started itself; a run that wants another one (a changed `sys.path` or
+    environment), or none (a usage error), leaves it unused, and it is stopped with the run or
+    at exit. Nothing is ever raised: the run then starts its server as usual."""
+    if len(args) < 2 or args[0] != "run" or not enabled():
+        return False
+    target = args[1]
+    if target.startswith("-") or ":" not in target:
+        return False
+    if any(arg in _NO_WORKER or arg.startswith("--exec=") for arg in args[2:]):
+        return False
+    command, env = worker_command(target)
+    try:
+        _SERVERS.start_ahead(command, env)
+    except Exception:  # (a program that cannot start: the run finds that out itself)
+        return False
+    return True

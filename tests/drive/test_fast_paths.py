@@ -23,10 +23,10 @@ import pytest
 from harness import adapter
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import Worker, new_family
-from harness.drive.process import ProcessDriver
-from harness.drive.replies import plain_push, resolve_texts, unknown_field
+from harness.drive.process import ProcessDriver, _numbered
+from harness.drive.replies import plain_push, plain_push_line, resolve_texts, unknown_field
 from harness.drive.spec import python_target_driver
-from harness.drive.wire import encode_line
+from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetCrash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,6 +169,85 @@ def test_plain_push_leaves_every_other_reply_to_the_general_checks(
 ) -> None:
     reply = _changed(path, value)
     assert not plain_push(reply)
+
+
+#: Lines of replies to push around the usual one: each value of another type or form, fields
+#: missing, unknown, repeated or in another order, keys escaped, references and `$number`s.
+_ODD_VALUES = [
+    1, 1.0, 0, -1, 2**63, 2**64, True, False, None, "", "x", "\ud800", [], {}, {"$text": ["a"]},
+    {"$number": "NaN"}, [1], 1e300,
+]  # fmt: skip
+
+
+def _odd_lines() -> list[bytes]:
+    plain = json.dumps(PLAIN)
+    lines = [plain, json.dumps({**PLAIN, "events": []}), plain.replace("3", "30", 1)]
+    for path in [("seq",), ("state", "id"), ("state", "reasoning_tokens"),
+                 ("state", "in_reasoning"), ("events", 0, "text"), ("events", 0, "type"),
+                 ("events", 1, "text"),
+                 ("events", 2, "index"), ("events", 2, "id"), ("events", 2, "name"),
+                 ("events", 2, "arguments"), ("events", 3, "total"), ("events", 3, "time_ms"),
+                 ("events", 0), ("events",), ("state",), ("zzz",), ("events", 0, "zzz"),
+                 ("state", "zzz")]:  # fmt: skip
+        for value in _ODD_VALUES:
+            lines.append(json.dumps(_changed(path, value)))
+        if path[-1] != "zzz":
+            lines.append(json.dumps(_changed(path, KeyError)))
+    lines += [
+        plain.replace('"seq": 3,', '"seq": 3, "seq": 4,'),  # a repeated key: the last one wins
+        plain.replace('"text": "Hi"', '"text": "Hi", "text": "Ho"'),
+        plain.replace('"type": "content", "text": "Hi"', '"text": "Hi", "type": "content"'),
+        plain.replace('"text": "Hi"', '"\\u0074ext": "Hi"'),  # an escaped key is the same key
+        plain.replace('"Hi"', '"H\\u00efi"'),
+        '{"state": ' + json.dumps(PLAIN["state"]) + ', "events": [], "seq": 3}',
+        plain.replace('"reasoning_tokens": 0', '"reasoning_tokens": 0.0'),
+        plain.replace('"reasoning_tokens": 0', '"reasoning_tokens": 1e2'),
+        plain.replace('"reasoning_tokens": 0', '"reasoning_tokens": -0'),
+        plain.replace('"reasoning_tokens": 0', '"reasoning_tokens": NaN'),
+        plain[:-1], plain + " x", "[]", "null", "", " ", plain + "\n",
+    ]  # fmt: skip
+    return [line.encode() for line in lines]
+
+
+def _general(line: bytes) -> tuple[Any, ...] | None:
+    """What `ProcessDriver._ready` took as the usual reply before `plain_push_line` (decoded,
+    then checked), as (seq, events, state); None for any other line."""
+    try:
+        reply = decode_line(line)
+    except (ValueError, RecursionError):
+        return None
+    plain = type(reply) is dict and type(reply.get("seq")) is int and plain_push(reply)
+    if not plain or _numbered(line):
+        return None
+    return reply["seq"], reply["events"], reply["state"]
+
+
+@pytest.mark.parametrize("line", _odd_lines(), ids=lambda line: line.decode()[:80])
+def test_the_usual_push_reply_read_in_one_pass_is_what_the_general_way_reads(line: bytes) -> None:
+    fast = plain_push_line(line)
+    if fast is None:  # the general way judges it, as before
+        return
+    general = _general(line)
+    assert general is not None, "taken as usual, but the general way finds something in it"
+    # The same values, of the same types (`True == 1 == 1.0` for `==`); the keys of an object
+    # may come in another order (the golden files' order, which the comparison checks first).
+    assert _typed(fast) == _typed(general)
+
+
+def _typed(value: Any) -> Any:
+    """`value` with each scalar's type beside it and each object's keys sorted."""
+    if isinstance(value, dict):
+        return sorted((key, _typed(item)) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, value)
+
+
+def test_the_usual_push_replies_are_all_read_in_one_pass() -> None:
+    taken = [line for line in _odd_lines() if plain_push_line(line) is not None]
+    # Each kind of event, none, a null id, another seq, repeated and escaped keys, another order.
+    assert len(taken) >= 12
+    assert plain_push_line(json.dumps(PLAIN).encode()) == (3, PLAIN["events"], PLAIN["state"])
 
 
 def test_plain_push_takes_the_usual_reply_the_general_checks_pass() -> None:
@@ -326,6 +405,12 @@ def _play_garbled(driver: ProcessDriver, raw: str | None, *, ready: list[int]) -
         '"state": ' + STATE + "}",
         '{"seq": {seq}, "events": [], "state": ' + NAN_STATE + "}",
         '{"seq": {seq}, "events": [], "state": ' + STATE.replace("}", ', "zzz": 1}') + "}",
+        '{"seq": {seq}, "events": [], "state": ' + STATE.replace(": 0", ": 0.0") + "}",
+        '{"seq": {seq}, "events": [], "state": ' + STATE.replace(": 0", ": true") + "}",
+        '{"seq": {seq}, "events": [], "state": ' + STATE.replace('"c1"', "7") + "}",
+        '{"seq": {seq}, "events": [{"type": "content", "text": 5}], "state": ' + STATE + "}",
+        '{"seq": {seq}, "events": [{"type": "content"}], "state": ' + STATE + "}",
+        '{"seq": {seq}, "events": [{"text": "x", "type": "content"}], "state": ' + STATE + "}",
     ],
 )
 def test_a_reply_read_before_it_is_asked_for_is_judged_as_any_other(

@@ -1,0 +1,164 @@
+"""The fork server of `conform run TARGET` started ahead (`harness.drive.zygote.head_start`): it
+imports the target while conform imports itself, and the run forks its workers from it as from a
+server it started; a server no run takes is stopped with the run; only a command line that will
+run a Python TARGET in workers starts one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harness
+from harness.drive import zygote
+from harness.suite.cases import Suite
+from tests.conftest import SUBREAPER, conform, live_children, wait_for_children
+
+pytestmark = pytest.mark.skipif(
+    not (SUBREAPER and sys.platform == "linux"), reason="the fork server is for Linux only"
+)
+
+#: A target that logs each import of it (with the importing process) and each worker it runs in.
+TARGET = """
+import json, os, pathlib
+from reference import Assembler as _Reference
+
+_LOG = pathlib.Path(os.environ["HEAD_START_LOG"])
+with _LOG.open("a") as file:
+    file.write(json.dumps({"imported": os.getpid()}) + "\\n")
+
+
+class Target(_Reference):
+    def __init__(self):
+        super().__init__()
+        with _LOG.open("a") as file:
+            file.write(json.dumps({"worker": os.getpid()}) + "\\n")
+"""
+
+
+def _target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
+    path = tmp_path / "head_start_target.py"
+    path.write_text(TARGET)
+    log = tmp_path / "log.jsonl"
+    monkeypatch.setenv("HEAD_START_LOG", str(log))
+    return f"{path}:Target", log
+
+
+def _log(log: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _ahead() -> list[zygote.ForkServer]:
+    return list(zygote._SERVERS._ahead.values())
+
+
+def _alive(pid: int) -> bool:
+    return pid in live_children()
+
+
+def test_the_run_forks_its_workers_from_the_server_started_ahead(
+    tmp_path: Path, mini: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target, log = _target(tmp_path, monkeypatch)
+    before = live_children()
+    args = ["run", target, "--suite", str(mini.root), "--mode", "plain"]
+    assert zygote.head_start(args)
+    (server,) = _ahead()
+    status, output = conform(*args)
+    assert status == 0, output
+    entries = _log(log)
+    # One import, in the server started ahead; every worker forked from it (none imported it).
+    assert [e["imported"] for e in entries if "imported" in e] == [server._worker.proc.pid]
+    workers = {e["worker"] for e in entries if "worker" in e}
+    assert workers and server._worker.proc.pid not in workers
+    assert server.forks == 1
+    assert _ahead() == []  # taken, and stopped with the run
+    assert wait_for_children(before) == {}
+
+
+def test_a_server_no_run_takes_is_stopped_with_the_run(
+    tmp_path: Path, mini: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target, log = _target(tmp_path, monkeypatch)
+    before = live_children()
+    assert zygote.head_start(["run", target])
+    (server,) = _ahead()
+    # Another environment than the one it was started with: the run starts a server of its own.
+    monkeypatch.setenv("HEAD_START_OTHER", "1")
+    status, output = conform("run", target, "--suite", str(mini.root), "--mode", "plain")
+    assert status == 0, output
+    imports = [e["imported"] for e in _log(log) if "imported" in e]
+    assert len(imports) == 2 and server._worker.proc.pid in imports
+    assert server.forks == 0
+    assert _ahead() == []
+    assert not _alive(server._worker.proc.pid)
+    assert wait_for_children(before) == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "started"),
+    [
+        (["run", "reference:Assembler"], True),
+        (["run", "reference:Assembler", "-q", "-j", "2", "--mode", "plain"], True),
+        (["run", "my_file.py:Target", "--timeout", "3"], True),
+        (["run", "reference:Assembler", "--in-process"], False),
+        (["run", "reference:Assembler", "--exec", "node x.mjs"], False),
+        (["run", "reference:Assembler", "--exec=node x.mjs"], False),
+        (["run", "reference:Assembler", "--help"], False),
+        (["run", "--exec", "node x.mjs"], False),
+        (["run", "-q", "reference:Assembler"], False),  # (not found where it is sure to be)
+        (["run", "reference"], False),
+        (["run"], False),
+        (["matrix", "reference:Assembler"], False),
+        (["golden", "update"], False),
+        ([], False),
+    ],
+)
+def test_only_a_run_of_a_python_target_in_workers_starts_one(
+    args: list[str], started: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[list[str]] = []
+    monkeypatch.setattr(zygote._SERVERS, "start_ahead", lambda command, env: asked.append(command))
+    assert zygote.head_start(args) is started
+    assert len(asked) == started
+    if started:  # the very command line the run's workers get
+        assert asked[0] == zygote.worker_command(args[1])[0]
+    monkeypatch.setenv(zygote.NO_FORK_SERVER, "1")
+    assert zygote.head_start(args) is False
+
+
+@pytest.mark.parametrize(
+    ("argv", "asked"),
+    [
+        (["/venv/bin/conform", "run", "reference:Assembler"], True),
+        (["conform", "run", "reference:Assembler", "-q"], True),
+        (["/venv/bin/conform", "matrix"], False),
+        (["/venv/bin/pytest", "run", "reference:Assembler"], False),
+        (["-c", "run", "reference:Assembler"], False),
+        (["-m", "run", "reference:Assembler"], True),  # python -m harness run ...
+        (["-m", "reference:Assembler"], False),  # python -m harness.adapter TARGET
+        ([], False),
+    ],
+)
+def test_the_installed_command_starts_it_as_the_package_is_imported(
+    argv: list[str], asked: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(sys, "argv", argv)
+    monkeypatch.setattr(zygote, "head_start", lambda args: bool(seen.append(list(args))))
+    harness._head_start()
+    assert seen == ([argv[1:]] if asked else [])
+
+
+def test_the_worker_command_is_the_drivers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from harness.drive.spec import python_target_driver
+
+    driver = python_target_driver("reference:Assembler", max_memory=512)
+    command, env = zygote.worker_command("reference:Assembler", max_memory=512)
+    assert driver._command == command and driver._env == env
+    assert json.loads(env["CONFORM_SYS_PATH"]) == [os.path.abspath(p or ".") for p in sys.path]
