@@ -517,6 +517,17 @@ def _toml(mutant: Mutant, reason: str) -> str:
     )
 
 
+def _line_range(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    try:
+        found = int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not FIRST-LAST (line numbers)") from None
+    if found[0] > found[1]:
+        raise argparse.ArgumentTypeError(f"{text!r}: the first line is after the last")
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-j", "--jobs", type=int, default=2, help="worker processes (default 2)")
@@ -524,10 +535,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-survivors", action="store_true", help="print listed ones too")
     parser.add_argument("--module", choices=MODULES, action="append", help="only these modules")
     parser.add_argument("--equivalents", type=Path, default=EQUIVALENTS)
+    parser.add_argument(
+        "--lines",
+        type=_line_range,
+        metavar="FIRST-LAST",
+        help="only mutants on these lines (with one --module: a function just changed)",
+    )
     args = parser.parse_args(argv)
 
     chosen = args.module or list(MODULES)
     every = {(m.module, m.number): m for name in chosen for m in mutants(name)}
+    if args.lines is not None:
+        first, last = args.lines
+        every = {key: m for key, m in every.items() if first <= m.lineno <= last}
     if args.list:
         for m in every.values():
             print(f"{m.module}:{m.lineno} {m.operator}: {m.before}  ->  {m.after}")
@@ -553,6 +573,8 @@ def main(argv: list[str] | None = None) -> int:
     listed = [m for m in survivors if m.key in equivalents]
     new = [m for m in survivors if m.key not in equivalents]
     stale = set(equivalents) - {m.key for m in survivors}
+    if args.lines is not None or args.module:  # a part of the mutants: only theirs can be stale
+        stale &= {m.key for m in every.values()}
 
     for mutant in listed if args.all_survivors else []:
         print(_toml(mutant, equivalents[mutant.key]))

@@ -82,3 +82,20 @@ def test_names_only_the_harness_uses_are_not_mutated(mutate: Any) -> None:
     lines = {m.line for m in mutate.mutants("choices")}
     assert lines and not any("TITLES" in line or "itertools" in line for line in lines)
     assert not any('"I1": "integral' in line for line in lines)
+
+
+def test_lines_picks_the_mutants_of_a_range_and_refuses_a_bad_one(
+    mutate: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    every = list(mutate.mutants("assembler"))
+    first, last = every[0].lineno, every[0].lineno + 20
+    expected = sum(first <= m.lineno <= last for m in every)
+    assert 0 < expected < len(every)
+    assert mutate.main(["--module", "assembler", "--lines", f"{first}-{last}", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[-1] == f"{expected} mutants"
+    assert all(first <= int(row.split(":")[1].split()[0]) <= last for row in listed[:-1])
+    for bad in ("x", "9-3"):
+        with pytest.raises(SystemExit) as exited:
+            mutate.main(["--lines", bad, "--list"])
+        assert exited.value.code == 2
