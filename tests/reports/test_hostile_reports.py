@@ -22,33 +22,20 @@ from typing import Any
 import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-import reference
 from harness.check.runner import CaseResult
 from harness.pipeline import run as pipeline_run
 from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.conftest import invoke
-from tests.miniatures import _Base
+from tests.reports.hostile_targets import HUGE, MAX_REPORT_BYTES
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
 CASE = ("-k", "llama-server/content_stop", "--mode", "plain", "--mode", "key-order")
-#: Every report together stays below this, whatever the target returned.
-MAX_REPORT_BYTES = 2_000_000
-#: The huge text a hostile target returns on every push. A report keeps min(size, its cap) of it,
-#: so any size above the bound fails exactly the caps that 10 MB fails (at 1.6 times the CPU).
-HUGE = 3 * MAX_REPORT_BYTES // 2
-#: The target run in a worker, in a module of its own: the worker imports it alone, not this file
-#: (pytest, jsonschema and the command line: 0.3 s of CPU for each of the three workers).
+#: The Python targets, in a module of their own: a `conform` process or a worker imports it alone,
+#: not this file (pytest, jsonschema and the command line: 0.3 s of CPU each time).
 TARGETS = TESTS / "reports" / "hostile_targets.py"
-
-
-class HugeText(_Base):
-    """Adds a content event of HUGE characters to every step."""
-
-    def push(self, data: str) -> list[Any]:
-        return [reference.Content("x" * HUGE), *super().push(data)]
 
 
 def _conform(tmp: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -96,7 +83,7 @@ HOSTILE = [
     for kind in ("surrogate", "huge", "deep", "deepish", "errtext")
 ] + [
     pytest.param((f"{TARGETS}:Surrogates",), "", id="python-surrogates"),
-    pytest.param((f"{__file__}:HugeText", "--in-process"), "", id="python-huge"),
+    pytest.param((f"{TARGETS}:HugeText", "--in-process"), "", id="python-huge"),
 ]
 
 
