@@ -19,7 +19,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from harness.check.runner import CaseResult
@@ -29,6 +28,7 @@ from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.conftest import invoke
 from tests.reports.hostile_targets import HUGE, MAX_REPORT_BYTES
+from tests.schemas import validate
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
@@ -67,7 +67,7 @@ def _check_reports(tmp: Path, done: subprocess.CompletedProcess[bytes]) -> None:
     assert "Traceback" not in stderr, stderr[-3000:]
     done.stdout.decode("utf-8")  # strict: valid UTF-8
     document = json.loads((tmp / "r.json").read_text("utf-8"))
-    jsonschema.validate(document, _schema())
+    validate(document, _schema())
     ET.parse(tmp / "r.xml")
     (tmp / "summary.md").read_text("utf-8")
     sizes = [len(done.stdout)] + [(tmp / n).stat().st_size for n in ("r.json", "r.xml")]
@@ -169,7 +169,7 @@ def test_an_error_inside_conform_exits_3_with_the_reports_of_the_cases_run(
     document = json.loads(report.read_text("utf-8"))
     assert document["stopped"] == "RuntimeError: a bug in conform"
     assert document["ok"] is False and len(document["results"]) == 1
-    jsonschema.validate(document, _schema())
+    validate(document, _schema())
 
 
 def test_render_folds_only_the_same_case() -> None:
