@@ -9,51 +9,19 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]
-import msgspec
 
-import reference
 from tests.conftest import invoke
 
 THIS = Path(__file__).resolve()
+#: The targets, in a module of their own: a worker imports it alone (not pytest, the command line).
+TARGETS = THIS.parent / "level_targets.py"
 SELECT = ("-k", "llama-server/*", "-k", "synthetic/r2_*", "-k", "synthetic/r8_*")
-
-
-class SnapshotEvents(reference.Assembler):
-    """A client whose events are snapshots (the whole text so far) and that never reports its
-    reasoning state, but whose completions and errors are right."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._texts: dict[str, str] = {}
-
-    def push(self, data: str) -> list[Any]:
-        events = []
-        for event in super().push(data):
-            if isinstance(event, reference.Content | reference.Reasoning):
-                kind = type(event).__name__
-                self._texts[kind] = self._texts.get(kind, "") + event.text
-                event = type(event)(self._texts[kind])
-            events.append(event)
-        return events
-
-    @property
-    def in_reasoning(self) -> bool:
-        return False
-
-
-class WrongCompletion(reference.Assembler):
-    """Right events, but the completion's content loses its first piece."""
-
-    def finish(self, thinking_capped: bool) -> Any:
-        completion = super().finish(thinking_capped)
-        if completion.content:
-            completion = msgspec.structs.replace(completion, content=completion.content[1:])
-        return completion
 
 
 def run(tmp_path: Path, target: str, *args: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "r.json"
-    result = invoke("run", f"{THIS}:{target}", "--in-process", *SELECT, *args, "--json", str(out))
+    target = f"{TARGETS}:{target}"
+    result = invoke("run", target, "--in-process", *SELECT, *args, "--json", str(out))
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(out.read_text(encoding="utf-8"))
 
@@ -78,7 +46,7 @@ def test_the_completion_level_still_fails_a_wrong_completion(tmp_path: Path) -> 
 def test_the_matrix_shows_a_target_at_its_level_never_higher(tmp_path: Path) -> None:
     out = tmp_path / "m.json"
     result = invoke(
-        "matrix", f"snap={THIS}:SnapshotEvents", *SELECT, "--mode", "plain",
+        "matrix", f"snap={TARGETS}:SnapshotEvents", *SELECT, "--mode", "plain",
         "--level", "completion", "--json", out,
     )  # fmt: skip
     assert result.exit_code == 0, result.output

@@ -36,13 +36,20 @@ from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
 from harness.suite.recording import iter_payloads
 from reference.choices import OUTCOMES, REFERENCE
+from tests.check.mode_targets import (
+    ContentKeyFastPath,
+    FinishReasonByRegex,
+    IndexIsFirstMember,
+    ToolCallMeansFinished,
+)
 from tests.conftest import invoke
 from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
-#: This file, as a target path that works from any working directory.
-THIS_FILE = Path(__file__).resolve()
+#: The shortcuts' module, as a target path that works from any working directory. A worker imports
+#: it alone: this file would bring pytest and the command line into each worker (0.3 s of CPU).
+TARGETS = Path(__file__).resolve().parent / "mode_targets.py"
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
@@ -54,78 +61,6 @@ def _failures(results: list[CaseResult]) -> list[CaseResult]:
 
 
 # The shortcuts --------------------------------------------------------------------------------
-
-
-class IndexIsFirstMember(_Wrapper):
-    """Reads a tool call's index as the first member of its object, where llama-server puts it."""
-
-    def push(self, data: str) -> list[Any]:
-        events = self.inner.push(data)
-        calls = [
-            call
-            for choice in json.loads(data, object_pairs_hook=list)
-            if choice[0] == "choices"
-            for entry in choice[1] or ()
-            for key, delta in entry
-            if key == "delta" and delta
-            for name, calls in delta
-            if name == "tool_calls" and calls
-            for call in calls
-        ]
-        pieces = iter(calls)
-        return [
-            reference.ToolCallDelta(next(pieces)[0][1], e.id, e.name, e.arguments)
-            if isinstance(e, reference.ToolCallDelta)
-            else e
-            for e in events
-        ]
-
-
-class FinishReasonByRegex(_Wrapper):
-    """Spots the finish reason in the raw text, as written without white space."""
-
-    _FINISHED = re.compile(r'"finish_reason":"(stop|length|tool_calls)"')
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.finished = False
-
-    def push(self, data: str) -> list[Any]:
-        events = self.inner.push(data)
-        self.finished = self.finished or bool(self._FINISHED.search(data))
-        return events
-
-    @property
-    def is_finished(self) -> bool:
-        return self.finished
-
-
-class ContentKeyFastPath(_Wrapper):
-    """Drops content events from payloads whose raw text has no `"content"` key (a fast path)."""
-
-    def push(self, data: str) -> list[Any]:
-        events = self.inner.push(data)
-        if '"content"' in data:
-            return events
-        return [e for e in events if not isinstance(e, reference.Content)]
-
-
-class ToolCallMeansFinished(_Wrapper):
-    """Assumes a stream that started a tool call ends in one: no closed-early error then."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.called = False
-
-    def push(self, data: str) -> list[Any]:
-        events = self.inner.push(data)
-        self.called = self.called or any(isinstance(e, reference.ToolCallDelta) for e in events)
-        return events
-
-    def finish(self, thinking_capped: bool) -> Any:
-        if self.called and not self.inner.is_finished:
-            self.inner.push('{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}')
-        return self.inner.finish(thinking_capped)
 
 
 FRAGILE = {
@@ -210,7 +145,7 @@ def _payload_at(result: CaseResult, step: int | None) -> str:
 
 
 def test_the_cli_report_names_the_seed_and_the_exact_payload(suite: Suite) -> None:
-    out = invoke("run", f"{THIS_FILE}:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7")
+    out = invoke("run", f"{TARGETS}:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7")
     assert out.exit_code == 1, out.output
     assert f"[{WHITESPACE}]  recordings/" in out.output and "(--seed 7)" in out.output
     pushed = [line for line in out.output.splitlines() if "payload pushed at line" in line]
@@ -224,7 +159,7 @@ def test_the_truncated_report_names_the_cut(suite: Suite) -> None:
     failed = _failures(_run(suite, ToolCallMeansFinished, [TRUNCATED]))
     cut = failed[0].cut
     assert failed[0].mismatches[0].path.startswith(f"prefix[{cut}].finish")
-    out = invoke("run", f"{THIS_FILE}:ToolCallMeansFinished", "--mode", TRUNCATED)
+    out = invoke("run", f"{TARGETS}:ToolCallMeansFinished", "--mode", TRUNCATED)
     assert f"(--seed {SEED}, cut after payload {cut})" in out.output
 
 

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
 
 from harness.matrix import split_label, targets_of
@@ -18,6 +17,7 @@ from harness.pipeline.selection import in_shard, shard_of
 from harness.reports.matrix import default_label
 from harness.suite.cases import Suite
 from tests.conftest import invoke
+from tests.schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "harness/schemas/matrix.schema.json").read_text(encoding="utf-8"))
@@ -32,7 +32,7 @@ def matrix_json(tmp_path: Path, *args: str, name: str = "m.json") -> tuple[int, 
     result = invoke("matrix", *args, "--json", str(out))
     assert result.exit_code in (0, 1), result.output
     data = json.loads(out.read_text(encoding="utf-8"))
-    jsonschema.validate(data, SCHEMA)
+    validate(data, SCHEMA)
     return result.exit_code, data
 
 

@@ -19,40 +19,23 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
 import pytest
 
-import reference
 from harness.check.runner import CaseResult
 from harness.pipeline import run as pipeline_run
 from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render
 from harness.safetext import capped, printable, quoted
 from tests.conftest import invoke
-from tests.miniatures import _Base
+from tests.reports.hostile_targets import HUGE, MAX_REPORT_BYTES
+from tests.schemas import validate
 
 TESTS = Path(__file__).resolve().parents[1]
 PROGRAMS = TESTS / "programs"
 CASE = ("-k", "llama-server/content_stop", "--mode", "plain", "--mode", "key-order")
-#: Every report together stays below this, whatever the target returned.
-MAX_REPORT_BYTES = 2_000_000
-#: The huge text a hostile target returns on every push. A report keeps min(size, its cap) of it,
-#: so any size above the bound fails exactly the caps that 10 MB fails (at 1.6 times the CPU).
-HUGE = 3 * MAX_REPORT_BYTES // 2
-
-
-class Surrogates(_Base):
-    """Adds a content event whose text holds a lone surrogate and control characters."""
-
-    def push(self, data: str) -> list[Any]:
-        return [reference.Content("bad \ud800 \x1b[31m\x00 end"), *super().push(data)]
-
-
-class HugeText(_Base):
-    """Adds a content event of HUGE characters to every step."""
-
-    def push(self, data: str) -> list[Any]:
-        return [reference.Content("x" * HUGE), *super().push(data)]
+#: The Python targets, in a module of their own: a `conform` process or a worker imports it alone,
+#: not this file (pytest, jsonschema and the command line: 0.3 s of CPU each time).
+TARGETS = TESTS / "reports" / "hostile_targets.py"
 
 
 def _conform(tmp: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -84,7 +67,7 @@ def _check_reports(tmp: Path, done: subprocess.CompletedProcess[bytes]) -> None:
     assert "Traceback" not in stderr, stderr[-3000:]
     done.stdout.decode("utf-8")  # strict: valid UTF-8
     document = json.loads((tmp / "r.json").read_text("utf-8"))
-    jsonschema.validate(document, _schema())
+    validate(document, _schema())
     ET.parse(tmp / "r.xml")
     (tmp / "summary.md").read_text("utf-8")
     sizes = [len(done.stdout)] + [(tmp / n).stat().st_size for n in ("r.json", "r.xml")]
@@ -99,8 +82,8 @@ HOSTILE = [
     )
     for kind in ("surrogate", "huge", "deep", "deepish", "errtext")
 ] + [
-    pytest.param((f"{__file__}:Surrogates",), "", id="python-surrogates"),
-    pytest.param((f"{__file__}:HugeText", "--in-process"), "", id="python-huge"),
+    pytest.param((f"{TARGETS}:Surrogates",), "", id="python-surrogates"),
+    pytest.param((f"{TARGETS}:HugeText", "--in-process"), "", id="python-huge"),
 ]
 
 
@@ -147,7 +130,7 @@ def test_identical_failures_across_modes_fold_into_one_block() -> None:
 
 def test_a_mode_failing_alone_quotes_the_payload_it_changed() -> None:
     out = invoke(
-        "run", f"{TESTS / 'check' / 'test_modes.py'}:FinishReasonByRegex", "--in-process",
+        "run", f"{TESTS / 'check' / 'mode_targets.py'}:FinishReasonByRegex", "--in-process",
         "--mode", "plain", "--mode", "whitespace",
     )  # fmt: skip
     assert out.exit_code == 1
@@ -186,7 +169,7 @@ def test_an_error_inside_conform_exits_3_with_the_reports_of_the_cases_run(
     document = json.loads(report.read_text("utf-8"))
     assert document["stopped"] == "RuntimeError: a bug in conform"
     assert document["ok"] is False and len(document["results"]) == 1
-    jsonschema.validate(document, _schema())
+    validate(document, _schema())
 
 
 def test_render_folds_only_the_same_case() -> None:

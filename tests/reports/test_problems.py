@@ -8,12 +8,12 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from harness.check.runner import FAILED, CaseResult, Crash, Mismatch
 from harness.reports.problems import cause, group
 from tests.conftest import invoke
+from tests.schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIATURES = ROOT / "tests" / "miniatures.py"
@@ -25,7 +25,7 @@ def run_json(tmp_path: Path, target: str, *args: str) -> dict[str, Any]:
     result = invoke("run", target, "--in-process", *args, "--json", str(out))
     assert result.exit_code == 1, result.output
     document: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    jsonschema.validate(document, SCHEMA)
+    validate(document, SCHEMA)
     return document
 
 

@@ -11,11 +11,10 @@ import json
 import xml.etree.ElementTree as ET
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema  # type: ignore[import-untyped]
 import pytest
-import xmlschema
 
 from harness.check.compare import ABSENT
 from harness.check.runner import (
@@ -35,6 +34,9 @@ from harness.reports.junit import junit_names, junit_xml
 from harness.reports.report import RunInfo, json_report
 from tests.conftest import conform, invoke
 
+if TYPE_CHECKING:
+    import xmlschema
+
 TESTS = Path(__file__).resolve().parents[1]
 MINIATURES = str(TESTS / "miniatures.py")
 JUNIT_XSD = TESTS / "data" / "junit-10.xsd"
@@ -44,6 +46,10 @@ FEW_CASES = ("-k", "synthetic/r1_*", "-k", "synthetic/r8_*", "--mode", "plain")
 
 @pytest.fixture(scope="module")
 def junit_schema() -> xmlschema.XMLSchema:
+    # Imported here: 0.4 s of CPU for each xdist worker that collects this file and runs none of
+    # the four tests that read JUnit XML.
+    import xmlschema
+
     return xmlschema.XMLSchema(JUNIT_XSD)
 
 
