@@ -444,7 +444,9 @@ print(json.dumps({"chunk": chunk_cost, "case": max(one - 3 * chunk_cost, 0.0)}))
 """
 
 
-def _client_floor(name: str, options: Options, env: dict[str, str]) -> tuple[float, float] | None:
+def _client_floor(
+    name: str, options: Options, env: dict[str, str] | None
+) -> tuple[float, float] | None:
     """(CPU seconds a chunk, CPU seconds a case) of the client adapter `name`, or None."""
     counts = ["60", "15"] if not options.quick else ["20", "5"]
     command = [sys.executable, "-c", _FLOOR, f"{name}_adapter", *counts]
