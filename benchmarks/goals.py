@@ -28,7 +28,8 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
   most 10 s wall. Its detail says where the time goes: the CPU of conform and all its workers
   (the wall time cannot fall below that over the cores) and each target's own wall time, and,
   side by side, the same matrix and litellm's `conform run -j 2` with every worker importing its
-  target itself (`CONFORM_NO_FORK_SERVER=1`, as before the fork server).
+  target itself (`CONFORM_NO_FORK_SERVER=1`, as before the fork server); and the floor no
+  adapter change moves: the CPU each Python client's own stack spends a text chunk and a case.
 
 The project's own pytest is not measured here. Every figure is the median of interleaved repeats
 (the garbage collector off while an in-process contender runs), so both sides of a ratio see the
@@ -45,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import resource
 import shutil
@@ -409,6 +411,52 @@ def _alone(label: str, args: list[str]) -> list[str]:
     return ["run", *run, "-q"]
 
 
+#: Prints, as JSON, the CPU a Python client adapter spends (the client's own stack: the adapter
+#: glue is a few per cent of it, docs/clients.md) per text chunk and per case: the medians of
+#: streams of 1 and of 41 text chunks (each with a role chunk and a finish chunk), in-process, the
+#: client imported and warmed first. The slope is the per-chunk cost; what a 1-chunk stream costs
+#: beyond its three chunks is the per-case one (the stream, the final build).
+_FLOOR = """
+import json, statistics, sys, time
+sys.path.insert(0, "examples/clients")
+make = __import__(sys.argv[1]).Assembler
+def chunk(delta, finish=None):
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return json.dumps({"id": "chatcmpl-floor", "object": "chat.completion.chunk", "created": 1,
+                       "model": "llama", "choices": [choice]})
+def stream(texts):
+    return [chunk({"role": "assistant", "content": None}), *[chunk({"content": "word "})] * texts,
+            chunk({}, "stop"), "[DONE]"]
+def per_case(payloads, n):
+    began = time.process_time()
+    for _ in range(n):
+        assembler = make()
+        for data in payloads:
+            assembler.push(data)
+        assembler.finish(False)
+    return (time.process_time() - began) / n
+per_case(stream(5), int(sys.argv[2]))
+short, long = stream(1), stream(41)
+pairs = [(per_case(short, int(sys.argv[2])), per_case(long, int(sys.argv[3]))) for _ in range(5)]
+one = statistics.median(s for s, _ in pairs)
+chunk_cost = statistics.median((l - s) / 40 for s, l in pairs)
+print(json.dumps({"chunk": chunk_cost, "case": max(one - 3 * chunk_cost, 0.0)}))
+"""
+
+
+def _client_floor(
+    name: str, options: Options, env: dict[str, str] | None
+) -> tuple[float, float] | None:
+    """(CPU seconds a chunk, CPU seconds a case) of the client adapter `name`, or None."""
+    counts = ["60", "15"] if not options.quick else ["20", "5"]
+    command = [sys.executable, "-c", _FLOOR, f"{name}_adapter", *counts]
+    done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT, env=env)
+    if done.returncode != 0:
+        return None
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(found["chunk"]), float(found["case"])
+
+
 def measure_matrix(options: Options) -> Iterator[Figure]:
     with tempfile.TemporaryDirectory(prefix="conform-goals-matrix-") as scratch:
         targets, missing = _matrix_targets(Path(scratch))
@@ -447,6 +495,10 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
         for label, args in targets:
             _, _, output = _wall([*wrapped, *_alone(label, args), "--timeout", "60"], env=env)
             alone.append((label, *_split_cpu(output)))
+        # The floor no adapter change moves: what each Python client's own stack costs.
+        floors = {
+            n: _client_floor(n, options, env) for n in ("openai", "litellm") if n in dict(targets)
+        }
     count = 7 - len(missing)
     cpu, cores = statistics.median(cpus), os.cpu_count() or 1
     # Where the wall time goes: the CPU all processes used (the wall time cannot fall below its
@@ -469,6 +521,15 @@ def measure_matrix(options: Options) -> Iterator[Figure]:
         f" {plain_cpu:.1f} s; with it: {statistics.median(times) / plain_wall:.2f}x the wall,"
         f" {cpu / plain_cpu:.2f}x the CPU"
     )
+    shown_floors = [
+        f"{name} {found[0] * 1e6:.0f} us a chunk + {found[1] * 1e3:.2f} ms a case"
+        for name, found in floors.items()
+        if found is not None
+    ]
+    if shown_floors:
+        detail += "\n      the clients' own CPU (their stacks in-process, medians): " + "; ".join(
+            shown_floors
+        )
     if jobs["forked"]:
         (fw, fc), (uw, uc) = (
             tuple(statistics.median(v[i] for v in jobs[k]) for i in (0, 1)) for k in jobs

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import queue
 import re
 import threading
@@ -56,12 +57,16 @@ def sse_event(data: str) -> bytes:
     inside an SSE line, since CR ends one; it goes as a line break, which the client's decoder
     joins back as LF: the same JSON, as any HTTP stream would carry it.
     """
+    if "\n" not in data and "\r" not in data:  # one line, as nearly every payload
+        return b"data: " + data.encode("utf-8", "surrogatepass") + b"\n\n"
     lines = _LINE_BREAK.split(data)
     return ("".join(f"data: {line}\n" for line in lines) + "\n").encode("utf-8", "surrogatepass")
 
 
+@functools.cache
 def _body_class(http: ModuleType) -> type:
-    """The streamed body for `http` (httpx, or its successor httpx2: same API, other classes)."""
+    """The streamed body for `http` (httpx, or its successor httpx2: same API, other classes),
+    made once per module."""
 
     class Body(http.SyncByteStream, http.AsyncByteStream):  # type: ignore[name-defined,misc]
         def __init__(self, feed: HttpFeed) -> None:
@@ -82,12 +87,16 @@ def _body_class(http: ModuleType) -> type:
 class HttpFeed:
     """An httpx transport whose one streamed response is the payloads handed to `write`."""
 
+    #: Whether the client runs in a thread of its own (the queue and lock below are for it).
+    _threaded = True
+
     def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
         self._status = status
         self._http = http
         self._body = _body_class(http)
-        self._queue: queue.Queue[bytes | None] = queue.Queue()
-        self._lock = threading.Condition()
+        if self._threaded:  # an inline feed, one per case, needs neither
+            self._queue: queue.Queue[bytes | None] = queue.Queue()
+            self._lock = threading.Condition()
         self._reads = 0  # how often the client asked for the next event
         self._writes = 0
         self._ended = False
@@ -97,8 +106,12 @@ class HttpFeed:
         #: What it returned.
         self.result: Any = None
         self.requests: list[Any] = []
-        #: The transport to hand the client's http client (`httpx.Client(transport=...)`).
-        self.transport = http.MockTransport(self._respond)
+
+    @functools.cached_property
+    def transport(self) -> Any:
+        """The transport to hand the client's http client (`httpx.Client(transport=...)`); an
+        adapter that keeps its client across cases uses `shared_transport()` instead."""
+        return self._http.MockTransport(self._respond)
 
     def _respond(self, request: Any) -> Any:
         self.requests.append(request)
@@ -201,6 +214,8 @@ class InlineFeed(HttpFeed):
     as a thread would.
     """
 
+    _threaded = False
+
     def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
         super().__init__(status=status, http=http)
         self._pending: list[bytes | None] = []
@@ -284,6 +299,8 @@ class AsyncInlineFeed(HttpFeed):
     pushes no loop runs. A feed closed mid-stream gets the end of its body at once; its client
     ends the next time the loop runs (the next case's first push).
     """
+
+    _threaded = False
 
     def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
         super().__init__(status=status, http=http)

@@ -63,3 +63,14 @@ def test_the_benchmark_functions_it_reuses_exist() -> None:
         for name in names:
             assert hasattr(module, name), f"{module.__name__}.{name}"
     from harness.drive.spec import python_target_driver  # noqa: F401
+
+
+def test_the_clients_floor_is_the_cost_of_more_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix's floor figure: openai-python's CPU a chunk and a case, both measured (a
+    script that fails, or a slope of zero, would show as None or 0)."""
+    pytest.importorskip("openai")
+    found = goals._client_floor("openai", goals.Options(quick=True), env=None)
+    assert found is not None
+    chunk, case = found
+    assert 1e-6 < chunk < 0.05 and 0.0 <= case < 0.5, found
+    assert goals._client_floor("no_such", goals.Options(quick=True), env=None) is None
