@@ -206,6 +206,8 @@ _HEADER = re.compile(
     r"|One line a case: CASE \[MODES\]  # reason; no MODES: every mode, failing alike\.$"
     r"|Hand-written reasons and comments stay when this file is written again\.$)"
 )
+#: The header's date, in its first line: the day the file's lines last changed.
+_WRITTEN_ON = re.compile(r"\(conform run --write-xfail, \d{4}-\d\d-\d\d\)\.$")
 #: A reason conform wrote: a status, then (after a colon) the first mismatch or crash.
 _GENERATED_REASON = re.compile(r"^(failed|crashed|timed-out)(:|$)")
 
@@ -280,7 +282,8 @@ def baseline_text(
     that ran (by default those of `results`), so a run with `-k`, `--shard` or `--mode` neither
     drops the other cases' lines nor narrows their modes. `suite_cases`, every case id of the
     suite, lets a glob line this run covered in part be kept for the cases it did not run, and
-    drops lines whose cases are gone from the suite.
+    drops lines whose cases are gone from the suite. The header says the day of `when` (today),
+    unless the file would change in nothing else: then `previous` is kept as it is, its day too.
     """
     results = list(results)
     pairs = {(r.case_id, r.mode) for r in results} if ran is None else set(ran)
@@ -337,7 +340,14 @@ def baseline_text(
         lines += comments
         tail = f"  # {reason}" if reason else ""
         lines.append(f"{case:<{case_width}}  {modes_text:<{mode_width}}{tail}".rstrip())
-    return "\n".join(lines) + "\n"
+    text = "\n".join(lines) + "\n"
+    if previous is not None:  # the day it last changed: the same lines written again keep it
+        written = _WRITTEN_ON.search(previous.partition("\n")[0])
+        if written is not None:
+            stamp = f"(conform run --write-xfail, {day})."
+            if text.replace(stamp, written[0], 1) == previous:
+                return previous
+    return text
 
 
 def _carry(

@@ -354,3 +354,17 @@ def test_rewriting_a_baseline_with_its_comments_changes_nothing() -> None:
     once = baseline_text(results, previous=previous)
     assert baseline_text(results, previous=once) == once
     assert once.count("\n\n") == previous.count("\n\n") + 1  # the generated header's own gap
+
+
+def test_a_baseline_written_again_unchanged_keeps_its_day_and_a_changed_one_says_today() -> None:
+    from datetime import UTC, datetime
+
+    failing_a = [result("a", "plain", FAILED, mismatches=(Mismatch("finish", 1, 2),))]
+    monday, tuesday = datetime(2026, 11, 30, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)
+    first = baseline_text(failing_a, when=monday)
+    assert "--write-xfail, 2026-11-30)." in first.splitlines()[0]
+    assert baseline_text(failing_a, when=tuesday, previous=first) == first
+    failing_b = [*failing_a, result("b", "plain", FAILED, mismatches=(Mismatch("x", 1, 2),))]
+    changed = baseline_text(failing_b, when=tuesday, previous=first)
+    assert "--write-xfail, 2026-12-01)." in changed.splitlines()[0]
+    assert changed.splitlines()[1:] != first.splitlines()[1:]
