@@ -34,8 +34,8 @@ class Delta(msgspec.Struct, gc=False):
 
 
 class Choice(msgspec.Struct, gc=False):
-    delta: Delta | None = None
     finish_reason: Literal["stop", "tool_calls", "length", None] = None
+    delta: Delta | None = None
 
 
 class PromptProgress(msgspec.Struct, gc=False):
@@ -54,8 +54,8 @@ class LooseTimings(Timings, forbid_unknown_fields=False, frozen=True, gc=False):
 
 
 class Chunk(msgspec.Struct, gc=False):
-    id: str | None = None
     choices: list[Choice] | None = None
+    id: str | None = None
     timings: LooseTimings | None = None
     prompt_progress: PromptProgress | None = None
     error: ServerError | None = None
