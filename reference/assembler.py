@@ -490,8 +490,20 @@ class Assembler:
             delta = choice.delta
             if delta is not None:
                 text = delta.reasoning_content
-                if text:
-                    self._take_reasoning(text, events)
+                if text:  # R4, inline: a reasoning phase is most of many streams
+                    self._reasoning.append(text)
+                    self._in_reasoning = True
+                    latest = self._timings
+                    if latest is not None and latest.predicted_n is not None:
+                        tokens = latest.predicted_n
+                        if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
+                            tokens = _integer(tokens, "timings.predicted_n", self._choices)
+                        if tokens < 0:
+                            raise _protocol(
+                                f"timings.predicted_n must not be negative, got {tokens}"
+                            )
+                        self._reasoning_tokens = tokens
+                    events.append(Reasoning(text))
                 text = delta.content
                 if text:
                     self._content.append(text)
@@ -582,19 +594,6 @@ class Assembler:
         if index < 0:
             raise _protocol(f"tool call index {index} is negative")
         return index
-
-    def _take_reasoning(self, text: str, events: list[ChatEvent]) -> None:
-        self._reasoning.append(text)
-        self._in_reasoning = True
-        timings = self._timings
-        if timings is not None and timings.predicted_n is not None:
-            tokens = timings.predicted_n
-            if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
-                tokens = _integer(tokens, "timings.predicted_n", self._choices)
-            if tokens < 0:
-                raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
-            self._reasoning_tokens = tokens
-        events.append(Reasoning(text))
 
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
