@@ -440,36 +440,36 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        # The decoding, cheapest first (each way decides nothing the lenient way would not): a
-        # short payload cannot nest too deep, so it goes to the lenient decoder at once; a longer
-        # one is tried in the strict shape (no bracket count), then counted.
-        strict = False
-        if type(data) is str and self._fast:
-            if len(data) <= _SHORT:
+        # The decoding, cheapest first (each way decides nothing the lenient way would not). Tried
+        # first, llama-server's own shape, which needs no bracket count: only for a payload too
+        # long to be sure of its depth, as a short one goes to the lenient decoder at once.
+        if self._strict and type(data) is str:
+            if len(data) > 257:  # _SHORT, written out: the commonest test of all
                 try:
-                    chunk: Chunk = self._decode(data)
+                    chunk: Chunk = decode_strict_chunk(data)
+                    strict = True
+                except _DECODE_ERRORS:
+                    self._strict = strict = False  # the lenient way decides, for the rest too
+                    chunk = self._lenient(data)
+            else:
+                strict = False
+                try:
+                    chunk = self._decode(data)
                 except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
                     chunk = _decode(data, self._choices, self._decode)
+        else:  # `_lenient`, written out: every payload of a stream the strict shape left
+            strict = False
+            if (
+                self._fast
+                and type(data) is str
+                and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
+            ):
+                try:
+                    chunk = self._decode(data)
+                except _DECODE_ERRORS:
+                    chunk = _decode(data, self._choices, self._decode)
             else:
-                if self._strict:
-                    try:
-                        chunk = decode_strict_chunk(data)
-                        strict = True
-                    except _DECODE_ERRORS:
-                        self._strict = False  # the lenient way decides, for the rest too
-                if not strict:
-                    # Counting every bracket over-estimates depth: only a payload with more
-                    # than MAX_DEPTH of them can nest too deep, and only that one gets the exact
-                    # scan (in `_decode`).
-                    if data.count("{") + data.count("[") <= MAX_DEPTH:
-                        try:
-                            chunk = self._decode(data)
-                        except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
-                            chunk = _decode(data, self._choices, self._decode)
-                    else:
-                        chunk = _decode(data, self._choices, self._decode)
-        else:
-            chunk = _decode(data, self._choices, self._decode)
+                chunk = _decode(data, self._choices, self._decode)
         if chunk.prompt_progress is None and chunk.error is None:
             events: list[ChatEvent] = []
         else:  # its progress event, or the server's error raised
@@ -568,6 +568,22 @@ class Assembler:
                         self._index(piece, data)
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
         return events
+
+    def _lenient(self, data: str) -> Chunk:
+        """The payload as a typed chunk, decoded the lenient way (`reference._wire.Chunk`)."""
+        # A short payload cannot nest too deep; for a longer one, counting every bracket
+        # over-estimates depth: only a payload with more than MAX_DEPTH of them can nest too
+        # deep, and only that one gets the exact scan (in `_decode`).
+        if (
+            self._fast
+            and type(data) is str
+            and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
+        ):
+            try:
+                return self._decode(data)
+            except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
+                pass
+        return _decode(data, self._choices, self._decode)
 
     def _progress(self, progress: PromptProgress, data: str) -> Progress:
         values = (progress.total, progress.cache, progress.processed, progress.time_ms)
