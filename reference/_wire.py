@@ -96,6 +96,12 @@ decode_wide_chunk = msgspec.json.Decoder(WideChunk).decode
 # member, a container where a scalar is declared, `1.0` for an integer, an error of any kind) is
 # decoded again the lenient way, which alone decides what it means. `reference.assembler` stops
 # trying it for the rest of a stream after one such payload.
+#
+# Every member a shape declares costs its default on each payload that lacks it, so the strict
+# shape declares only what llama-server sends (not `service_tier`: OpenAI's own chunks also carry
+# `obfuscation`, which sends them the lenient way whatever it declares). Fields stand in
+# llama-server's key order (`choices` first, `finish_reason` before `delta`): msgspec looks a key
+# up from the field after the last one matched.
 
 
 class StrictFunction(Function, forbid_unknown_fields=True, gc=False):
@@ -169,7 +175,6 @@ class StrictChunk(Chunk, forbid_unknown_fields=True, gc=False):
     created: int | None = None
     model: str | None = None
     system_fingerprint: str | None = None
-    service_tier: str | None = None
     usage: _Usage | None = None
 
 

@@ -440,23 +440,15 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        # The decoding, cheapest first (each way decides nothing the lenient way would not). Tried
-        # first, llama-server's own shape, which needs no bracket count: only for a payload too
-        # long to be sure of its depth, as a short one goes to the lenient decoder at once.
+        # The decoding, cheapest first (each way decides nothing the lenient way would not):
+        # llama-server's own shape, which needs no bracket count, until one payload does not fit.
         if self._strict and type(data) is str:
-            if len(data) > 257:  # _SHORT, written out: the commonest test of all
-                try:
-                    chunk: Chunk = decode_strict_chunk(data)
-                    strict = True
-                except _DECODE_ERRORS:
-                    self._strict = strict = False  # the lenient way decides, for the rest too
-                    chunk = self._lenient(data)
-            else:
-                strict = False
-                try:
-                    chunk = self._decode(data)
-                except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
-                    chunk = _decode(data, self._choices, self._decode)
+            try:
+                chunk: Chunk = decode_strict_chunk(data)
+                strict = True
+            except _DECODE_ERRORS:
+                self._strict = strict = False  # the lenient way decides, for the rest too
+                chunk = self._lenient(data)
         else:  # `_lenient`, written out: every payload of a stream the strict shape left
             strict = False
             if (
@@ -619,12 +611,14 @@ class Assembler:
             )
         if self._id is None:
             raise _protocol("no chunk carried an id")
-        tool_calls = []
-        for index, call in enumerate(self._calls):
-            if call.id is None or call.name is None:
-                missing = "an id" if call.id is None else "a name"
-                raise _protocol(f"tool call {index} never got {missing}")
-            tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
+        tool_calls: list[ToolCall] | tuple[()] = ()
+        if self._calls:
+            tool_calls = []
+            for index, call in enumerate(self._calls):
+                if call.id is None or call.name is None:
+                    missing = "an id" if call.id is None else "a name"
+                    raise _protocol(f"tool call {index} never got {missing}")
+                tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
         timings = self._timings
         if timings is not None and type(timings) is not Timings:  # LooseTimings, WideTimings
             timings = _timings(timings, self._choices)
