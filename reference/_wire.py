@@ -98,7 +98,7 @@ decode_wide_chunk = msgspec.json.Decoder(WideChunk).decode
 # trying it for the rest of a stream after one such payload.
 #
 # Every member a shape declares costs its default on each payload that lacks it, so the strict
-# shape declares only what llama-server sends (not `service_tier`: OpenAI's own chunks also carry
+# shape leaves out `service_tier` (OpenAI's own chunks, which alone send it, also carry
 # `obfuscation`, which sends them the lenient way whatever it declares). Fields stand in
 # llama-server's key order (`choices` first, `finish_reason` before `delta`): msgspec looks a key
 # up from the field after the last one matched.
