@@ -34,8 +34,8 @@ class Delta(msgspec.Struct, gc=False):
 
 
 class Choice(msgspec.Struct, gc=False):
-    delta: Delta | None = None
     finish_reason: Literal["stop", "tool_calls", "length", None] = None
+    delta: Delta | None = None
 
 
 class PromptProgress(msgspec.Struct, gc=False):
@@ -54,8 +54,8 @@ class LooseTimings(Timings, forbid_unknown_fields=False, frozen=True, gc=False):
 
 
 class Chunk(msgspec.Struct, gc=False):
-    id: str | None = None
     choices: list[Choice] | None = None
+    id: str | None = None
     timings: LooseTimings | None = None
     prompt_progress: PromptProgress | None = None
     error: ServerError | None = None
@@ -96,6 +96,12 @@ decode_wide_chunk = msgspec.json.Decoder(WideChunk).decode
 # member, a container where a scalar is declared, `1.0` for an integer, an error of any kind) is
 # decoded again the lenient way, which alone decides what it means. `reference.assembler` stops
 # trying it for the rest of a stream after one such payload.
+#
+# Every member a shape declares costs its default on each payload that lacks it, so the strict
+# shape leaves out `service_tier` (OpenAI's own chunks, which alone send it, also carry
+# `obfuscation`, which sends them the lenient way whatever it declares). Fields stand in
+# llama-server's key order (`choices` first, `finish_reason` before `delta`): msgspec looks a key
+# up from the field after the last one matched.
 
 
 class StrictFunction(Function, forbid_unknown_fields=True, gc=False):
@@ -169,7 +175,6 @@ class StrictChunk(Chunk, forbid_unknown_fields=True, gc=False):
     created: int | None = None
     model: str | None = None
     system_fingerprint: str | None = None
-    service_tier: str | None = None
     usage: _Usage | None = None
 
 

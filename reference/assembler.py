@@ -45,6 +45,10 @@ from reference.types import (
 #: Arrays and objects may nest this deep and no deeper (I3; docs/spec.md).
 MAX_DEPTH = 128
 
+#: A payload this long or shorter cannot nest deeper than MAX_DEPTH once it decodes: JSON closes
+#: every bracket it opens, so MAX_DEPTH + 1 levels take 2 * (MAX_DEPTH + 1) characters at least.
+_SHORT = 2 * MAX_DEPTH + 1
+
 #: Under I3 `ignore`, values nested deeper than this are replaced by null before decoding. No field
 #: the rules read lies this deep (top, choices, choice, delta, tool_calls, tool call, function: 7),
 #: so only ignored values, or read ones already of the wrong type, are cut.
@@ -436,31 +440,32 @@ class Assembler:
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        strict = self._strict and type(data) is str
-        if strict:
+        # The decoding, cheapest first (each way decides nothing the lenient way would not):
+        # llama-server's own shape, which needs no bracket count, until one payload does not fit.
+        if self._strict and type(data) is str:
             try:
                 chunk: Chunk = decode_strict_chunk(data)
+                strict = True
             except _DECODE_ERRORS:
                 self._strict = strict = False  # the lenient way decides, for the rest too
                 chunk = self._lenient(data)
-        else:
-            chunk = self._lenient(data)
-        events: list[ChatEvent] = []
-        progress = chunk.prompt_progress
-        if progress is not None:
-            if strict:  # its numbers are integers as the rules read them already
-                p = progress
-                events.append(Progress(p.total, p.cache, p.processed, p.time_ms))  # type: ignore[arg-type]
+        else:  # `_lenient`, written out: every payload of a stream the strict shape left
+            strict = False
+            if (
+                self._fast
+                and type(data) is str
+                and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
+            ):
+                try:
+                    chunk = self._decode(data)
+                except _DECODE_ERRORS:
+                    chunk = _decode(data, self._choices, self._decode)
             else:
-                events.append(self._progress(progress, data))
-        chunk_choices = chunk.choices
-        if chunk.error is not None:
-            # The payload's whole shape first (R6), then its error object (R8).
-            for choice in chunk_choices or ():
-                if choice.delta is not None:
-                    for piece in choice.delta.tool_calls or ():
-                        self._index(piece, data)
-            raise InferError(ErrorKind.SERVER, chunk.error.message or "")
+                chunk = _decode(data, self._choices, self._decode)
+        if chunk.prompt_progress is None and chunk.error is None:
+            events: list[ChatEvent] = []
+        else:  # its progress event, or the server's error raised
+            events = self._progress_or_error(chunk, data, strict)
         # Without an error object every failure left is `protocol`, whatever its order, and
         # the case ends there: the payload is read in one pass.
         if self._id is None and chunk.id:
@@ -470,63 +475,102 @@ class Assembler:
         timings = chunk.timings
         if timings is not None:
             self._timings = timings
-        if chunk_choices:
-            for choice in chunk_choices:
-                delta = choice.delta
-                if delta is not None:
-                    text = delta.reasoning_content
-                    if text:
-                        self._take_reasoning(text, events)
-                    text = delta.content
-                    if text:
-                        self._content.append(text)
-                        self._in_reasoning = False
-                        events.append(Content(text))
-                    pieces = delta.tool_calls
-                    if pieces:  # R2, inline: the loop most tool-call streams spend their time in
-                        calls = self._calls
-                        for piece in pieces:
-                            index = piece.index
-                            # The strict shape checked the index's range as it decoded.
-                            if type(index) is not int or (
-                                not strict and not 0 <= index <= MAX_SAFE_INTEGER
-                            ):
-                                index = self._index(piece, data)
-                            if index < len(calls):
-                                call = calls[index]
-                            elif index == len(calls):
-                                call = _CallBuilder()
-                                calls.append(call)
-                            else:
+        chunk_choices = chunk.choices
+        if not chunk_choices:
+            return events
+        for choice in chunk_choices:
+            delta = choice.delta
+            if delta is not None:
+                text = delta.reasoning_content
+                if text:  # R4, inline: a reasoning phase is most of many streams
+                    self._reasoning.append(text)
+                    self._in_reasoning = True
+                    latest = self._timings
+                    if latest is not None and latest.predicted_n is not None:
+                        tokens = latest.predicted_n
+                        if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
+                            tokens = _integer(tokens, "timings.predicted_n", self._choices)
+                        if tokens < 0:
+                            raise _protocol(
+                                f"timings.predicted_n must not be negative, got {tokens}"
+                            )
+                        self._reasoning_tokens = tokens
+                    events.append(Reasoning(text))
+                text = delta.content
+                if text:
+                    self._content.append(text)
+                    self._in_reasoning = False
+                    events.append(Content(text))
+                pieces = delta.tool_calls
+                if pieces:  # R2, inline: the loop most tool-call streams spend their time in
+                    calls = self._calls
+                    for piece in pieces:
+                        index = piece.index
+                        # The strict shape checked the index's range as it decoded.
+                        if type(index) is not int or (
+                            not strict and not 0 <= index <= MAX_SAFE_INTEGER
+                        ):
+                            index = self._index(piece, data)
+                        try:
+                            call = calls[index]
+                        except IndexError:  # not negative: a new call, or one skipping ahead
+                            if index != len(calls):
                                 raise _protocol(
                                     f"tool call index {index} is out of order: "
                                     f"{len(calls)} call(s) so far"
-                                )
-                            function = piece.function
-                            if function is None:
-                                name = None
-                                arguments = ""
-                            else:
-                                name = function.name
-                                arguments = function.arguments or ""
-                            piece_id = piece.id
-                            if piece_id and call.id is None:
-                                call.id = piece_id
-                            if name and call.name is None:
-                                call.name = name
-                            call.parts.append(arguments)
-                            events.append(ToolCallDelta(index, piece_id, name, arguments))
-                        self._in_reasoning = False
-                reason = choice.finish_reason
-                if reason is not None:
-                    self._finish_reason = _FINISH_REASONS[reason]
+                                ) from None
+                            call = _CallBuilder()
+                            calls.append(call)
+                        function = piece.function
+                        if function is None:
+                            name = None
+                            arguments = ""
+                        else:
+                            name = function.name
+                            arguments = function.arguments or ""
+                        piece_id = piece.id
+                        if piece_id and call.id is None:
+                            call.id = piece_id
+                        if name and call.name is None:
+                            call.name = name
+                        call.parts.append(arguments)
+                        events.append(ToolCallDelta(index, piece_id, name, arguments))
+                    self._in_reasoning = False
+            reason = choice.finish_reason
+            if reason is not None:
+                self._finish_reason = _FINISH_REASONS[reason]
+        return events
+
+    def _progress_or_error(self, chunk: Chunk, data: str, strict: bool) -> list[ChatEvent]:
+        """The events of a chunk's `prompt_progress` (the first of its events); the server's
+        error (R8) raised, once the payload's shape is checked (R6)."""
+        events: list[ChatEvent] = []
+        progress = chunk.prompt_progress
+        if progress is not None:
+            if strict:  # its numbers are integers as the rules read them already
+                p = progress
+                events.append(Progress(p.total, p.cache, p.processed, p.time_ms))  # type: ignore[arg-type]
+            else:
+                events.append(self._progress(progress, data))
+        if chunk.error is not None:
+            # The payload's whole shape first (R6), then its error object (R8).
+            for choice in chunk.choices or ():
+                if choice.delta is not None:
+                    for piece in choice.delta.tool_calls or ():
+                        self._index(piece, data)
+            raise InferError(ErrorKind.SERVER, chunk.error.message or "")
         return events
 
     def _lenient(self, data: str) -> Chunk:
         """The payload as a typed chunk, decoded the lenient way (`reference._wire.Chunk`)."""
-        # Counting every bracket over-estimates depth: only a payload with more than MAX_DEPTH
-        # of them can nest too deep, and only that one gets the exact scan (in `_decode`).
-        if self._fast and type(data) is str and data.count("{") + data.count("[") <= MAX_DEPTH:
+        # A short payload cannot nest too deep; for a longer one, counting every bracket
+        # over-estimates depth: only a payload with more than MAX_DEPTH of them can nest too
+        # deep, and only that one gets the exact scan (in `_decode`).
+        if (
+            self._fast
+            and type(data) is str
+            and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
+        ):
             try:
                 return self._decode(data)
             except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
@@ -559,19 +603,6 @@ class Assembler:
             raise _protocol(f"tool call index {index} is negative")
         return index
 
-    def _take_reasoning(self, text: str, events: list[ChatEvent]) -> None:
-        self._reasoning.append(text)
-        self._in_reasoning = True
-        timings = self._timings
-        if timings is not None and timings.predicted_n is not None:
-            tokens = timings.predicted_n
-            if type(tokens) is not int or not 0 <= tokens <= MAX_SAFE_INTEGER:
-                tokens = _integer(tokens, "timings.predicted_n", self._choices)
-            if tokens < 0:
-                raise _protocol(f"timings.predicted_n must not be negative, got {tokens}")
-            self._reasoning_tokens = tokens
-        events.append(Reasoning(text))
-
     def finish(self, thinking_capped: bool) -> Completion:
         """Fold the stream into its completion, or fail as R5 says."""
         if self._finish_reason is None:
@@ -580,12 +611,14 @@ class Assembler:
             )
         if self._id is None:
             raise _protocol("no chunk carried an id")
-        tool_calls = []
-        for index, call in enumerate(self._calls):
-            if call.id is None or call.name is None:
-                missing = "an id" if call.id is None else "a name"
-                raise _protocol(f"tool call {index} never got {missing}")
-            tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
+        tool_calls: list[ToolCall] | tuple[()] = ()
+        if self._calls:
+            tool_calls = []
+            for index, call in enumerate(self._calls):
+                if call.id is None or call.name is None:
+                    missing = "an id" if call.id is None else "a name"
+                    raise _protocol(f"tool call {index} never got {missing}")
+                tool_calls.append(ToolCall(call.id, call.name, "".join(call.parts)))
         timings = self._timings
         if timings is not None and type(timings) is not Timings:  # LooseTimings, WideTimings
             timings = _timings(timings, self._choices)
