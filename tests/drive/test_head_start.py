@@ -88,6 +88,7 @@ def test_a_server_no_run_takes_is_stopped_with_the_run(
     before = live_children()
     assert zygote.head_start(["run", target])
     (server,) = _ahead()
+    server.wait_ready(30)  # its import logged before the run (a loaded machine may be slower)
     # Another environment than the one it was started with: the run starts a server of its own.
     monkeypatch.setenv("HEAD_START_OTHER", "1")
     status, output = conform("run", target, "--suite", str(mini.root), "--mode", "plain")
