@@ -449,19 +449,9 @@ class Assembler:
             except _DECODE_ERRORS:
                 self._strict = strict = False  # the lenient way decides, for the rest too
                 chunk = self._lenient(data)
-        else:  # `_lenient`, written out: every payload of a stream the strict shape left
+        else:  # every payload of a stream the strict shape left
             strict = False
-            if (
-                self._fast
-                and type(data) is str
-                and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
-            ):
-                try:
-                    chunk = self._decode(data)
-                except _DECODE_ERRORS:
-                    chunk = _decode(data, self._choices, self._decode)
-            else:
-                chunk = _decode(data, self._choices, self._decode)
+            chunk = self._lenient(data)
         if chunk.prompt_progress is None and chunk.error is None:
             events: list[ChatEvent] = []
         else:  # its progress event, or the server's error raised
