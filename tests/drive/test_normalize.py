@@ -261,13 +261,28 @@ def test_values_off_their_plain_types_are_read_by_the_readers(
         "is_finished": False,
     }
     real = reference.Assembler.state
-    monkeypatch.setitem(REFERENCE_STATE, reference.Assembler, lambda a: (_IdKind.A, *real(a)[1:]))
-    driver = InProcessDriver(reference.Assembler)
-    driver.start_case()
-    steps: list[Any] = []
-    driver.push_steps(['{"id":"x","choices":[{"delta":{"content":"a"}}]}'], [1], steps)
-    assert steps[0]["state"]["id"] == "x"  # the `id` reader's, not the Enum
-    assert not driver.own_steps
+    # Each value off its type in turn, as `push_steps` (which checks them itself) meets it.
+    for index, odd in [(0, _IdKind.A), (1, True), (1, 2**5000), (1, 1.0), (2, 1), (3, 0)]:
+
+        def state(a: Any, index: int = index, odd: Any = odd) -> tuple[Any, ...]:
+            values = list(real(a))
+            values[index] = odd
+            return tuple(values)
+
+        monkeypatch.setitem(REFERENCE_STATE, reference.Assembler, state)
+        driver = InProcessDriver(reference.Assembler)
+        driver.start_case()
+        steps: list[Any] = []
+        driver.push_steps(['{"id":"x","choices":[{"delta":{"content":"a"}}]}'], [1], steps)
+        # The readers', not the odd value.
+        assert steps[0]["state"] == {
+            "id": "x",
+            "reasoning_tokens": 0,
+            "in_reasoning": False,
+            "is_finished": False,
+        }, (index, odd)
+        assert type(steps[0]["state"]["reasoning_tokens"]) is int
+        assert not driver.own_steps
 
 
 def test_pushed_in_one_call_the_steps_are_those_of_one_push_a_call(suite: Suite) -> None:
