@@ -105,7 +105,7 @@ def _info_of(path: Path, lines: Iterable[str], suffix: str | None = None) -> Rec
             capped = value == "true"
         elif text.startswith(_DIRECTIVE_PINS):
             pins |= _pins(path, text[len(_DIRECTIVE_PINS) :], line=len(comments))
-    ordered = tuple(tag for tag in PIN_TAGS if tag in pins)
+    ordered = tuple(tag for tag in PIN_TAGS if tag in pins) if pins else ()  # most pin none
     return RecordingInfo(thinking_capped=capped, comments=tuple(comments), pins=ordered)
 
 
