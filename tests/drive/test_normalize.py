@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import enum
 import itertools
 from dataclasses import dataclass
@@ -343,3 +344,25 @@ def test_a_reference_completion_with_an_integer_too_long_is_refused() -> None:
     )
     with pytest.raises(NormalizeError, match="digits"):
         normalize_completion(completion)
+
+
+@pytest.mark.parametrize("odd", [decimal.Decimal("1.5"), b"x", "1.5", True])
+def test_a_reference_completion_with_timings_off_their_types_is_read_field_by_field(
+    odd: Any,
+) -> None:
+    """A timings field the one-call reader would write otherwise (a Decimal or bytes as text) or
+    could not tell apart is left to the field reader: the same object, or the same refusal."""
+    from harness.drive import normalize
+
+    completion = reference.Completion(
+        "x", None, None, (), reference.FinishReason.STOP, reference.Timings(prompt_ms=odd), 0, False
+    )
+
+    def read(reader: Any) -> str:
+        try:
+            return repr(reader(completion))
+        except NormalizeError as exc:
+            return f"refused: {exc}"
+
+    assert read(normalize_completion) == read(normalize._read_completion)
+    assert not normalize._plain_completion(completion)  # not one of its number types
