@@ -114,7 +114,10 @@ class Pushes:
         """What is pushed for the first `count` payloads."""
         mutate, payloads, changed = self.mutate, self.payloads, self._changed
         if changed is None:
-            changed = self._changed = [p.data for p in payloads] if mutate is None else []
+            # In one C call (`map`): the usual mode changes nothing, and this runs per case.
+            changed = self._changed = (
+                list(map(_DATA_OF_PAYLOAD, payloads)) if mutate is None else []
+            )
         if mutate is not None:
             for index in range(len(changed), min(count, len(payloads))):
                 changed.append(mutate(index, payloads[index].data))

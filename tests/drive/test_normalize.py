@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import enum
 import itertools
 from dataclasses import dataclass
@@ -261,13 +262,28 @@ def test_values_off_their_plain_types_are_read_by_the_readers(
         "is_finished": False,
     }
     real = reference.Assembler.state
-    monkeypatch.setitem(REFERENCE_STATE, reference.Assembler, lambda a: (_IdKind.A, *real(a)[1:]))
-    driver = InProcessDriver(reference.Assembler)
-    driver.start_case()
-    steps: list[Any] = []
-    driver.push_steps(['{"id":"x","choices":[{"delta":{"content":"a"}}]}'], [1], steps)
-    assert steps[0]["state"]["id"] == "x"  # the `id` reader's, not the Enum
-    assert not driver.own_steps
+    # Each value off its type in turn, as `push_steps` (which checks them itself) meets it.
+    for index, odd in [(0, _IdKind.A), (1, True), (1, 2**5000), (1, 1.0), (2, 1), (3, 0)]:
+
+        def state(a: Any, index: int = index, odd: Any = odd) -> tuple[Any, ...]:
+            values = list(real(a))
+            values[index] = odd
+            return tuple(values)
+
+        monkeypatch.setitem(REFERENCE_STATE, reference.Assembler, state)
+        driver = InProcessDriver(reference.Assembler)
+        driver.start_case()
+        steps: list[Any] = []
+        driver.push_steps(['{"id":"x","choices":[{"delta":{"content":"a"}}]}'], [1], steps)
+        # The readers', not the odd value.
+        assert steps[0]["state"] == {
+            "id": "x",
+            "reasoning_tokens": 0,
+            "in_reasoning": False,
+            "is_finished": False,
+        }, (index, odd)
+        assert type(steps[0]["state"]["reasoning_tokens"]) is int
+        assert not driver.own_steps
 
 
 def test_pushed_in_one_call_the_steps_are_those_of_one_push_a_call(suite: Suite) -> None:
@@ -328,3 +344,25 @@ def test_a_reference_completion_with_an_integer_too_long_is_refused() -> None:
     )
     with pytest.raises(NormalizeError, match="digits"):
         normalize_completion(completion)
+
+
+@pytest.mark.parametrize("odd", [decimal.Decimal("1.5"), b"x", "1.5", True])
+def test_a_reference_completion_with_timings_off_their_types_is_read_field_by_field(
+    odd: Any,
+) -> None:
+    """A timings field the one-call reader would write otherwise (a Decimal or bytes as text) or
+    could not tell apart is left to the field reader: the same object, or the same refusal."""
+    from harness.drive import normalize
+
+    completion = reference.Completion(
+        "x", None, None, (), reference.FinishReason.STOP, reference.Timings(prompt_ms=odd), 0, False
+    )
+
+    def read(reader: Any) -> str:
+        try:
+            return repr(reader(completion))
+        except NormalizeError as exc:
+            return f"refused: {exc}"
+
+    assert read(normalize_completion) == read(normalize._read_completion)
+    assert not normalize._plain_completion(completion)  # not one of its number types

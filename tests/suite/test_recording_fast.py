@@ -177,3 +177,10 @@ def test_a_head_read_together_is_read_from_utf_8_only(tmp_path: Path, raw: bytes
     path = tmp_path / "x.sse"
     path.write_bytes(raw)
     assert _together(path) == _apart(path)
+
+
+@pytest.mark.parametrize("text", [": thinking_capped: true", "data: a\n\n: pins: R6"])
+def test_a_last_comment_line_without_its_line_end_reads_the_same(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "x.sse"
+    path.write_bytes(text.encode())
+    assert _together(path) == _apart(path)
