@@ -341,8 +341,3 @@ def test_what_the_collection_made_is_frozen_out_of_the_garbage_collector() -> No
     # tests/conftest.py's pytest_collection_finish: pytest's items and the test modules, at least
     # tens of thousands of objects (a frozen count of 0 means the hook did not run).
     assert gc.get_freeze_count() > 10_000
-
-
-def test_a_passing_tests_tmp_path_is_deleted_when_it_ends(request: pytest.FixtureRequest) -> None:
-    # pyproject.toml: a run's 240 MB of scratch suites are not left for a later run to delete.
-    assert request.config.getini("tmp_path_retention_policy") == "failed"
