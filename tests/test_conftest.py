@@ -3,10 +3,11 @@ command (CliRunner alone reports it as exit 1, which reads like a conformance fa
 processes a run starts keep their bytecode; inner pytest runs leave out the other plugins; the
 slowest tests are named (HEAVY_FIRST) as they are, to start first; `-n auto` is a worker more
 than the cores; with a cold bytecode cache each worker imports the test modules from its own
-share on."""
+share on; what the collection made is kept out of the garbage collector's passes."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import py_compile
@@ -334,3 +335,9 @@ def test_a_worker_arranges_its_collection_for_the_dist_mode(dist: str, workers: 
     assert [item.nodeid for item in items] == [
         COLLECTION[index] for index in arrange(COLLECTION, workers)
     ]
+
+
+def test_what_the_collection_made_is_frozen_out_of_the_garbage_collector() -> None:
+    # tests/conftest.py's pytest_collection_finish: pytest's items and the test modules, at least
+    # tens of thousands of objects (a frozen count of 0 means the hook did not run).
+    assert gc.get_freeze_count() > 10_000
