@@ -398,8 +398,9 @@ def shape_unknown_fields(size: int) -> list[list[str]]:
     return [content + calls[1:]]
 
 
-def shape_logprobs(size: int) -> list[list[str]]:
-    """`logprobs` on every chunk (llama-server's `n_probs` / OpenAI's `top_logprobs: 5`)."""
+def shape_logprobs(size: int, top: int = 5, tokens: int = 1) -> list[list[str]]:
+    """`logprobs` on every chunk (llama-server's `n_probs` / OpenAI's `top_logprobs`): `tokens`
+    tokens a chunk, each with its `top` alternatives."""
     writer = _Writer()
     rng = random.Random(6)
     pieces = _content_pieces()
@@ -411,9 +412,12 @@ def shape_logprobs(size: int) -> list[list[str]]:
 
     stream = [writer.chunk({"role": "assistant", "content": None})]
     while len(stream) < size - 2:
-        token = next(pieces)
-        item = entry(token) | {"top_logprobs": [entry(next(pieces)) for _ in range(5)]}
-        stream.append(writer.chunk({"content": token}, logprobs={"content": [item]}))
+        chosen = [next(pieces) for _ in range(tokens)]
+        items = [
+            entry(token) | {"top_logprobs": [entry(next(pieces)) for _ in range(top)]}
+            for token in chosen
+        ]
+        stream.append(writer.chunk({"content": "".join(chosen)}, logprobs={"content": items}))
     return [stream + writer.finish("stop")]
 
 
@@ -450,6 +454,11 @@ SHAPES: dict[str, Callable[[int], list[list[str]]]] = {
     "prompt progress, then answer": shape_prompt_progress,
     "unknown members at every level": shape_unknown_fields,
     "logprobs, top 5": shape_logprobs,
+    # About 50 openers a payload; then 136 and 210, beyond MAX_DEPTH: the depth is read, not
+    # vouched for by the count (OpenAI's `top_logprobs` goes to 20, llama-server's `n_probs` on)
+    "logprobs, top 20": functools.partial(shape_logprobs, top=20),
+    "logprobs, top 20 x 3 tokens": functools.partial(shape_logprobs, top=20, tokens=3),
+    "logprobs, n_probs 100": functools.partial(shape_logprobs, top=100),
     "bare chunks (id and choices)": shape_bare,
 }
 

@@ -49,6 +49,12 @@ MAX_DEPTH = 128
 #: every bracket it opens, so MAX_DEPTH + 1 levels take 2 * (MAX_DEPTH + 1) characters at least.
 _SHORT = 2 * MAX_DEPTH + 1
 
+#: A payload longer than this has its brackets counted by `_within_depth`, in the pass that reads
+#: its depth when there are more than MAX_DEPTH (about what `str.count` twice costs, and the only
+#: pass then). Logprobs entries take some 30 characters a bracket, so a payload with more than
+#: MAX_DEPTH of them is longer than this; a shorter one is cheaper counted by `str.count`.
+_LONG = 4096
+
 #: Under I3 `ignore`, values nested deeper than this are replaced by null before decoding. No field
 #: the rules read lies this deep (top, choices, choice, delta, tool_calls, tool call, function: 7),
 #: so only ignored values, or read ones already of the wrong type, are cut.
@@ -59,6 +65,9 @@ _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _SQUARE = bytes.maketrans(b"{}", b"[]")  # `_within_depth`'s one kind of bracket
 _NOT_QUOTE_OR_BRACKET = bytes(sorted(set(range(256)) - set(b'"[]{}')))
+#: `_within_depth`'s test for escaped quotes: a third of what `'\\"' in data` costs (CPython's
+#: two-character search stops at every quote; this one only at backslashes).
+_ESCAPED_QUOTE = re.compile(r'\\"')
 _DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError, UnicodeError)
 _TOKEN = re.compile(
     r'[ \t\n\r]*(?:("(?:[^"\\\x00-\x1f]|\\.)*")'
@@ -86,17 +95,23 @@ def _within_depth(data: str) -> bool:
     """True when `data`, JSON text msgspec has decoded, nests at most MAX_DEPTH levels deep; False
     when it may nest deeper (`_nesting_depth` decides then).
 
-    For a payload with more than MAX_DEPTH brackets (many small objects: logprobs), at C speed:
-    `_nesting_depth`'s regular expressions cost 20 times the decode there. The text is valid JSON,
-    so with escaped quotes taken out every quote opens or closes a string: its quotes and brackets
-    alone, a string without brackets is two quotes side by side. A quote left means a bracket
-    inside a string: False. Then each pass of `replace` takes out the innermost pairs, one level
-    (never two: it does not see the pairs it makes), and `depth` levels gone, what is left nests
-    at most half its length deeper.
+    For a long payload, at C speed: its quotes and brackets alone (one `[` for each `[` or `{`),
+    one pass over the text that counts the brackets as well as `str.count` twice would. At most
+    MAX_DEPTH of them: it cannot nest deeper. More (many small objects: logprobs): the text is
+    valid JSON, so with escaped quotes taken out every quote opens or closes a string, and a
+    string without brackets is two quotes side by side. A quote left means a bracket inside a
+    string: False. Then each pass of `replace` takes out the innermost pairs, one level (never
+    two: it does not see the pairs it makes), and `depth` levels gone, what is left nests at
+    most half its length deeper.
     """
-    if '\\"' in data:  # escaped quotes out; escaped backslashes first (`\\"` ends a string)
+    brackets = data.encode().translate(_SQUARE, _NOT_QUOTE_OR_BRACKET)
+    if brackets.count(b"[") <= MAX_DEPTH:  # the count alone vouches
+        return True
+    # Escaped quotes out; escaped backslashes first (`\\"` ends a string).
+    if _ESCAPED_QUOTE.search(data):
         data = data.replace("\\\\", "").replace('\\"', "")
-    brackets = data.encode().translate(_SQUARE, _NOT_QUOTE_OR_BRACKET).replace(b'""', b"")
+        brackets = data.encode().translate(_SQUARE, _NOT_QUOTE_OR_BRACKET)
+    brackets = brackets.replace(b'""', b"")
     if b'"' in brackets:
         return False
     for depth in range(MAX_DEPTH + 1):
@@ -585,13 +600,16 @@ class Assembler:
         if (
             self._fast
             and type(data) is str
-            and (len(data) <= _SHORT or data.count("{") + data.count("[") <= MAX_DEPTH)
+            and (
+                len(data) <= _SHORT
+                or (len(data) <= _LONG and data.count("{") + data.count("[") <= MAX_DEPTH)
+            )
         ):
             try:
                 return self._decode(data)
             except _DECODE_ERRORS:  # the error, or I4 `last`'s retry
                 pass
-        elif self._fast and type(data) is str:  # many brackets: the decoder first, then the depth
+        elif self._fast and type(data) is str:  # long, or many brackets: the decoder, the depth
             try:
                 chunk = self._decode(data)
             except _DECODE_ERRORS:
