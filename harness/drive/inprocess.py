@@ -20,7 +20,6 @@ from typing import Any
 
 from harness.drive.base import Driver
 from harness.drive.normalize import (
-    MAX_INT_BITS,
     REFERENCE_EVENTS,
     REFERENCE_STATE,
     SAID,
@@ -29,6 +28,7 @@ from harness.drive.normalize import (
     normalize_completion,
     normalize_error,
     normalize_events,
+    plain_state,
     read_state,
     text_of,
 )
@@ -377,25 +377,11 @@ class InProcessDriver:
             values = read(assembler)  # the reference makes a new tuple on every push
             if values != last:  # reasoning changes it on each of its pushes
                 last = values
-                # `plain_state` written out (a call per change of state cost a tenth of this
-                # loop's own time).
-                read_id, tokens, in_reasoning, finished = values
-                if (
-                    (read_id is None or type(read_id) is str)
-                    and type(tokens) is int
-                    and tokens.bit_length() <= MAX_INT_BITS
-                    and type(in_reasoning) is bool
-                    and type(finished) is bool
-                ):
-                    state = {
-                        "id": read_id,
-                        "reasoning_tokens": tokens,
-                        "in_reasoning": in_reasoning,
-                        "is_finished": finished,
-                    }
-                else:
+                found = plain_state(values)  # the one check, as the worker's (harness/adapter.py)
+                if found is None:
                     self.own_steps = False
-                    state = _state_of(assembler)
+                    found = _state_of(assembler)
+                state = found
             append({"line": line, "events": events, "state": state})
 
     def _push_each(
