@@ -245,6 +245,7 @@ def _simple_payloads(
         start += 1
     if start and rows[start - 1][-1:] != b"\n":  # the file ends in one, without its LF
         return None
+    first += start  # the first event's line
     events = rows[start::2]
     # Plain when every other line is blank (so each event line ends in LF too).
     if len(rows) - start != 2 * len(events) or rows[start + 1 :: 2].count(b"\n") != len(events):
@@ -262,7 +263,6 @@ def _simple_payloads(
             if "[DONE]" in texts:
                 del texts[texts.index("[DONE]") :]
             _keep_info(info, head_info, path, comments, suffix)
-            first += start
             return list(map(Payload, range(first, first + 2 * len(texts), 2), texts))
         datas = [
             t[6:]
@@ -279,7 +279,6 @@ def _simple_payloads(
     if "[DONE]" in datas:
         del datas[datas.index("[DONE]") :]
     _keep_info(info, head_info, path, comments, suffix)
-    first += start
     return [Payload(first + 2 * i, d) for i, d in enumerate(datas) if d is not None]
 
 
