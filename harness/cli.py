@@ -34,7 +34,7 @@ from harness.pipeline import (
     run_targets,
     write_outputs,
 )
-from harness.pipeline.selection import select_cases, suite_path
+from harness.pipeline.selection import classes_of, select_cases, select_classes, suite_path
 from harness.reports.matrix import column_line, load_matrix, markdown, matrix, matrix_text
 from harness.reports.page import matrix_page
 from harness.reports.progress import ProgressBar
@@ -42,6 +42,8 @@ from harness.reports.summary import problems_text, run_summary
 from harness.safetext import printable
 from harness.suite import golden as golden_files
 from harness.suite.cases import Case, Suite, open_suites, writable_root
+from harness.suite.classes import CLASSES
+from harness.suite.recording import RecordingInfo, read_info
 
 
 @click.group(cls=ConformGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,6 +99,7 @@ def run_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     shard: str | None,
     verbose: bool,
@@ -134,6 +137,7 @@ def run_command(
         rules,
         exclude,
         None if shard is None else parse_shard(shard),
+        classes,
     )
     outputs = Outputs(json_path, junit, write_xfail, badge).absolute()
     plan = prepare(selection, options.modes)
@@ -178,29 +182,52 @@ def list_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I6, SSE).
+    """List the suites' cases, one a line: its id, its class of input (valid, invalid or
+    implementation-defined, from its golden file; real captures say so) and what it pins
+    (R1..R9, I1..I6, SSE).
 
     Golden files without a recording are named on stderr.
     """
     suites = open_suites(tuple(suite_path(d) for d in suite_dirs))
     cases = select_cases(suites, Selection(patterns=patterns, rules=rules, exclude=exclude))
+    if classes:
+        cases = select_classes(cases, classes)
+        if not cases:
+            raise ConformError(
+                f"no case selected is of {' or '.join(classes)}",
+                hint="'conform list' shows each case's class",
+            )
+    found = {} if ids_only else classes_of(cases)
     width = max(len(printable(case.case_id)) for case in cases)
     for case in cases:
-        pins = () if ids_only else _pins_or_nothing(case)
         shown = printable(case.case_id)
-        click.echo(f"{shown:<{width}}  {' '.join(pins)}" if pins else shown)
+        if ids_only:
+            click.echo(shown)
+            continue
+        info = _info_or_nothing(case)
+        kind = found.get(case.case_id)
+        label = "(no golden file)" if kind is None else str(kind)
+        if info is not None and info.real:
+            label += ", real"
+        pins = " ".join(info.pins) if info is not None else ""
+        click.echo(f"{shown:<{width}}  {label:<{_CLASS_WIDTH}}  {pins}".rstrip())
     for suite in suites:
         _warn_orphans(suite, patterns)
 
 
-def _pins_or_nothing(case: Case) -> tuple[str, ...]:
+#: The width of `conform list`'s class column: `implementation-defined`.
+_CLASS_WIDTH = max(len(str(c)) for c in CLASSES)
+
+
+def _info_or_nothing(case: Case) -> RecordingInfo | None:
     try:
-        return case.pins
+        return read_info(case.recording)
     except ConformError as exc:  # listing never fails for one broken recording: run names it
         click.echo(f"warning: {printable(str(exc))}", err=True)
-        return ()
+        return None
 
 
 def _warn_orphans(suite: Suite, patterns: tuple[str, ...]) -> None:
@@ -335,6 +362,7 @@ def matrix_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     quiet: bool,
     html_path: Path | None,
@@ -351,7 +379,7 @@ def matrix_command(
     did not run, or the run is partial.
     """
     targets = targets_of(specs, commands, xfails, {"modes": modes, **given})
-    columns = columns_from_reports(reports)
+    columns = columns_from_reports(reports, classes=classes)
     if not targets and not columns:
         raise click.UsageError("give at least one TARGET, --exec or --from")
     old = None if baseline is None else load_matrix(baseline)
@@ -360,7 +388,9 @@ def matrix_command(
     read = [p for p in (baseline, *(t.xfail for t in targets)) if p is not None]
     check_written(written, read)
     if targets:
-        selection = Selection(tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude)
+        selection = Selection(
+            tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude, classes=classes
+        )
         plan = prepare(selection, modes)
         check_written(written, [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)])
         for target in targets:  # a wrong --xfail file is the user's mistake: say so now
