@@ -10,6 +10,8 @@ docs/json-report.md.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import json
 import shlex
 from collections.abc import Mapping, Sequence
@@ -22,10 +24,12 @@ from typing import Any
 from harness.check.modes import DEFAULT_SEED
 from harness.check.results import CaseResult, Crash, Expectation, Mismatch
 from harness.check.status import Status, count_statuses
+from harness.drive.blame import Origin
 from harness.errors import ConformError
 from harness.files import write_report
-from harness.reports.problems import Problem, group, problems_json
+from harness.reports.problems import Problem, accepted_kinds, group, problems_json
 from harness.reports.text import recording_path, rule_totals
+from harness.reports.verdict import ClassTotals, class_totals, verdict_words
 from harness.safetext import (
     ABSENT,
     ONE_LINE_CHARS,
@@ -36,6 +40,8 @@ from harness.safetext import (
     shown,
 )
 from harness.suite.cases import default_suite_root
+from harness.suite.classes import CLASSES, InputClass
+from harness.suite.refusals import refusal
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -76,6 +82,10 @@ class RunInfo:
     level: str = "full"
     #: The options a command reproducing one result must repeat (`--strict`, `--level ...`).
     rerun: tuple[str, ...] = ()
+    #: The folder the run was started in, and the PYTHONPATH it had: what a Python target
+    #: needs to import again (a command pasted elsewhere starts with `cd`); "" when unknown.
+    cwd: str = ""
+    pythonpath: str = ""
 
     def recording_file(self, result: CaseResult) -> Path:
         """The recording's file: in the suite that holds it."""
@@ -120,11 +130,32 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report (docs/json-report.md)."""
-        return json_report(self.results, self.info)
+        return json_report(self.results, self.info, problems=self.problems())
 
     def problems(self) -> list[Problem]:
-        """The distinct problems of the run (`harness.reports.problems`)."""
-        return problems_of(self.results, self.info)
+        """The distinct problems of the run (`harness.reports.problems`), made once."""
+        return list(self._problems)
+
+    @functools.cached_property
+    def _problems(self) -> tuple[Problem, ...]:
+        return tuple(problems_of(self.results, self.info))
+
+    def classes(self) -> dict[str, ClassTotals]:
+        """Each class of input's totals (`harness.reports.verdict`)."""
+        return class_totals(self.results)
+
+    def verdict(self, problems: Sequence[Problem] | None = None) -> str:
+        """The verdict in words, class by class (`harness.reports.verdict`)."""
+        found = self.problems() if problems is None else problems
+        return verdict_words(self.classes(), kinds=accepted_kinds(found))
+
+    def of_classes(self, classes: Sequence[str]) -> Report:
+        """This report with only the results of cases of `classes` (all when none given)."""
+        if not classes:
+            return self
+        kept = tuple(r for r in self.results if str(r.input_class or "valid") in classes)
+        cases = len({r.case_id for r in kept})
+        return Report(replace(self.info, cases=cases), kept)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], *, source: str = "the report") -> Report:
@@ -247,7 +278,39 @@ def problems_of(results: Sequence[CaseResult], info: RunInfo) -> list[Problem]:
     return group(
         results,
         recording=info.recording_file,
-        command=lambda r: reproduce(info, case=r.case_id, mode=r.mode),
+        command=lambda r: pasted_command(info, case=r.case_id, mode=r.mode),
+        refusal=lambda r: refusal(info.recording_file(r)),
+    )
+
+
+def pasted_command(info: RunInfo, *, case: str, mode: str) -> str:
+    """`reproduce` as a command that works pasted into any shell: from the run's folder (a
+    Python TARGET is imported from there, relative paths are read from there), with its
+    PYTHONPATH, and without `--xfail` (which would hide the failure it reproduces)."""
+    words = shlex.split(reproduce(info, case=case, mode=mode))
+    if "--xfail" in words:
+        at = words.index("--xfail")
+        del words[at : at + 2]
+    command = shlex.join(words)
+    if info.pythonpath:
+        command = f"PYTHONPATH={shlex.quote(info.pythonpath)} {command}"
+    if info.cwd and _needs_folder(info, words):
+        command = f"cd {shlex.quote(info.cwd)} && {command}"
+    return command
+
+
+def _needs_folder(info: RunInfo, words: Sequence[str]) -> bool:
+    """True when the command depends on the folder it runs in: a TARGET that is a module name
+    or a relative path, an --exec command, or a relative path among its words."""
+    if info.kind == "exec":
+        return True
+    module = info.target.rpartition(":")[0]
+    if not module.endswith(".py") or not Path(module).is_absolute():
+        return True
+    options_with_paths = {"--suite", "--xfail"}
+    return any(
+        before in options_with_paths and not Path(word).is_absolute() and word != ":shipped"
+        for before, word in itertools.pairwise(words)
     )
 
 
@@ -318,6 +381,7 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
         "step": crash.step,
         "line": crash.line,
         "payload": _text(crash.payload),
+        "origin": None if crash.origin is None else crash.origin.to_json(),
     }
 
 
@@ -341,6 +405,8 @@ def result_json(result: CaseResult) -> dict[str, Any]:
         },
         "pins": list(result.pins),
         "choice": [dict(c) for c in result.choice],
+        "class": None if result.input_class is None else str(result.input_class),
+        "real": result.real,
     }
 
 
@@ -376,6 +442,7 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
             crash.get("line"),
             crash.get("payload"),
             str(crash.get("at") or ""),
+            Origin.from_json(crash.get("origin")),
         ),
         expectation=None
         if not expectation
@@ -386,6 +453,8 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
         ),
         pins=tuple(doc.get("pins") or ()),
         choice=tuple(dict(c) for c in doc.get("choice") or ()),
+        input_class=InputClass(doc["class"]) if doc.get("class") in CLASSES else None,
+        real=bool(doc.get("real", False)),
     )
 
 
@@ -409,11 +478,18 @@ def _info_from_json(doc: Mapping[str, Any]) -> RunInfo:
         shard=None if shard is None else (int(shard["index"]), int(shard["count"])),
         level=str(doc.get("level", "full")),
         rerun=tuple(str(w) for w in doc.get("rerun") or ()),
+        cwd=str(doc.get("cwd") or ""),
+        pythonpath=str(doc.get("pythonpath") or ""),
     )
 
 
-def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
-    """The JSON report of a run (docs/json-report.md)."""
+def json_report(
+    results: Sequence[CaseResult], info: RunInfo, *, problems: Sequence[Problem] | None = None
+) -> dict[str, Any]:
+    """The JSON report of a run (docs/json-report.md); `problems`: its distinct problems, when
+    the caller has them."""
+    problems = problems_of(results, info) if problems is None else problems
+    totals = class_totals(results)
     return {
         "report_schema": REPORT_SCHEMA,
         "conform_version": conform_version(),
@@ -421,6 +497,8 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "target_kind": info.kind,
         "level": info.level,
         "rerun": list(info.rerun),
+        "cwd": info.cwd,
+        "pythonpath": info.pythonpath,
         "started": info.started.isoformat(timespec="seconds"),
         "shard": None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]},
         "suite": {
@@ -434,7 +512,9 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "partial": info.why_partial(),
         "totals": {"runs": len(results), **counts(results)},
         "rules": rule_totals(results),
-        "problems": problems_json(problems_of(results, info)),
+        "classes": {name: t.to_json() for name, t in totals.items()},
+        "verdict": verdict_words(totals, kinds=accepted_kinds(problems)),
+        "problems": problems_json(problems),
         "duration": round(info.duration, 6),
         "interrupted": info.interrupted,
         "stopped": info.stopped,
@@ -442,11 +522,19 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
     }
 
 
-def json_text(results: Sequence[CaseResult], info: RunInfo) -> str:
+def json_text(
+    results: Sequence[CaseResult], info: RunInfo, *, problems: Sequence[Problem] | None = None
+) -> str:
     """The JSON report as text: two-space indent, UTF-8, trailing newline."""
-    return dumps(json_report(results, info), indent=2) + "\n"
+    return dumps(json_report(results, info, problems=problems), indent=2) + "\n"
 
 
-def write_json(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:
-    """Write the JSON report to `path`, atomically."""
-    write_report(path, json_text(results, info))
+def write_json(
+    path: Path,
+    results: Sequence[CaseResult],
+    info: RunInfo,
+    *,
+    problems: Sequence[Problem] | None = None,
+) -> None:
+    """Write the JSON report to `path`, atomically (`problems`: the run's, when made already)."""
+    write_report(path, json_text(results, info, problems=problems))
