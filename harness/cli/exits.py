@@ -17,10 +17,8 @@ from typing import Any
 
 import click
 
-from harness.errors import ConformError, Interrupted
+from harness.errors import INTERNAL_ERROR, ConformError, Interrupted
 from harness.files import environment_error
-from harness.pipeline.run import INTERNAL_ERROR
-from harness.reports.report import conform_version
 from harness.safetext import printable, shorten
 
 
@@ -44,6 +42,8 @@ class _InternalError(click.ClickException):
         self.exc = exc
 
     def show(self, file: Any = None) -> None:
+        from harness.reports.report import conform_version  # (only for this report)
+
         trace = "".join(traceback.format_exception(self.exc))
         click.echo(printable(trace.rstrip(), keep_lines=True), err=True)
         click.echo(

@@ -1,7 +1,7 @@
 """`conform fuzz`: generated streams through a target and the reference, a difference shrunk.
 
-The command parses its options, calls `harness.fuzzing.run_fuzz` once, and renders the record: on a
-difference, the failing results as `conform run` shows them (`harness.reports.text`), then the
+The command parses its options, calls `harness.fuzz.loop.run_fuzz` once, and renders the record:
+on a difference, the failing results as `conform run` shows them (`harness.reports.text`), then the
 shrunk stream itself, and with `--save DIR` the recording and golden file written (exit 1);
 otherwise one line saying how many streams agreed (exit 0). Bad options are one `Error:` line
 (exit 2), from the `conform` group.
@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from harness import cli_options as opt
 from harness.check.options import RunOptions
+from harness.cli import options as opt
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.errors import ConformError
 from harness.reports.text import render
@@ -26,9 +26,9 @@ from harness.safetext import printable, shorten
 from harness.seconds import Seconds
 
 if TYPE_CHECKING:  # the search (hypothesis) is imported when `conform fuzz` runs, not at start-up
-    from harness.fuzzing import Finding, FuzzRecord
+    from harness.fuzz.loop import Finding, FuzzRecord
 
-#: Streams tried while shrinking a difference, by default (`harness.fuzzing.SHRINK_STEPS`).
+#: Streams tried while shrinking a difference, by default (`harness.fuzz.loop.SHRINK_STEPS`).
 SHRINK_DEFAULT = 150
 
 #: Characters of each recording line shown in the report (the saved recording has them all).
@@ -84,7 +84,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     lines.append(f"the stream, shrunk to {payloads} payload(s) (the .sse recording above):")
     lines += _stream_lines(finding)
     if save is not None:
-        from harness.fuzzing import save_finding
+        from harness.fuzz.loop import save_finding
 
         case = save_finding(finding, save, seed=record.seed, label=label)
         lines.append(f"saved: {case.recording} and {case.golden}")
@@ -207,7 +207,7 @@ def fuzz_command(
         chosen_points=chosen_points,
         level=level,
     )
-    from harness.fuzzing import FuzzRequest, run_fuzz
+    from harness.fuzz.loop import FuzzRequest, run_fuzz
 
     request = FuzzRequest(
         options=options,

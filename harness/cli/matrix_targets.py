@@ -3,7 +3,7 @@
 Every target runs exactly as `conform run` runs one (`harness.pipeline.run_targets`, over one
 shared plan: the suite is opened and each golden file parsed once for all of them); columns read
 from `--from` reports are the same typed `Report` records, shards merged with `Report.combine`.
-`harness.reports.matrix` puts the columns side by side.
+`harness.reports.matrix_table` puts the columns side by side.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 from harness.check.options import RunOptions
 from harness.errors import ConformError
 from harness.pipeline import Target, TargetRun
-from harness.reports.matrix import Column, default_label
+from harness.reports.matrix_table import Column, default_label
 from harness.reports.report import Report
 
 _LABEL = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.+-]*)=(.+)", re.DOTALL)

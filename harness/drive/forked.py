@@ -4,7 +4,7 @@ A worker of a Python TARGET (`python -m harness.adapter`) imports the target eve
 starts: at the start of a run, after each crash or timeout, for each `-j` worker and each worker a
 matrix adds on an idle core. For a client library that import is most of the worker's CPU (about
 4 s for litellm). Inside `forked_workers()` (every run of `harness.pipeline` is one), the first
-worker of a Python target starts a **fork server** instead (`harness.zygote`, the same
+worker of a Python target starts a **fork server** instead (`harness.worker.forkserver`, the same
 interpreter, folder, `sys.path` and environment the worker would have): it imports the target
 once, and every worker of that target in the run is forked from it, ready at once.
 
@@ -44,7 +44,7 @@ _BOOTSTRAP = (
     "import json, os, sys; "
     "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
     "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
-    "from harness.adapter import main; "
+    "from harness.worker.program import main; "
     "sys.path.remove(own); "
     "main(prog_name='python -m harness.adapter')"
 )
@@ -55,7 +55,7 @@ _SERVER_BOOTSTRAP = (
     "import json, os, sys; "
     "sys.path[:] = json.loads(os.environ.pop('CONFORM_SYS_PATH')); "
     "own = os.environ.pop('CONFORM_OWN_ROOT'); sys.path.insert(0, own); "
-    "from harness.zygote import main; "
+    "from harness.worker.forkserver import main; "
     "sys.path.remove(own); "
     "main()"
 )
@@ -125,7 +125,8 @@ def worker_command(spec: str, *, max_memory: int | None = None) -> tuple[list[st
 
 
 class ForkServer:
-    """One target's fork server (`harness.zygote`), started and ready; `ServerError` else."""
+    """One target's fork server (`harness.worker.forkserver`), started and ready;
+    `ForkServerUnavailable` else."""
 
     def __init__(self, command: Sequence[str], env: Mapping[str, str], time_allowed: float):
         self._start(command, env)
@@ -155,8 +156,9 @@ class ForkServer:
             theirs.close()
 
     def wait_ready(self, time_allowed: float) -> None:
-        """Wait for the server to say it is ready (its target imported); `ServerError`, with
-        the server stopped, when it does not within `time_allowed` seconds."""
+        """Wait for the server to say it is ready (its target imported);
+        `ForkServerUnavailable`, with the server stopped, when it does not within `time_allowed`
+        seconds."""
         try:
             line = self._worker.receive(time.monotonic() + time_allowed)
         except (OSError, EOFError):
@@ -167,13 +169,13 @@ class ForkServer:
         if not (isinstance(said, dict) and said.get("ready") is True):
             self.close()
             why = "no answer in time" if line is None else (line or b"it ended").decode()
-            raise ServerError(f"the fork server did not start: {why}")
+            raise ForkServerUnavailable(f"the fork server did not start: {why}")
 
     def fork(
         self, command: Sequence[str], env: Mapping[str, str], pass_fds: tuple[int, ...]
     ) -> Process:
-        """A worker forked with these stdio pipes, environment and files; ServerError when the
-        server cannot make it."""
+        """A worker forked with these stdio pipes, environment and files;
+        `ForkServerUnavailable` when the server cannot make it."""
         pipes = [os.pipe() for _ in range(3)]
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
@@ -192,7 +194,7 @@ class ForkServer:
         except (OSError, ValueError) as exc:
             for fd in ours:
                 os.close(fd)
-            raise ServerError(f"the fork server is gone: {exc}") from None
+            raise ForkServerUnavailable(f"the fork server is gone: {exc}") from None
         finally:
             for fd in theirs:
                 os.close(fd)
@@ -200,7 +202,7 @@ class ForkServer:
         if type(pid) is not int:
             for fd in ours:
                 os.close(fd)
-            raise ServerError(f"the fork server could not fork: {answer}")
+            raise ForkServerUnavailable(f"the fork server could not fork: {answer}")
         try:  # re-parented to this process? Only then can it be waited for (not reaped here)
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
@@ -208,7 +210,7 @@ class ForkServer:
                 os.kill(pid, signal.SIGKILL)
             for fd in ours:
                 os.close(fd)
-            raise ServerError("a forked worker is not this process's child") from None
+            raise ForkServerUnavailable("a forked worker is not this process's child") from None
         self.forks += 1
         stdin, stdout, stderr = (  # (the Worker closes them)
             open(fd, mode, buffering=0)  # noqa: SIM115
@@ -233,13 +235,13 @@ class ForkServer:
         kill_marked(self._worker.family + "\0")
 
 
-class ServerError(Exception):
+class ForkServerUnavailable(Exception):
     """The fork server cannot serve: the worker is started the usual way."""
 
 
 class _ForkedWorker(Worker):
     """A `Worker` whose program is forked from `server` (or started the usual way when the
-    server cannot: `ServerError`)."""
+    server cannot: `ForkServerUnavailable`)."""
 
     def __init__(
         self, server: _Slot, command: Sequence[str], env: Mapping[str, str] | None, **kw: Any
@@ -252,7 +254,7 @@ class _ForkedWorker(Worker):
         if server is not None:
             try:
                 return server.fork(command, env, pass_fds)
-            except ServerError:
+            except ForkServerUnavailable:
                 self._server.broken()
         return super()._spawn(command, env, pass_fds)
 
@@ -287,7 +289,7 @@ class _Slot:
                     else:
                         started.wait_ready(self._time)
                         self._server = started
-                except ServerError:
+                except ForkServerUnavailable:
                     self._server = None
             return self._server
 

@@ -1,8 +1,8 @@
 """Fuzzing a target: generated streams through the target and the reference, shrunk on a difference.
 
-`run_fuzz(request)` draws streams from the model (`harness.model.streams`), writes each as a
+`run_fuzz(request)` draws streams from the model (`harness.fuzz.model.streams`), writes each as a
 recording in a scratch suite, builds its expected result with the reference under every allowed
-outcome of the implementation-defined points (`harness.model.expect`), and runs it through the
+outcome of the implementation-defined points (`harness.fuzz.model.expect`), and runs it through the
 target with the runner `conform run` uses (`harness.check.runner.run_case`), in each mode asked
 for. On the first difference hypothesis shrinks the stream to a small one that still differs; the
 result is a `FuzzRecord` holding that stream, its expected result and the failing results in every
@@ -36,11 +36,11 @@ from harness.check.modes import PLAIN
 from harness.check.options import RunOptions
 from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
+from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
-from harness.drive.zygote import forked_workers
 from harness.errors import ConformError
-from harness.model.expect import expected, write_case
-from harness.model.streams import Stream, drawing, streams
+from harness.fuzz.model.expect import expected, write_case
+from harness.fuzz.model.streams import Stream, drawing, streams
 from harness.suite import golden as golden_files
 from harness.suite.cases import Case, writable_root
 

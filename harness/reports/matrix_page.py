@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
-from harness.reports.matrix import DASH, NOT_RUN, chosen, score
+from harness.reports.matrix_table import DASH, NOT_RUN, chosen, score
 from reference.choices import OUTCOMES
 
 #: Per status: CSS class, symbol, and the word in the legend. Symbols and shades both differ, so

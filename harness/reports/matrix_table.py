@@ -5,7 +5,7 @@ them a moment ago (`conform matrix TARGET...`) or separate CI jobs wrote their J
 (`conform matrix --from`, read back with `Report.load` and shards merged with `Report.combine`),
 so both give the same matrix, and rule totals and headlines are the ones the other reports use.
 The matrix document's schema is `harness/schemas/matrix.schema.json`, described in docs/matrix.md;
-`harness.reports.page` draws it as an HTML page.
+`harness.reports.matrix_page` draws it as an HTML page.
 """
 
 from __future__ import annotations

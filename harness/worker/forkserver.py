@@ -1,14 +1,14 @@
 """The fork server of a Python target's workers: the target imported once, each worker forked.
 
-`conform` starts this program (`harness.drive.zygote.ForkServer`) instead of importing a Python
+`conform` starts this program (`harness.drive.forked.ForkServer`) instead of importing a Python
 TARGET in every worker it starts: the server prepares itself exactly as a worker does
-(`harness.adapter`: stdin and stdout kept for the protocol, the memory limit, faulthandler), loads
-the target once, says `{"ready": true}` on its stdout, and then, for each request on its socket
-(the worker's stdin, stdout and stderr pipes, the files of protocol 3 and 4, its environment,
+(`harness.worker.prepare`: stdin and stdout kept for the protocol, the memory limit, faulthandler),
+loads the target once, says `{"ready": true}` on its stdout, and then, for each request on its
+socket (the worker's stdin, stdout and stderr pipes, the files of protocol 3 and 4, its environment,
 folder and arguments), forks a worker that is the same as one started afresh with the target
-imported: in a session of its own, its stdio on those pipes, the environment and folder as
-given. It forks twice, so the worker is re-parented to `conform` (a child subreaper), which waits
-for it and kills it like any program it started.
+imported: in a session of its own, its stdio on those pipes, the environment and folder as given. It
+forks twice, so the worker is re-parented to `conform` (a child subreaper), which waits for it and
+kills it like any program it started.
 
 Forking a process that runs threads is unsafe (a lock another thread held stays held for ever in
 the child), so a server that runs more than one thread once the target is imported refuses to
@@ -33,17 +33,10 @@ import threading
 import traceback
 from typing import IO, Any
 
-from harness.adapter import (
-    _BUFFER,
-    _WORKER_KEEPS,
-    Session,
-    _limit_memory,
-    _plain_command_line,
-    serve,
-)
 from harness.drive.inprocess import Factory, load_target
-from harness.drive.shared import keep_freed_memory
 from harness.errors import TargetError
+from harness.worker.prepare import BUFFER, prepare_process, worker_arguments
+from harness.worker.program import Session, serve
 
 #: The largest request (its environment as JSON) and the most files one request passes.
 MAX_REQUEST = 1 << 20
@@ -61,7 +54,7 @@ def main(args: list[str] | None = None) -> None:
     # files `hello` names are at the numbers conform has them at).
     sock = socket.socket(fileno=_high(int(channel)))
     replies = _claim_stdio_high()  # as a worker: what the target prints at import goes to stderr
-    plain = _plain_command_line(rest)
+    plain = worker_arguments(rest)
     if plain is None:
         _say(replies, {"refused": f"not a worker's command line: {rest}"})
         return
@@ -71,9 +64,7 @@ def main(args: list[str] | None = None) -> None:
     # The environment the server was given: a worker's is this with the request's changes, so
     # what the target sets at import stays set in every worker, as in one that imported it.
     given = dict(os.environ)
-    faulthandler.enable()
-    _limit_memory(limit)
-    keep_freed_memory(trim_above=_WORKER_KEEPS)
+    prepare_process(limit)
     factory: Factory | None = None
     load_error: str | None = None
     try:
@@ -110,10 +101,10 @@ def _high(fd: int) -> int:
 
 
 def _claim_stdio_high() -> IO[bytes]:
-    """The adapter's `_claim_stdio`, the server's files at high numbers: the protocol's stdout
-    (its stdin is not read here), fds 0 and 1 (and `sys.stdin`, `sys.stdout`) pointed at
+    """`harness.worker.prepare.claim_stdio`, the server's files at high numbers: the protocol's
+    stdout (its stdin is not read here), fds 0 and 1 (and `sys.stdin`, `sys.stdout`) pointed at
     /dev/null and stderr before the target is imported."""
-    replies = os.fdopen(_high(os.dup(1)), "wb", buffering=_BUFFER)
+    replies = os.fdopen(_high(os.dup(1)), "wb", buffering=BUFFER)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
@@ -282,10 +273,10 @@ def _take_environment(wanted: dict[str, str], given: dict[str, str]) -> None:
 
 
 def _reclaim_stdio() -> tuple[IO[bytes], IO[bytes]]:
-    """`_claim_stdio` for the worker's own fds 0 and 1 (`sys.stdin` and `sys.stdout` were
+    """`claim_stdio` for the worker's own fds 0 and 1 (`sys.stdin` and `sys.stdout` were
     pointed elsewhere in the server already, before the target was imported)."""
-    requests = os.fdopen(os.dup(0), "rb", buffering=_BUFFER)
-    replies = os.fdopen(os.dup(1), "wb", buffering=_BUFFER)
+    requests = os.fdopen(os.dup(0), "rb", buffering=BUFFER)
+    replies = os.fdopen(os.dup(1), "wb", buffering=BUFFER)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)

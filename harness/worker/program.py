@@ -1,4 +1,5 @@
-"""`python -m harness.adapter TARGET`: any Python target as a program that speaks the protocol.
+"""The worker program, `python -m harness.adapter TARGET`: any Python target as a program that
+speaks the protocol.
 
 It answers docs/protocol.md on stdin and stdout for the assembler that TARGET names, through the
 same calls as an in-process run (`harness.drive.inprocess.push_step`, `finish_step` and the
@@ -14,7 +15,6 @@ target that exhausts it fails with MemoryError instead of taking the machine dow
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import json
 import math
 import mmap
@@ -38,7 +38,7 @@ from harness.drive.inprocess import (
     step_of,
 )
 from harness.drive.normalize import REFERENCE_EVENTS, REFERENCE_STATE, SAID, plain_state
-from harness.drive.shared import SHARED_FROM, SharedWriter, keep_freed_memory
+from harness.drive.shared import SHARED_FROM, SharedWriter
 from harness.drive.wire import (
     FAST_PROTOCOL,
     PROTOCOL_VERSION,
@@ -48,16 +48,19 @@ from harness.drive.wire import (
     encode_reply,
 )
 from harness.errors import TargetError
+from harness.worker.prepare import (
+    DEFAULT_MAX_MEMORY_MIB,
+    claim_stdio,
+    prepare_process,
+    worker_arguments,
+)
 
-DEFAULT_MAX_MEMORY_MIB = 2048
-_BUFFER = 1024 * 1024
 _REFERENCED = 256  # texts this long are sent as references into the payload (protocol 2)
 _PROBE = 64  # characters of such a text looked for in the payload before comparing it whole
 _TRIES = 8  # places the probe is tried at before the text is sent as it is
 _MAX_FRAME = 1 << 40  # a framed payload claiming more bytes than this is a bad request
 _ESCAPED = re.compile(r'["\\\x00-\x1f]')  # what a JSON string cannot hold unescaped
 _ENCODINGS = {"utf-16le": "utf-16-le"}  # protocol 4: a shared payload's other encodings
-_WORKER_KEEPS = 2**30  # bytes of freed memory the worker keeps for the next payloads, at most
 
 _SEPARATORS = re.compile(r"[-_.]+")
 _METADATA_SUFFIXES = frozenset({"dist-info", "egg-info"})
@@ -107,33 +110,6 @@ Reply = dict[str, Any] | bytes
 
 class _BadRequest(Exception):
     """The request cannot be acted on (see the protocol's `bad_request`)."""
-
-
-def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
-    """The real stdin and stdout, for the protocol only; fds 0 and 1 then go elsewhere."""
-    requests = os.fdopen(os.dup(0), "rb", buffering=_BUFFER)  # large requests: few reads
-    replies = os.fdopen(os.dup(1), "wb", buffering=_BUFFER)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    os.close(devnull)
-    os.dup2(2, 1)
-    sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
-    sys.stdout = sys.stderr
-    return requests, replies
-
-
-def _limit_memory(mebibytes: int) -> None:
-    if mebibytes <= 0:
-        return
-    try:
-        import resource
-    except ImportError:  # not POSIX: no limit
-        return
-    wanted = mebibytes * 1024 * 1024
-    _, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard != resource.RLIM_INFINITY:
-        wanted = min(wanted, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
 
 
 def _version_of(factory: Factory) -> str:
@@ -626,28 +602,11 @@ def main(args: list[str] | None = None, prog_name: str | None = None) -> None:
     mistake, another spelling of the option) goes to the click command, which explains it. So a
     worker does not import click, about a fifth of its start."""
     args = sys.argv[1:] if args is None else args
-    plain = _plain_command_line(args)
+    plain = worker_arguments(args)
     if plain is None:
         _command()(args, prog_name=prog_name)
     else:
         _serve_target(*plain)
-
-
-def _plain_command_line(args: list[str]) -> tuple[str, int] | None:
-    """(TARGET, MIB) of `TARGET` or `TARGET --max-memory MIB` with a valid TARGET; else None."""
-    if len(args) == 1:
-        target, limit = args[0], str(DEFAULT_MAX_MEMORY_MIB)
-    elif len(args) == 3 and args[1] == "--max-memory":
-        target, limit = args[0], args[2]
-    else:
-        return None
-    if target.startswith("-") or not limit.isascii() or not limit.isdigit():
-        return None
-    try:
-        split_spec(target)
-    except ValueError:
-        return None
-    return target, int(limit)
 
 
 def _command() -> Any:
@@ -681,13 +640,8 @@ def _command() -> Any:
 
 
 def _serve_target(target: str, max_memory: int) -> None:
-    requests, replies = _claim_stdio()
-    faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
-    _limit_memory(max_memory)
-    # Each large payload reuses the last one's pages. More is kept here than in the `conform`
-    # command: decoding a large payload of non-ASCII UTF-8 needs buffers of twice its size for a
-    # moment, and with less kept, every such payload faulted in a few hundred MB again.
-    keep_freed_memory(trim_above=_WORKER_KEEPS)
+    requests, replies = claim_stdio()
+    prepare_process(max_memory)
     factory: Factory | None = None
     load_error: str | None = None
     try:

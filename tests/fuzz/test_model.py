@@ -1,4 +1,4 @@
-"""The model of llama-server streams (harness/model/): its catalogue, its streams, its verdicts.
+"""The model of llama-server streams (harness/fuzz/model/): its catalogue, streams and verdicts.
 
 The strategies are checked from outside: every stream's event stream reads back as the payloads
 it was built from, every feature of the catalogue is really generated (so the feature table of
@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from harness.errors import RecordingError
-from harness.model import fields
-from harness.model import streams as streams_module
-from harness.model.breakers import BREAKERS
-from harness.model.expect import expected, touched_points, write_case
-from harness.model.features import BY_NAME, FEATURES, GROUPS
-from harness.model.jsonwrite import Dup, Raw, dump
-from harness.model.streams import Stream, drawing, streams
+from harness.fuzz.model import fields
+from harness.fuzz.model import streams as streams_module
+from harness.fuzz.model.breakers import BREAKERS
+from harness.fuzz.model.expect import expected, touched_points, write_case
+from harness.fuzz.model.features import BY_NAME, FEATURES, GROUPS
+from harness.fuzz.model.jsonwrite import Dup, Raw, dump
+from harness.fuzz.model.streams import Stream, drawing, streams
 from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
@@ -95,8 +95,8 @@ def test_each_stream_reads_back_as_its_payloads(tmp_path: Path) -> None:
 def test_every_feature_of_the_catalogue_is_generated() -> None:
     # Valid streams make every feature but the breakers' own; each breaker names its feature.
     # Drawing stops once every feature has been seen (at most 300 streams).
-    made_by_breakers = {*streams_module._WRONG_FEATURES.values(), "not_json"}
-    made_by_breakers |= set(streams_module._NOT_JSON_FEATURES.values())
+    made_by_breakers = {*streams_module.WRONG_FEATURES.values(), "not_json"}
+    made_by_breakers |= set(streams_module.NOT_JSON_FEATURES.values())
     assert made_by_breakers <= set(BY_NAME)
     broken_group = {f.name for f in FEATURES if f.group == "broken"}
     assert broken_group <= made_by_breakers

@@ -1,6 +1,6 @@
 """Regenerate docs/matrix.md: the matrix of the reference, the examples and the client adapters.
 
-    pip install -e '.[dev,clients]' && python benchmarks/matrix.py
+    pip install -e '.[dev,clients]' && python tests/tools/matrix_docs.py
 
 Builds the Go and Rust examples (go, cargo offline with Debian's serde crates, as
 examples/go/README.md and examples/rust/README.md say), runs
@@ -38,7 +38,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.reports.chromium import Chromium  # noqa: E402

@@ -5,7 +5,7 @@ small change at a time, with the operators of `benchmarks/mutate_reference.py` (
 mutator). The killer is the project's own tests: each module has a fast subset of test files
 (`KILLERS`), run with `pytest -x`; a mutant that fails a test is killed, one whose tests all pass
 *survives*: it is equivalent (listed with a reason in
-`benchmarks/harness_mutation_equivalents.toml`, as the reference's are in
+`tests/tools/harness_mutation_equivalents.toml`, as the reference's are in
 `mutation_equivalents.toml`) or a test is missing.
 
 How a mutant runs: each worker keeps a shadow copy of the `harness` package (with the suite's
@@ -16,7 +16,7 @@ on `sys.path` and on `PYTHONPATH`, from a scratch folder: the tests' own imports
 processes and `--exec` programs they start, all get the mutant; the real tree is never touched.
 Strings that only make messages (f-strings, an error's arguments, a hint) are not mutated.
 
-Run: `python benchmarks/mutate_harness.py` (`-j 2`; `--module runner` for one module, `--list`
+Run: `python tests/tools/mutate_harness.py` (`-j 2`; `--module runner` for one module, `--list`
 for the mutants, `--fraction 0.1` for a stable sample of about a tenth of them). Prints each
 survivor in the equivalents file's TOML form and the score per module; exits 1 if a survivor is
 not listed.
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
     "mutate_reference", ROOT / "benchmarks" / "mutate_reference.py"
 )
@@ -52,7 +52,7 @@ _mr = importlib.util.module_from_spec(_spec)
 sys.modules["mutate_reference"] = _mr
 _spec.loader.exec_module(_mr)
 
-EQUIVALENTS = ROOT / "benchmarks" / "harness_mutation_equivalents.toml"
+EQUIVALENTS = ROOT / "tests" / "tools" / "harness_mutation_equivalents.toml"
 #: The modules mutated, and the test files that must kill their mutants (fast ones, killers first).
 KILLERS: dict[str, tuple[str, ...]] = {
     "harness/check/status.py": (
@@ -72,19 +72,19 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/suite/test_pins.py",
         "tests/check/test_parallel.py",
         "tests/check/test_xfail.py",
-        "tests/suite/test_golden_stream.py",
+        "tests/suite/golden/test_stream.py",
         "tests/check/test_modes.py",
     ),
     "harness/drive/normalize.py": (
         "tests/drive/test_normalize.py",
         "tests/test_api.py",
-        "tests/drive/test_adapter.py",
+        "tests/worker/test_program.py",
     ),
-    "harness/suite/golden.py": (
-        "tests/suite/test_golden.py",
-        "tests/suite/test_golden_errors.py",
+    "harness/suite/golden/store.py": (
+        "tests/suite/golden/test_store.py",
+        "tests/suite/golden/test_errors.py",
         "tests/suite/test_malformed_suites.py",
-        "tests/suite/test_golden_stream.py",
+        "tests/suite/golden/test_stream.py",
         "tests/cli/test_cli.py",
     ),
     "harness/check/xfail.py": (

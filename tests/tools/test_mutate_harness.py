@@ -1,4 +1,4 @@
-"""benchmarks/mutate_harness.py: mutants of harness modules, killed by the project's own tests."""
+"""tests/tools/mutate_harness.py: mutants of harness modules, killed by the project's own tests."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "benchmarks" / "mutate_harness.py"
+SCRIPT = ROOT / "tests" / "tools" / "mutate_harness.py"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
-"""Python workers forked from a fork server (`harness.drive.zygote`, `harness.zygote`): the target
-is imported once per run, whatever restarts it; every worker is isolated as a started one is;
-a target that cannot start fails as it does without the server; nothing is left running.
+"""Python workers forked from a fork server (`harness.drive.forked`, `harness.worker.forkserver`):
+the target is imported once per run, whatever restarts it; every worker is isolated as a started one
+is; a target that cannot start fails as it does without the server; nothing is left running.
 
 Each test runs `conform run` in this process (a run opens `forked_workers()`), against a target
 that logs each import and each assembler it makes, and compares with the same run without the
@@ -106,8 +106,8 @@ def _run(
         if not server:
             patch.setattr("harness.pipeline.run.forked_workers", _no_server)
         if hello is not None:
-            patch.setattr("harness.drive.process._HELLO_TIME", hello)
-            patch.setattr("harness.drive.spec._HELLO_TIME", hello)
+            patch.setattr("harness.drive.process.HELLO_TIME", hello)
+            patch.setattr("harness.drive.spec.HELLO_TIME", hello)
         status, output = conform(
             "run", f"{target}:Target", "--suite", str(mini.root), "--mode", "plain",
             "--mode", "key-order", "--timeout", timeout, "--json", str(report), *extra,
@@ -208,18 +208,18 @@ def test_a_server_that_stops_serving_leaves_its_workers_at_work(
     # The server refuses the second worker's fork (as it does when the target holds, from its
     # import, a file at a number that worker's files take) while the first worker is at work:
     # it stops serving, and that worker goes on.
-    from harness.drive import zygote
+    from harness.drive import forked
 
     forks: list[int] = []
-    fork = zygote.ForkServer.fork
+    fork = forked.ForkServer.fork
 
     def refuse_the_second(self: Any, *args: Any) -> Any:
         forks.append(1)
         if len(forks) == 2:
-            raise zygote.ServerError("the fork server could not fork: refused")
+            raise forked.ForkServerUnavailable("the fork server could not fork: refused")
         return fork(self, *args)
 
-    monkeypatch.setattr(zygote.ForkServer, "fork", refuse_the_second)
+    monkeypatch.setattr(forked.ForkServer, "fork", refuse_the_second)
     code = (
         "_slow = _Reference.push\n_Reference.push = lambda s, d: (time.sleep(0.05), _slow(s, d))[1]"
     )

@@ -1,6 +1,6 @@
 """The fork server behind `conform fuzz` and the pytest plugin too, not only `conform run`: each
 restart of a Python target's worker after a crash forks from the one import, where without the
-server every restart imports the target again (`test_zygote.py` checks the same of a run)."""
+server every restart imports the target again (`test_forkserver.py` checks the same of a run)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from harness.suite.cases import Suite
 from tests.conftest import SUBREAPER, conform
-from tests.drive.test_zygote import TARGET, _imports, _workers
+from tests.worker.test_forkserver import TARGET, _imports, _workers
 
 pytest_plugins = ["pytester"]
 
@@ -49,7 +49,7 @@ def test_a_fuzz_run_forks_each_restart(
 ) -> None:
     target, log = _target(tmp_path, monkeypatch)
     if not server:
-        monkeypatch.setattr("harness.fuzzing.forked_workers", _no_server)
+        monkeypatch.setattr("harness.fuzz.loop.forked_workers", _no_server)
     status, output = conform(
         "fuzz", target, "--examples", "20", "--shrink", "5", "--mode", "plain",
         "--streams", "valid", "--timeout", "5",
@@ -73,7 +73,7 @@ def test_the_pytest_plugin_forks_each_restart(
 ) -> None:
     target, log = _target(tmp_path, monkeypatch)
     if not server:
-        monkeypatch.setattr("harness.drive.zygote.forked_workers", _no_server)
+        monkeypatch.setattr("harness.drive.forked.forked_workers", _no_server)
     result = pytester.runpytest(
         "--conform-target", target, "--conform-suite", str(mini.root), "--conform-mode", "plain",
         "--conform-mode", "key-order", "--conform-timeout", "5",

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from harness.adapter import DEFAULT_MAX_MEMORY_MIB, _plain_command_line
 from harness.check.modes import PLAIN, UNKNOWN_FIELDS
 from harness.check.parallel import run
 from harness.check.runner import CaseResult
@@ -21,6 +20,7 @@ from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import ProcessDriver
 from harness.drive.spec import python_target_driver
 from harness.suite.cases import Suite
+from harness.worker.prepare import DEFAULT_MAX_MEMORY_MIB, worker_arguments
 from tests.conftest import conform
 from tests.programs.mini_suite import BAD, CASES
 
@@ -214,7 +214,7 @@ def test_only_conform_s_own_command_line_skips_click(
     args: list[str], plain: tuple[str, int] | None
 ) -> None:
     # Anything else goes to the click command, which explains it (the test above).
-    assert _plain_command_line(args) == plain
+    assert worker_arguments(args) == plain
 
 
 def test_a_worker_does_not_import_click() -> None:

@@ -10,8 +10,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.model.jsonwrite import Dup, Raw
-from harness.model.values import BOOLEANS, _pick, _rarely, _uniform
+from harness.fuzz.model.jsonwrite import Dup, Raw
+from harness.fuzz.model.values import BOOLEANS, rarely, sampled, uniform
 
 Draw = st.DrawFn
 
@@ -19,15 +19,15 @@ Draw = st.DrawFn
 # --- values spelled the way some servers or libraries spell them ----------------------------
 
 
-def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
+def respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
     """Rewrite one value of `chunk` as an edge spelling: `1.0`, a big integer, a duplicate key,
     a `__proto__` member, a deep ignored value, `-0` as an index."""
-    kind = draw(_pick(("fraction", "big", "dup", "proto", "deep", "int32")))
+    kind = draw(sampled(("fraction", "big", "dup", "proto", "deep", "int32")))
     choices = chunk.get("choices") or []
     choice = choices[0] if choices and isinstance(choices[0], dict) else None
     delta = choice.get("delta") if choice else None
     calls = delta.get("tool_calls") if isinstance(delta, dict) else None
-    if calls and isinstance(calls[0], dict) and calls[0].get("index") == 0 and _rarely(draw, 2):
+    if calls and isinstance(calls[0], dict) and calls[0].get("index") == 0 and rarely(draw, 2):
         used.add("minus_zero_index")
         calls[0]["index"] = Raw("-0")
         return
@@ -35,9 +35,9 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
         used.add("integral_fraction")
         target = chunk.get("timings") or chunk.get("prompt_progress")
         if isinstance(target, dict) and target:
-            key = draw(_pick(sorted(target)))
+            key = draw(sampled(sorted(target)))
             if isinstance(target[key], int):
-                target[key] = Raw(f"{target[key]}{draw(_pick(('.0', 'e0', '.000', 'E+0')))}")
+                target[key] = Raw(f"{target[key]}{draw(sampled(('.0', 'e0', '.000', 'E+0')))}")
                 return
         chunk["prompt_progress"] = {
             "total": Raw("3.0"),
@@ -47,8 +47,8 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
         }
     elif kind == "big":
         used.add("big_integer")
-        value = draw(_pick((2**53 - 1, 2**53, 2**53 + 1, 2**31, 2**63, -(2**53) - 1, 10**30)))
-        where = draw(_pick(("progress", "timings", "ignored")))
+        value = draw(sampled((2**53 - 1, 2**53, 2**53 + 1, 2**31, 2**63, -(2**53) - 1, 10**30)))
+        where = draw(sampled(("progress", "timings", "ignored")))
         if where == "progress":
             chunk["prompt_progress"] = {"total": value, "cache": 0, "processed": 1, "time_ms": 0}
         elif where == "timings":
@@ -57,7 +57,7 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
             chunk["created"] = Raw(str(value))
     elif kind == "dup":
         used.add("duplicate_key")
-        name = draw(_pick(("id", "model", "choices")))
+        name = draw(sampled(("id", "model", "choices")))
         if name in chunk:
             value = chunk.pop(name)
             other = "chatcmpl-other" if name == "id" else value
@@ -69,8 +69,8 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
             chunk[Dup("model")] = "b"
     elif kind == "proto":
         used.add("proto_key")
-        value = draw(_pick(({"reasoning_content": "x"}, {"predicted_n": 7}, {}, None, 1)))
-        host = draw(_pick(("top", "delta", "timings")))
+        value = draw(sampled(({"reasoning_content": "x"}, {"predicted_n": 7}, {}, None, 1)))
+        host = draw(sampled(("top", "delta", "timings")))
         if host == "delta" and isinstance(delta, dict):
             delta[Dup("__proto__")] = value
         elif host == "timings" and isinstance(chunk.get("timings"), dict):
@@ -79,7 +79,7 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
             chunk[Dup("__proto__")] = value
     elif kind == "deep":
         used.add("deep_ignored_value")
-        depth = int(draw(_pick((100, 128, 129, 130, 1000))))
+        depth = int(draw(sampled((100, 128, 129, 130, 1000))))
         chunk["x_deep"] = Raw("[" * depth + "]" * depth)
     else:
         used.add("big_integer")
@@ -93,7 +93,7 @@ def _respell(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
 
 # --- breaking a stream in one place ---------------------------------------------------------
 
-_NOT_JSON: tuple[tuple[str, Callable[[str], str]], ...] = (
+NOT_JSON: tuple[tuple[str, Callable[[str], str]], ...] = (
     ("trailing comma", lambda t: t[:-1] + ",}"),
     ("comment", lambda t: "{/* c */" + t[1:]),
     (
@@ -133,7 +133,7 @@ def _read_predicted(chunk: dict[str, Any], delta: dict[str, Any], value: float) 
     delta["reasoning_content"] = "r"
 
 
-def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
+def wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
     """Change one read field of `chunk` to a wrong type or value; the name of the change."""
     choices = chunk.get("choices") or [{"index": 0, "delta": {}}]
     chunk["choices"] = choices
@@ -179,15 +179,15 @@ def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
         "choices_object": lambda: chunk.__setitem__("choices", {"index": 0}),
         "delta_string": lambda: choice.__setitem__("delta", "Hi"),
         "finish_case": lambda: choice.__setitem__(
-            "finish_reason", draw(_pick(("STOP", "Stop", "tool_calls ")))
+            "finish_reason", draw(sampled(("STOP", "Stop", "tool_calls ")))
         ),
         "finish_prototype": lambda: choice.__setitem__(
             "finish_reason",
-            draw(_pick(("constructor", "toString", "__proto__", "hasOwnProperty"))),
+            draw(sampled(("constructor", "toString", "__proto__", "hasOwnProperty"))),
         ),
-        "finish_number": lambda: choice.__setitem__("finish_reason", draw(_pick((0, 1, 2)))),
+        "finish_number": lambda: choice.__setitem__("finish_reason", draw(sampled((0, 1, 2)))),
         "finish_other": lambda: choice.__setitem__(
-            "finish_reason", draw(_pick(("content_filter", "function_call", "eos", "")))
+            "finish_reason", draw(sampled(("content_filter", "function_call", "eos", "")))
         ),
         "id_number": lambda: chunk.__setitem__("id", 12),
         "timings_string": lambda: chunk.__setitem__("timings", {"predicted_n": "5"}),
@@ -198,7 +198,7 @@ def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
         "progress_list": lambda: chunk.__setitem__("prompt_progress", [10, 0, 5, 1]),
         "progress_string": lambda: chunk.__setitem__("prompt_progress", {"total": "10"}),
         "progress_fraction": lambda: chunk.__setitem__("prompt_progress", {"total": 1.5}),
-        "error_array": lambda: chunk.__setitem__("error", draw(_pick(([], ["boom"])))),
+        "error_array": lambda: chunk.__setitem__("error", draw(sampled(([], ["boom"])))),
         "error_string": lambda: chunk.__setitem__("error", "boom"),
         "error_message_number": lambda: chunk.__setitem__("error", {"message": 500}),
         "error_empty": lambda: chunk.__setitem__("error", {}),
@@ -208,12 +208,12 @@ def _wrong_shape(draw: Draw, chunk: dict[str, Any]) -> str:
     # finish reasons are where readers are most lenient (enums read case-blind, by ordinal, by
     # name lookup): one breaker in four is one of them
     finishes = sorted(n for n in options if n.startswith("finish_"))
-    name = str(_uniform(draw, finishes if _rarely(draw, 3) else sorted(options)))
+    name = str(uniform(draw, finishes if rarely(draw, 3) else sorted(options)))
     options[name]()
     return name
 
 
-_WRONG_FEATURES = {
+WRONG_FEATURES = {
     "content_number": "wrong_type",
     "content_parts": "content_parts",
     "reasoning_object": "wrong_type",
@@ -252,7 +252,7 @@ _WRONG_FEATURES = {
     "progress_empty": "empty_objects",
     "timings_empty": "empty_objects",
 }
-_NOT_JSON_FEATURES = {
+NOT_JSON_FEATURES = {
     "NaN": "non_finite_number",
     "Infinity": "non_finite_number",
     "overflow": "non_finite_number",
@@ -266,4 +266,4 @@ _NOT_JSON_FEATURES = {
 }
 
 #: The names of every way `streams(broken=True)` breaks a stream.
-BREAKERS: tuple[str, ...] = (*sorted(_WRONG_FEATURES), *(name for name, _ in _NOT_JSON))
+BREAKERS: tuple[str, ...] = (*sorted(WRONG_FEATURES), *(name for name, _ in NOT_JSON))

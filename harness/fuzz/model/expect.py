@@ -18,8 +18,8 @@ from typing import Any
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.files import write_atomically
-from harness.model.features import BY_NAME
-from harness.model.streams import Stream
+from harness.fuzz.model.features import BY_NAME
+from harness.fuzz.model.streams import Stream
 from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads

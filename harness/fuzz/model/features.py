@@ -2,9 +2,10 @@
 
 Each feature is one thing a streamed chat completion can hold (a run of reasoning text, more than
 ten parallel tool calls, a field a neighbouring server sends, a payload that is not JSON), with the
-rules of docs/spec.md it exercises. The model (`harness.model.streams`) tags every stream it builds
-with the features it used, `conform fuzz --save` writes them into the recording's comment lines,
-and docs/spec.md's feature table lists, for each feature here, the shipped cases that cover it.
+rules of docs/spec.md it exercises. The model (`harness.fuzz.model.streams`) tags every stream it
+builds with the features it used, `conform fuzz --save` writes them into the recording's comment
+lines, and docs/spec.md's feature table lists, for each feature here, the shipped cases that cover
+it.
 
 `group` says what kind of feature it is: `structure` (which chunks come in which order), `field`
 (a member some real server sends that the rules do not read), `value` (an edge value of a field
@@ -219,7 +220,7 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F("thinking_capped", "finish called with thinking_capped true", ("R5",), "structure"),
-    # --- fields of neighbouring servers, never read (harness.model.fields has each one's source)
+    # --- fields of neighbouring servers, never read (fuzz/model/fields.py has each one's source)
     _F(
         "openai_chunk_fields",
         "object, created, model, system_fingerprint, service_tier, obfuscation with real values",

@@ -38,7 +38,7 @@ class NeighbourField:
     name: str
     values: tuple[Any, ...]
     source: str
-    feature: str  # the feature of harness.model.features it belongs to
+    feature: str  # the feature of harness.fuzz.model.features it belongs to
 
 
 _N = NeighbourField

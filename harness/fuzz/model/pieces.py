@@ -9,7 +9,15 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from harness.model.values import BOOLEANS, _arguments, _ints, _pick, _rarely, _split, text
+from harness.fuzz.model.values import (
+    BOOLEANS,
+    draw_arguments,
+    ints,
+    rarely,
+    sampled,
+    split_text,
+    text,
+)
 
 Draw = st.DrawFn
 
@@ -27,10 +35,10 @@ class _Piece:
 
 
 #: How many tool calls: mostly up to 3, sometimes up to 14 (more than ten: index 10 after 9).
-_CALL_COUNTS = st.one_of(_ints(0, 3), _ints(0, 3), _ints(4, 14))
+_CALL_COUNTS = st.one_of(ints(0, 3), ints(0, 3), ints(4, 14))
 
 
-def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
+def tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
     """Each tool call's pieces, in order (the first creates the call)."""
     count = int(draw(_CALL_COUNTS))
     if count:
@@ -41,13 +49,13 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
         used.add("tool_calls_many")
     calls: list[list[_Piece]] = []
     for index in range(count):
-        whole = _arguments(draw, used)
-        parts = _split(draw, whole, int(draw(_ints(1, 5))))
+        whole = draw_arguments(draw, used)
+        parts = split_text(draw, whole, int(draw(ints(1, 5))))
         if len(parts) > 1:
             used.add("tool_call_split_anywhere")
-        call_id = str(draw(_pick(("call_0", "call_abc", "toolu_01", "7", "\u00e9")))) + str(index)
-        name = str(draw(_pick(("read_file", "get_weather", "search", "f", "\u540d"))))
-        late = _rarely(draw, 8) and len(parts) > 1
+        call_id = str(draw(sampled(("call_0", "call_abc", "toolu_01", "7", "\u00e9")))) + str(index)
+        name = str(draw(sampled(("read_file", "get_weather", "search", "f", "\u540d"))))
+        late = rarely(draw, 8) and len(parts) > 1
         pieces = []
         for number, args in enumerate(parts):
             piece: dict[str, Any] = {"index": index}
@@ -57,15 +65,15 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
                 function["name"] = name
                 if late:
                     used.add("tool_call_late_id_name")
-            elif number > 0 and _rarely(draw, 5):
+            elif number > 0 and rarely(draw, 5):
                 used.add("tool_call_repeated_id_name")
-                piece["id"] = draw(_pick((call_id, "other", "", None)))
-                function["name"] = draw(_pick((name, "other", "", None)))
+                piece["id"] = draw(sampled((call_id, "other", "", None)))
+                function["name"] = draw(sampled((name, "other", "", None)))
             elif number == 0 and late and draw(BOOLEANS):
-                piece["id"] = draw(_pick(("", None)))
+                piece["id"] = draw(sampled(("", None)))
             if args or draw(BOOLEANS):
                 function["arguments"] = args
-            if _rarely(draw, 3):
+            if rarely(draw, 3):
                 piece["type"] = "function"
                 used.add("tool_call_type")
             bare = bool(draw(BOOLEANS))
@@ -73,10 +81,10 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
                 piece["function"] = function
             pieces.append(_Piece("tool", call=piece))
         calls.append(pieces)
-    if count and _rarely(draw, 5):
+    if count and rarely(draw, 5):
         # a call that never gets a name (or an id): the stream fails at finish (R5)
-        victim = calls[int(draw(_ints(0, count - 1)))]
-        key = draw(_pick(("id", "name")))
+        victim = calls[int(draw(ints(0, count - 1)))]
+        key = draw(sampled(("id", "name")))
         for part in victim:
             if key == "id":
                 part.call.pop("id", None)
@@ -86,21 +94,21 @@ def _tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
     return calls
 
 
-def _text_runs(draw: Draw, used: set[str]) -> list[_Piece]:
+def text_runs(draw: Draw, used: set[str]) -> list[_Piece]:
     runs: list[_Piece] = []
-    for _ in range(int(draw(_ints(0, 4)))):
-        kind = str(draw(_pick(("reasoning", "content"))))
-        for _ in range(int(draw(_ints(1, 4)))):
-            if _rarely(draw, 7):
+    for _ in range(int(draw(ints(0, 4)))):
+        kind = str(draw(sampled(("reasoning", "content"))))
+        for _ in range(int(draw(ints(1, 4)))):
+            if rarely(draw, 7):
                 used.add("empty_text")
-                runs.append(_Piece(kind, text=str(draw(_pick(("", "\x7fnull"))))))
+                runs.append(_Piece(kind, text=str(draw(sampled(("", "\x7fnull"))))))
             else:
                 runs.append(_Piece(kind, text=text(draw, used)))
         used.add("reasoning_run" if kind == "reasoning" else "content_run")
     return runs
 
 
-def _interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> list[_Piece]:
+def interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> list[_Piece]:
     """Merge the sequences keeping each one's order, so that pieces of one call may come between
     another's. A call's first piece keeps creation order (index 0 before 1), or the stream would
     skip ahead; later pieces come in any order."""
@@ -113,7 +121,7 @@ def _interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> li
             for i, seq in enumerate(heads)
             if seq[0].kind != "tool" or seq[0].call["index"] <= created
         ]
-        pick = heads[int(draw(_pick(ready)))]
+        pick = heads[int(draw(sampled(ready)))]
         piece = pick.pop(0)
         if piece.kind == "tool" and piece.call["index"] == created:
             created += 1
@@ -127,14 +135,14 @@ def _interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> li
     return merged
 
 
-def _group(draw: Draw, pieces: list[_Piece], used: set[str]) -> list[list[_Piece]]:
+def group_pieces(draw: Draw, pieces: list[_Piece], used: set[str]) -> list[list[_Piece]]:
     """Cut the pieces into chunks: a chunk holds at most one reasoning and one answer text."""
     chunks: list[list[_Piece]] = []
     current: list[_Piece] = []
     for piece in pieces:
         kinds = {p.kind for p in current}
         clash = piece.kind in ("reasoning", "content") and piece.kind in kinds
-        if current and (clash or draw(_ints(0, 2)) != 0):
+        if current and (clash or draw(ints(0, 2)) != 0):
             chunks.append(current)
             current = []
         current.append(piece)
@@ -147,7 +155,7 @@ def _group(draw: Draw, pieces: list[_Piece], used: set[str]) -> list[list[_Piece
     return chunks
 
 
-def _delta(pieces: list[_Piece]) -> dict[str, Any]:
+def delta_of(pieces: list[_Piece]) -> dict[str, Any]:
     delta: dict[str, Any] = {}
     for piece in pieces:
         if piece.kind == "tool":
@@ -158,7 +166,7 @@ def _delta(pieces: list[_Piece]) -> dict[str, Any]:
     return delta
 
 
-def _note_sequence(chunks: list[list[_Piece]], used: set[str]) -> None:
+def note_sequence(chunks: list[list[_Piece]], used: set[str]) -> None:
     """The structure features that depend on the order of the pieces."""
     order = [
         p.kind

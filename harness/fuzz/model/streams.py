@@ -4,13 +4,13 @@ A stream is built the way llama-server sends one: a role chunk, runs of reasonin
 tool-call pieces (parallel, interleaved, out of index order, split anywhere, more than ten calls),
 prompt progress and timings present or not, a finish chunk with or without text, chunks after it,
 a usage chunk with `"choices": []`, sometimes a mid-stream server error; each chunk may carry the
-fields neighbouring servers send (`harness.model.fields`) and edge values (Unicode, NUL, long and
-huge strings, numbers spelled `1.0` or beyond 2^53). `streams(broken=True)` also breaks each
+fields neighbouring servers send (`harness.fuzz.model.fields`) and edge values (Unicode, NUL, long
+and huge strings, numbers spelled `1.0` or beyond 2^53). `streams(broken=True)` also breaks each
 stream in exactly one place (one of R6's shape errors, or a rule that fails on purpose), chosen
-from `harness.model.breakers.BREAKERS`. Every stream lists the features it used
-(`harness.model.features`).
+from `harness.fuzz.model.breakers.BREAKERS`. Every stream lists the features it used
+(`harness.fuzz.model.features`).
 
-Nothing here says what a stream should give: the reference does (`harness.model.expect`), under
+Nothing here says what a stream should give: the reference does (`harness.fuzz.model.expect`), under
 every allowed outcome of the implementation-defined points, so the model never needs to know
 which streams are valid, only to produce the space of them.
 """
@@ -29,35 +29,35 @@ from hypothesis import configuration as hypothesis_configuration
 from hypothesis import strategies as st
 from hypothesis.internal.conjecture import providers as hypothesis_providers
 
-from harness.model import fields as neighbours
-from harness.model.breakers import (
-    _NOT_JSON,
-    _NOT_JSON_FEATURES,
-    _WRONG_FEATURES,
-    _respell,
-    _wrong_shape,
+from harness.fuzz.model import fields as neighbours
+from harness.fuzz.model.breakers import (
+    NOT_JSON,
+    NOT_JSON_FEATURES,
+    WRONG_FEATURES,
+    respell,
+    wrong_shape,
 )
-from harness.model.features import BY_NAME
-from harness.model.jsonwrite import Style, dump
-from harness.model.pieces import (
-    _delta,
-    _group,
-    _interleave,
-    _note_sequence,
-    _text_runs,
-    _tool_pieces,
+from harness.fuzz.model.features import BY_NAME
+from harness.fuzz.model.jsonwrite import Style, dump
+from harness.fuzz.model.pieces import (
+    delta_of,
+    group_pieces,
+    interleave,
+    note_sequence,
+    text_runs,
+    tool_pieces,
 )
-from harness.model.values import (
+from harness.fuzz.model.values import (
     BOOLEANS,
-    _ints,
-    _pick,
-    _progress,
-    _rarely,
-    _sets,
-    _spread,
-    _timings,
-    _uniform,
+    draw_progress,
+    draw_timings,
+    ints,
+    rarely,
+    sampled,
+    sets_of,
+    spread,
     text,
+    uniform,
 )
 
 Draw = st.DrawFn
@@ -154,15 +154,15 @@ def _add_neighbours(draw: Draw, objects: dict[str, list[dict[str, Any]]], used: 
     """Put fields of neighbouring servers into some objects of a chunk (never over a read one)."""
     for level, found in objects.items():
         for obj in found:
-            if not _rarely(draw, 3):
+            if not rarely(draw, 3):
                 continue
-            wrong = _rarely(draw, 9)
+            wrong = rarely(draw, 9)
             if not neighbours.at_level(level, wrong_typed=wrong):
                 continue
             for item in draw(_some_fields(level, wrong)):
                 if item.name in obj:
                     continue
-                obj[item.name] = draw(_pick(item.values))
+                obj[item.name] = draw(sampled(item.values))
                 used.add(item.feature)
 
 
@@ -172,9 +172,9 @@ def _name(field: neighbours.NeighbourField) -> str:
 
 @functools.cache
 def _some_fields(level: str, wrong: bool) -> st.SearchStrategy[list[Any]]:
-    """One to three of the fields at `level`, no name twice; made once (as `values._ints`)."""
+    """One to three of the fields at `level`, no name twice; made once (as `values.ints`)."""
     choices = neighbours.at_level(level, wrong_typed=wrong)
-    return st.lists(_pick(choices), min_size=1, max_size=3, unique_by=_name)
+    return st.lists(sampled(choices), min_size=1, max_size=3, unique_by=_name)
 
 
 def _chunk(
@@ -216,15 +216,15 @@ def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     cid = "chatcmpl-" + str(
         draw(st.text("abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=4, max_size=24))
     )
-    policy = draw(_pick(("every", "every", "every", "first", "late", "changes", "none", "empty")))
+    policy = draw(sampled(("every", "every", "every", "first", "late", "changes", "none", "empty")))
     if policy == "every":
         return [cid] * count
     if policy == "first":
         return [cid] + [None] * (count - 1)
     if policy == "late":
         used.add("id_late")
-        cut = int(draw(_ints(0, count)))
-        return [draw(_pick(("", None))) for _ in range(cut)] + [cid] * (count - cut)
+        cut = int(draw(ints(0, count)))
+        return [draw(sampled(("", None))) for _ in range(cut)] + [cid] * (count - cut)
     if policy == "changes":
         used.add("id_changes")
         return [cid if i % 2 == 0 else cid + "x" for i in range(count)]
@@ -237,47 +237,47 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
     """The chunks of one valid stream (as values), the features used, and thinking_capped."""
     used: set[str] = set()
     head: dict[str, Any] = {}
-    if draw(_ints(0, 3)) != 0:
+    if draw(ints(0, 3)) != 0:
         head = {
             "created": 1764547200,
             "model": "qwen3-8b",
             "system_fingerprint": "b6981-3e5e4b3c",
             "object": "chat.completion.chunk",
         }
-    calls = _tool_pieces(draw, used)
-    runs = _text_runs(draw, used)
+    calls = tool_pieces(draw, used)
+    runs = text_runs(draw, used)
     # text runs and tool calls interleave as one sequence each (a run's order is kept)
-    pieces = _interleave(draw, [runs, *calls], used)
-    groups = _group(draw, pieces, used)
-    _note_sequence(groups, used)
-    timing_policy = draw(_pick(("none", "last", "every", "some")))
+    pieces = interleave(draw, [runs, *calls], used)
+    groups = group_pieces(draw, pieces, used)
+    note_sequence(groups, used)
+    timing_policy = draw(sampled(("none", "last", "every", "some")))
     predicted = 0
     values: list[dict[str, Any]] = []
 
     def timings_now() -> dict[str, Any] | None:
         nonlocal predicted
-        predicted += int(draw(_ints(0, 3)))
+        predicted += int(draw(ints(0, 3)))
         if timing_policy == "every" or (timing_policy == "some" and draw(BOOLEANS)):
-            return _timings(draw, used, predicted)
+            return draw_timings(draw, used, predicted)
         return None
 
-    if _rarely(draw, 4):
-        for _ in range(int(draw(_ints(1, 3)))):
+    if rarely(draw, 4):
+        for _ in range(int(draw(ints(1, 3)))):
             values.append(
                 {
-                    "progress": _progress(draw, used),
-                    "delta": draw(_pick(({}, None, "none"))),
+                    "progress": draw_progress(draw, used),
+                    "delta": draw(sampled(({}, None, "none"))),
                 }
             )
-    if draw(_ints(0, 3)) != 0:
+    if draw(ints(0, 3)) != 0:
         used.add("role_chunk")
-        values.append({"delta": {"role": "assistant", "content": draw(_pick((None, "")))}})
+        values.append({"delta": {"role": "assistant", "content": draw(sampled((None, "")))}})
     for group in groups:
-        values.append({"delta": _delta(group), "timings": timings_now(), "group": True})
+        values.append({"delta": delta_of(group), "timings": timings_now(), "group": True})
     # the finish
     has_calls = bool(calls)
-    reason = draw(_pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length")))
-    finish_style = draw(_pick(("own", "own", "merged", "none", "twice")))
+    reason = draw(sampled(("tool_calls", "stop", "length") if has_calls else ("stop", "length")))
+    finish_style = draw(sampled(("own", "own", "merged", "none", "twice")))
     if finish_style == "none" and draw(BOOLEANS):
         finish_style = "own"
     if finish_style == "merged" and values and values[-1].get("group"):
@@ -289,23 +289,23 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
         used.add("no_finish_reason")
     else:
         if finish_style == "twice":
-            values.append({"delta": {}, "finish": draw(_pick(("stop", "length", "tool_calls")))})
+            values.append({"delta": {}, "finish": draw(sampled(("stop", "length", "tool_calls")))})
             used.add("finish_reason_repeated")
         values.append({"delta": {}, "finish": reason})
         if reason == "length" and has_calls:
             used.add("tool_call_cut_by_length")
-    last_timings = _timings(draw, used, predicted)
+    last_timings = draw_timings(draw, used, predicted)
     if timing_policy != "none":
         values[-1]["timings"] = last_timings
-    if _rarely(draw, 5):
+    if rarely(draw, 5):
         used.add("chunks_after_finish")
-        after = draw(_pick(("timings", "text", "reasoning")))
+        after = draw(sampled(("timings", "text", "reasoning")))
         if after == "timings":
-            values.append({"delta": {}, "timings": _timings(draw, used, predicted + 1)})
+            values.append({"delta": {}, "timings": draw_timings(draw, used, predicted + 1)})
         else:
             key = "content" if after == "text" else "reasoning_content"
             values.append({"delta": {key: text(draw, used)}, "timings": timings_now()})
-    if _rarely(draw, 2):
+    if rarely(draw, 2):
         used.add("usage_chunk")
         usage: dict[str, Any] = {
             "completion_tokens": predicted,
@@ -354,11 +354,11 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
                 timings=value.get("timings"),
             )
         chunks.append(chunk)
-    if _rarely(draw, 7):
+    if rarely(draw, 7):
         # a mid-stream server error: llama-server sends it and closes the stream
-        at = int(draw(_ints(0, len(chunks))))
+        at = int(draw(ints(0, len(chunks))))
         error: dict[str, Any] = {"code": 500, "type": "server_error"}
-        message = draw(_pick(("absent", None, "Internal error", "context exceeded: \u00e9", "")))
+        message = draw(sampled(("absent", None, "Internal error", "context exceeded: \u00e9", "")))
         if message != "absent":
             error["message"] = message
         chunks = [*chunks[:at], {"error": error}]
@@ -375,9 +375,9 @@ def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
                     levels.setdefault("tool_call", []).append(call)
         if isinstance(chunk.get("usage"), dict):
             levels["usage"] = [chunk["usage"]]
-        if _rarely(draw, 2):
+        if rarely(draw, 2):
             _add_neighbours(draw, levels, used)
-    capped = _rarely(draw, 5)
+    capped = rarely(draw, 5)
     if capped:
         used.add("thinking_capped")
     return chunks, used, capped
@@ -387,11 +387,11 @@ def _style(draw: Draw, used: set[str]) -> Style:
     ascii = bool(draw(BOOLEANS))
     if ascii:
         used.add("escaped_text")
-    if not _rarely(draw, 4):
+    if not rarely(draw, 4):
         return Style(ascii=ascii)
     used.add("json_whitespace")
-    item = str(draw(_pick((", ", ",\n", " ,\t"))))
-    key = str(draw(_pick((": ", " : ", ":\n"))))
+    item = str(draw(sampled((", ", ",\n", " ,\t"))))
+    key = str(draw(sampled((": ", " : ", ":\n"))))
     if "\n" in item or "\n" in key:
         used.add("sse_multiline_data")
     return Style(ascii=ascii, item=item, key=key)
@@ -402,45 +402,45 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
     """A llama-server stream; with `broken=True` broken in one place, with None either."""
     chunks, used, capped = draw(_chunks())
     if broken is None:  # one in two broken
-        broken = _spread(draw) % 2 == 1
+        broken = spread(draw) % 2 == 1
     for chunk in chunks:
-        if "error" not in chunk and _rarely(draw, 9):
-            _respell(draw, chunk, used)
+        if "error" not in chunk and rarely(draw, 9):
+            respell(draw, chunk, used)
     how = ""
     texts: list[str | None] = [None] * len(chunks)
     if broken:
-        at = int(draw(_ints(0, len(chunks))))
+        at = int(draw(ints(0, len(chunks))))
         if at == len(chunks):
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
             texts.append(None)
         if draw(BOOLEANS):
-            how = _wrong_shape(draw, chunks[at])
-            used.add(_WRONG_FEATURES[how])
+            how = wrong_shape(draw, chunks[at])
+            used.add(WRONG_FEATURES[how])
         else:
-            how, breaker = _uniform(draw, _NOT_JSON)
+            how, breaker = uniform(draw, NOT_JSON)
             texts[at] = breaker(dump(chunks[at]))
-            used.add(_NOT_JSON_FEATURES.get(how, "not_json"))
+            used.add(NOT_JSON_FEATURES.get(how, "not_json"))
     payloads = []
     for chunk, fixed in zip(chunks, texts, strict=True):
         payloads.append(fixed if fixed is not None else dump(chunk, _style(draw, used)))
     # SSE framing
     count = len(payloads) + 1
-    line_end = str(draw(_pick(("\n", "\n", "\n", "\r\n", "\r"))))
+    line_end = str(draw(sampled(("\n", "\n", "\n", "\r\n", "\r"))))
     if line_end != "\n":
         used.add("sse_line_ends")
-    pings = frozenset(draw(_sets(_ints(0, count - 1), 2)))
+    pings = frozenset(draw(sets_of(ints(0, count - 1), 2)))
     if pings:
         used.add("sse_comments")
-    other = frozenset(draw(_sets(_ints(0, count - 1), 1)) if _rarely(draw, 5) else ())
+    other = frozenset(draw(sets_of(ints(0, count - 1), 1)) if rarely(draw, 5) else ())
     if other:
         used.add("sse_other_fields")
-    space = not _rarely(draw, 5)
+    space = not rarely(draw, 5)
     if not space:
         used.add("sse_no_space")
-    done = not _rarely(draw, 4)
+    done = not rarely(draw, 4)
     if done:
         used.add("done")
-    unterminated = _rarely(draw, 7)
+    unterminated = rarely(draw, 7)
     if unterminated:
         used.add("last_event_unterminated")
     # payloads with a CR would be cut by the event-stream reader: a JSON writer never makes one

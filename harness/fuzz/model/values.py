@@ -16,7 +16,7 @@ Draw = st.DrawFn
 
 
 @functools.cache
-def _ints(low: int, high: int) -> st.SearchStrategy[int]:
+def ints(low: int, high: int) -> st.SearchStrategy[int]:
     """`st.integers`, each made once: building strategies costs more than drawing from them."""
     return st.integers(low, high)
 
@@ -29,17 +29,17 @@ BOOLEANS = st.booleans()
 def _lists(
     of: st.SearchStrategy[Any], low: int, high: int | None = None
 ) -> st.SearchStrategy[list[Any]]:
-    """`st.lists`, each made once (as `_ints`)."""
+    """`st.lists`, each made once (as `ints`)."""
     return st.lists(of, min_size=low, max_size=high)
 
 
 @functools.cache
-def _sets(of: st.SearchStrategy[Any], high: int | None = None) -> st.SearchStrategy[Any]:
-    """`st.sets`, each made once (as `_ints`)."""
+def sets_of(of: st.SearchStrategy[Any], high: int | None = None) -> st.SearchStrategy[Any]:
+    """`st.sets`, each made once (as `ints`)."""
     return st.sets(of, max_size=high)
 
 
-def _pick(values: Sequence[Any]) -> st.SearchStrategy[Any]:
+def sampled(values: Sequence[Any]) -> st.SearchStrategy[Any]:
     """`st.sampled_from`, made once per tuple of hashable values."""
     try:
         return _cached_pick(tuple(values))
@@ -52,23 +52,23 @@ def _cached_pick(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     return st.sampled_from(values)
 
 
-def _uniform(draw: Draw, values: Sequence[Any]) -> Any:
+def uniform(draw: Draw, values: Sequence[Any]) -> Any:
     """One of `values`, about equally often: hypothesis favours the first of a `sampled_from`,
     which would leave the last breakers of a long list untried in a short run. A 32-bit integer,
     its bits mixed (hypothesis favours small ones too), spreads the picks, and still shrinks (to
     the smallest integer that picks the same value)."""
-    return values[_spread(draw) % len(values)]
+    return values[spread(draw) % len(values)]
 
 
-def _spread(draw: Draw) -> int:
+def spread(draw: Draw) -> int:
     """An integer whose residues are about equally likely: hypothesis favours small integers,
     so its bits are mixed (0, the value it shrinks to, stays 0)."""
-    return (int(draw(_ints(0, 2**32 - 1))) * 0x9E3779B1 % 2**32) >> 8
+    return (int(draw(ints(0, 2**32 - 1))) * 0x9E3779B1 % 2**32) >> 8
 
 
-def _rarely(draw: Draw, odds: int) -> bool:
+def rarely(draw: Draw, odds: int) -> bool:
     """True once in `odds + 1` draws; shrinks to False, so a shrunk stream loses the feature."""
-    return _spread(draw) % (odds + 1) == odds
+    return spread(draw) % (odds + 1) == odds
 
 
 # --- values ---------------------------------------------------------------------------------
@@ -97,12 +97,12 @@ _CHARS = st.characters(exclude_categories=["Cs"])
 
 
 def _text_kind(draw: Draw, used: set[str]) -> str:
-    if _rarely(draw, 30):
+    if rarely(draw, 30):
         used.add("long_text")
-        return str(draw(_pick(_WORDS))) * int(draw(_ints(300, 3000)))
-    kind = draw(_pick(("word", "word", "word", "chars", "edge")))
+        return str(draw(sampled(_WORDS))) * int(draw(ints(300, 3000)))
+    kind = draw(sampled(("word", "word", "word", "chars", "edge")))
     if kind == "word":
-        return str(draw(_pick(_WORDS)))
+        return str(draw(sampled(_WORDS)))
     if kind == "chars":
         text = str(draw(st.text(_CHARS, min_size=1, max_size=12)))
         if any(ord(c) > 0xFFFF or not c.isascii() for c in text):
@@ -110,7 +110,7 @@ def _text_kind(draw: Draw, used: set[str]) -> str:
         if any(ord(c) < 0x20 for c in text):
             used.add("nul_in_text")
         return text
-    text = str(draw(_pick(_EDGE_TEXT)))
+    text = str(draw(sampled(_EDGE_TEXT)))
     used.add("nul_in_text" if any(ord(c) < 0x20 for c in text) else "unicode_text")
     return text
 
@@ -121,38 +121,38 @@ def text(draw: Draw, used: set[str]) -> str:
 
 
 _ARGUMENT_OBJECTS = st.dictionaries(
-    _pick(("path", "city", "query", "n", "files", "a")),
-    st.one_of(_ints(-5, 99), _pick(("a.txt", "Paris", "é", "x y"))),
+    sampled(("path", "city", "query", "n", "files", "a")),
+    st.one_of(ints(-5, 99), sampled(("a.txt", "Paris", "é", "x y"))),
     max_size=3,
 )
 
 
-def _arguments(draw: Draw, used: set[str]) -> str:
+def draw_arguments(draw: Draw, used: set[str]) -> str:
     """A tool call's whole arguments text (JSON mostly, as models write it)."""
-    if _rarely(draw, 60):
+    if rarely(draw, 60):
         used.add("huge_payload")
-        return '{"content":"' + "x" * int(draw(_pick((70_000, 140_000)))) + '"}'
-    kind = draw(_pick(("object", "object", "empty", "number", "text")))
+        return '{"content":"' + "x" * int(draw(sampled((70_000, 140_000)))) + '"}'
+    kind = draw(sampled(("object", "object", "empty", "number", "text")))
     if kind == "object":
         value = draw(_ARGUMENT_OBJECTS)
         return json.dumps(value, ensure_ascii=bool(draw(BOOLEANS)))
     if kind == "empty":
-        return str(draw(_pick(("", "{}"))))
+        return str(draw(sampled(("", "{}"))))
     if kind == "number":
-        return str(draw(_pick(("12", "1", "[1,2]", "true", "null"))))
+        return str(draw(sampled(("12", "1", "[1,2]", "true", "null"))))
     return text(draw, used)
 
 
-def _split(draw: Draw, whole: str, pieces: int) -> list[str]:
+def split_text(draw: Draw, whole: str, pieces: int) -> list[str]:
     """`whole` cut into `pieces` parts at any characters (empty parts allowed)."""
     if pieces <= 1:
         return [whole]
-    cuts = sorted(draw(_lists(_ints(0, len(whole)), pieces - 1, pieces - 1)))
+    cuts = sorted(draw(_lists(ints(0, len(whole)), pieces - 1, pieces - 1)))
     bounds = [0, *cuts, len(whole)]
     return [whole[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def _timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
+def draw_timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     names = (
         "cache_n",
         "prompt_n",
@@ -179,9 +179,9 @@ def _timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     }
     if draw(BOOLEANS):
         values |= {"draft_n": 4, "draft_n_accepted": 3}
-    if _rarely(draw, 4):
+    if rarely(draw, 4):
         used.add("timings_partial")
-        kept = draw(_sets(_pick(names)))
+        kept = draw(sets_of(sampled(names)))
         values = {k: v for k, v in values.items() if k in kept}
         if draw(BOOLEANS):
             values["predicted_n"] = None
@@ -193,18 +193,18 @@ def _timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     return values
 
 
-def _progress(draw: Draw, used: set[str]) -> dict[str, Any]:
-    total = int(draw(_ints(0, 4096)))
-    cache = int(draw(_ints(0, total)))
-    processed = int(draw(_ints(cache, total)))
+def draw_progress(draw: Draw, used: set[str]) -> dict[str, Any]:
+    total = int(draw(ints(0, 4096)))
+    cache = int(draw(ints(0, total)))
+    processed = int(draw(ints(cache, total)))
     progress: dict[str, Any] = {
         "total": total,
         "cache": cache,
         "processed": processed,
-        "time_ms": int(draw(_ints(0, 900))),
+        "time_ms": int(draw(ints(0, 900))),
     }
-    if _rarely(draw, 5):
-        kept = draw(_sets(_pick(tuple(progress))))
+    if rarely(draw, 5):
+        kept = draw(sets_of(sampled(tuple(progress))))
         progress = {k: v for k, v in progress.items() if k in kept}
         if not progress:
             used.add("empty_objects")

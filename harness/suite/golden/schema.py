@@ -2,7 +2,7 @@
 
 The schema is the one statement of what a golden file may hold; `golden_problem` is the one
 function that applies it, whether a file is read whole (`harness.suite.golden`) or a step at a time
-(`harness.suite.golden_stream`). Anything the schema does not allow, an extra key inside a step
+(`harness.suite.golden.stream`). Anything the schema does not allow, an extra key inside a step
 included, is a setup error naming the file and the JSON path, never a mismatch blamed on the
 target.
 

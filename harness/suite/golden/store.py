@@ -3,7 +3,7 @@
 `build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
 target, so a golden file is exactly what a perfect target produces. `serialize` is the only
 formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
-extension (`tests/suite/snapshot.py`) alike; writes are atomic.
+extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
 from harness.files import read_small, stale_temp_files, write_atomically
-from harness.suite import golden_stream
 from harness.suite.cases import Case, Suite
-from harness.suite.golden_schema import check_golden
-from harness.suite.golden_types import decode_typed
+from harness.suite.golden import stream as golden_stream
+from harness.suite.golden.schema import check_golden
+from harness.suite.golden.types import decode_typed
 from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
 from reference import choices as choices_of
 from reference.choices import Choices
@@ -137,7 +137,7 @@ def read_golden(case: Case) -> dict[str, Any]:
     """The golden document of `case`; GoldenError when it is missing or malformed.
 
     A file above `golden_stream.STREAM_ABOVE` bytes is not parsed whole: its `steps` is then a
-    lazy `GoldenSteps`, read from disk on each iteration (`harness.suite.golden_stream`).
+    lazy `GoldenSteps`, read from disk on each iteration (`harness.suite.golden.stream`).
     """
     return open_golden(case).document
 

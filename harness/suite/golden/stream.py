@@ -28,8 +28,8 @@ from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError
 from harness.files import write_atomically
 from harness.suite.cases import Case
-from harness.suite.golden_schema import check_golden
-from harness.suite.golden_types import decode_typed
+from harness.suite.golden.schema import check_golden
+from harness.suite.golden.types import decode_typed
 from harness.suite.recording import RecordingInfo, iter_payloads, read_info
 
 #: Golden files larger than this (bytes) are streamed rather than parsed whole.
@@ -85,7 +85,7 @@ def _loads(path: Path, text: bytes, first_line: int, where: str = "") -> Any:
 
 
 def check_step(path: Path, index: int, step: Any, line: int | None, *, hint: str) -> None:
-    """GoldenError unless `step` is a step as the golden schema has it (`suite.golden_schema`)."""
+    """GoldenError unless `step` is a step as the golden schema has it (`golden.schema`)."""
     check_golden(path, step, part="step", at=("steps", index), line=line, hint=hint)
 
 

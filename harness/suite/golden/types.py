@@ -11,9 +11,10 @@ per list of them (`check(part)`; a schema where such an object stands where this
 it gets a `__post_init__` that checks each object as it is made instead). `decoder(part)` decodes
 a whole golden file or one of the schema's definitions (a streamed file's `step`).
 
-A document these types accept is one the schema allows (`tests/suite/test_golden_types.py` checks
-both ways on every shipped golden file and on broken ones); what they refuse is then explained by
-`harness.suite.golden_schema`, whose messages name the JSON path in the schema's own terms.
+A document these types accept is one the schema allows (`tests/suite/golden/test_types.py`
+checks both ways on every shipped golden file and on broken ones); what they refuse is then
+explained by
+`harness.suite.golden.schema`, whose messages name the JSON path in the schema's own terms.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import msgspec
 from msgspec.structs import astuple
 
-from harness.suite.golden_schema import golden_schema
+from harness.suite.golden.schema import golden_schema
 
 _SCALARS: dict[str, Any] = {
     "string": str,
@@ -336,7 +337,7 @@ _to_builtins = msgspec.to_builtins
 
 def decode_typed(data: bytes, part: str | None = None) -> Any:
     """A golden document (or `part` of one) as plain JSON values, or None when the types refuse
-    it (not JSON, not UTF-8, or off the schema: `harness.suite.golden_schema` then says why)."""
+    it (not JSON, not UTF-8, or off the schema: `harness.suite.golden.schema` then says why)."""
     try:
         document = _to_builtins(decoder(part).decode(data))
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError

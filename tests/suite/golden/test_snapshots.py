@@ -13,9 +13,9 @@ from syrupy.assertion import SnapshotAssertion
 
 from harness.suite.cases import Suite
 from harness.suite.golden import build_golden
-from tests.suite.snapshot import GoldenExtension
+from tests.suite.golden.snapshot import GoldenExtension
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CASES = Suite.open(ROOT).cases()
 
 

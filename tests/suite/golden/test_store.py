@@ -56,7 +56,8 @@ def test_a_finish_after_an_error_step_is_refused(suite_copy) -> None:
 
 
 def test_only_long_recordings_take_the_streaming_path(suite_copy, monkeypatch) -> None:
-    from harness.suite import golden, golden_stream
+    from harness.suite import golden
+    from harness.suite.golden import stream as golden_stream
 
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("the other path")

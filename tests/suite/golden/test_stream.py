@@ -18,11 +18,11 @@ from harness.check.parallel import run
 from harness.check.runner import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
-from harness.suite import golden_stream
 from harness.suite.cases import Suite
 from harness.suite.golden import SCHEMA, build_golden, check, read_golden, serialize, update
+from harness.suite.golden import stream as golden_stream
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from harness.suite.golden_schema import golden_problem
-from harness.suite.golden_types import decode_typed, golden_type
+from harness.suite.golden.schema import golden_problem
+from harness.suite.golden.types import decode_typed, golden_type
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "golden"
 #: Between them: progress, reasoning, content and tool-call events, error steps of each kind,
 #: a server error at finish, choices and alternatives.
@@ -108,7 +108,8 @@ def test_a_step_that_mixes_two_shapes_is_refused() -> None:
 
 def test_types_follow_the_schema_file(monkeypatch: pytest.MonkeyPatch) -> None:
     """The types are built from the schema, not written beside it: a new enum value is taken."""
-    from harness.suite import golden_schema, golden_types
+    from harness.suite.golden import schema as golden_schema
+    from harness.suite.golden import types as golden_types
 
     schema = copy.deepcopy(golden_schema.golden_schema())
     schema["$defs"]["error"]["oneOf"][0]["properties"]["kind"]["enum"].append("new_kind")
@@ -131,7 +132,8 @@ def test_merged_objects_the_walk_cannot_reach_are_checked_as_they_are_made(
 ) -> None:
     """A step inside a union (here: a step or null) is checked by its Struct's `__post_init__`
     instead of the walk after decoding: the same documents are refused."""
-    from harness.suite import golden_schema, golden_types
+    from harness.suite.golden import schema as golden_schema
+    from harness.suite.golden import types as golden_types
 
     schema = copy.deepcopy(golden_schema.golden_schema())
     schema["properties"]["steps"]["items"] = {"oneOf": [{"$ref": "#/$defs/step"}, {"type": "null"}]}
