@@ -57,7 +57,8 @@ def _module(tmp_path: Path, name: str, source: str) -> ModuleType:
 
 
 def _origin(module: ModuleType, data: str) -> Origin | None:
-    crash = pytest.raises(TargetCrash, lambda: push_step(module.Assembler(), data, 1))
+    with pytest.raises(TargetCrash) as crash:
+        push_step(module.Assembler(), data, 1)
     assert crash.value.details
     origin, _ = split_origin(crash.value.details)
     return origin
