@@ -49,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Input mode; repeatable (default: every mode).",
     )
     group.addoption(
+        "--conform-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="Only cases of this class of input: valid, invalid or implementation-defined "
+        "(computed from their golden files); repeatable (default: every class).",
+    )
+    group.addoption(
         "--conform-xfail",
         metavar="FILE",
         help="Expected failures (as for 'conform run --xfail'): its cases are strict xfails.",
@@ -269,7 +277,8 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
 
     options = run.options
     try:
-        run.plan = plan = prepare(Selection(options.suite_dirs), options.modes)
+        classes = tuple(session.config.getoption("conform_class"))
+        run.plan = plan = prepare(Selection(options.suite_dirs, classes=classes), options.modes)
         suite = plan.suites[0]
         cases = plan.cases
         expected = plan.expected_failures(options.xfail_file)

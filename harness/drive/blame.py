@@ -9,7 +9,7 @@ Every frame of a crash's traceback belongs to one of:
   packages it imports that are clients of a server (their distribution depends, directly or
   through its own dependencies, on an HTTP library: httpx, requests, aiohttp, urllib3...; a
   JSON or validation library such as msgspec or pydantic is not a client);
-- conform itself (the adapter kit `harness.clients` counts as the adapter's code), the standard
+- conform itself (its adapter kit counts as the adapter's code), the standard
   library, and other third-party packages.
 
 The crash is placed at its innermost frame in the target's own code or in a package it wraps

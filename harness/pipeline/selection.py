@@ -115,6 +115,11 @@ def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
     )
     if not selection.classes:
         return plan
+    unknown = [c for c in selection.classes if c not in CLASSES]
+    if unknown:
+        raise ConformError(
+            f"{unknown[0]!r} is not a class of input; the classes are {', '.join(CLASSES)}"
+        )
     kept = tuple(case for case in plan.cases if plan.input_class(case) in selection.classes)
     if not kept:
         raise _no_case_of_class(suites, selection)

@@ -12,8 +12,9 @@ a case about the event-stream framing itself (it pins `SSE`) shows its event str
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from harness.check.modes import PLAIN, TRUNCATED, mutate
 from harness.check.results import CaseResult
@@ -22,8 +23,29 @@ from harness.reports.causes import RULE_TEXT
 from harness.safetext import printable, shorten, shorten_with_size, shown
 from harness.suite.recording import iter_payloads, read_info
 
-if TYPE_CHECKING:
-    from harness.reports.problems import Problem
+
+class Reported(Protocol):
+    """What a bug report reads of a problem (`harness.reports.problems.Problem`)."""
+
+    @property
+    def title(self) -> str: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def example(self) -> CaseResult: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def results(self) -> tuple[CaseResult, ...]: ...
+    @property
+    def cases(self) -> tuple[str, ...]: ...
+    @property
+    def modes(self) -> tuple[str, ...]: ...
+    @property
+    def real_cases(self) -> tuple[str, ...]: ...
+    @property
+    def expected(self) -> Sequence[tuple[str, str]]: ...
+
 
 #: What the stream of a bug report holds at most: payloads, characters.
 STREAM_PAYLOADS = 40
@@ -147,7 +169,7 @@ def _what_happens(result: CaseResult) -> list[str]:
     return lines
 
 
-def markdown_report(problem: Problem, *, recording: Path, refusal: str | None) -> str:
+def markdown_report(problem: Reported, *, recording: Path, refusal: str | None) -> str:
     """The Markdown bug report of `problem`, whose example's recording is at `recording`;
     `refusal`: the reference's reason for refusing the input, for invalid input answered."""
     example = problem.example
