@@ -38,6 +38,7 @@ STAGES = {
     "harness.errors": 8,
     "harness.seconds": 8,
     "harness.files": 8,
+    "harness.temp_files": 8,
     "harness.safetext": 8,
 }
 
