@@ -51,6 +51,7 @@ __all__ = [
     "same_file",
     "stale_temp_files",
     "temp_name",
+    "through_stdout",
     "write_atomically",
     "write_report",
 ]
@@ -161,6 +162,11 @@ def _proc_target(path: Path) -> str | None:
             return None
         current = os.path.normpath(os.path.join(folder, os.readlink(current)))
     return None
+
+
+def through_stdout(path: Path) -> bool:
+    """True when writing `path` writes to conform's own stdout or stderr (`/dev/stdout`)."""
+    return _own_descriptor(path) in (1, 2)
 
 
 def _own_descriptor(path: Path) -> int | None:
@@ -300,6 +306,7 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) ->
     for option, path in outputs.items():
         if path is None:
             continue
+        _check_writable(option, path)
         real, node, mode = _identity(path)
         if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
             continue  # written through: two reports into /dev/null lose nothing
@@ -339,6 +346,41 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) ->
                 f"{option} {path} would overwrite {hit}, an input of this command",
                 hint=f"give {option} a file outside the suite and the files it reads",
             )
+
+
+def _check_writable(option: str, path: Path) -> None:
+    """WriteError when `path` cannot become a file conform writes: it is a folder, a folder on
+    its way is a file, or the folder it goes into cannot be written (read-only, no permission).
+    A folder on its way that does not exist yet is made when the file is written."""
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise _refused(option, path, exc.strerror or str(exc)) from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise _refused(option, path, "it is a folder")
+    if mode is not None and not stat.S_ISREG(mode):
+        return  # a device or a FIFO: written through
+    folder = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise _refused(option, path, f"{folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        why = "read-only" if _read_only(folder) else "no permission to write there"
+        raise _refused(option, path, f"{folder} cannot be written ({why})")
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _refused(option: str, path: Path, why: str) -> WriteError:
+    return WriteError(path, f"{option} {path}: {why}", hint=f"give {option} a file you can write")
 
 
 def _alias(path: Path, other: Path) -> str:
