@@ -34,6 +34,7 @@ STAGES = {
     "harness.errors": 9,
     "harness.seconds": 9,
     "harness.files": 9,
+    "harness.temp_files": 9,
     "harness.safetext": 9,
 }
 

@@ -739,12 +739,13 @@ class Worker:
             # Without a pidfd, look at the program now and then: it may have died.
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
 
-    def exit_status(self) -> str:
-        """How the program ended, after it closed its stdout (waiting a moment for it to exit)."""
+    def exit_status(self, *, writing: bool = False) -> str:
+        """How the program ended, after it closed its stdout, or with `writing` its stdin (a
+        write to it failed), waiting a moment for it to exit."""
         try:
             code = self.proc.wait(GRACE)
         except subprocess.TimeoutExpired:
-            return "closed its stdout"
+            return "closed its stdin" if writing else "closed its stdout"
         _kill_group(self._group)  # what it started would hold stderr open
         self._drain_stderr_to_end()
         if code < 0:
