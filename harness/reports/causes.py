@@ -27,6 +27,7 @@ from harness.check.status import Status
 from harness.drive.blame import ADAPTER
 from harness.safetext import ABSENT, shorten
 from harness.suite.classes import InputClass
+from reference import Progress
 
 #: What each rule says, in one sentence: the "what the spec says" of a bug report.
 RULE_TEXT: dict[str, str] = {
@@ -70,10 +71,7 @@ RULE_TEXT: dict[str, str] = {
 #: The rule that governs each field of a result (its path with the indexes taken out), most
 #: specific first: the rule a difference there breaks, whatever its case pins.
 RULE_OF_FIELD: tuple[tuple[str, str], ...] = (
-    ("steps[].events[].total", "R9"),
-    ("steps[].events[].cache", "R9"),
-    ("steps[].events[].processed", "R9"),
-    ("steps[].events[].time_ms", "R9"),
+    *((f"steps[].events[].{name}", "R9") for name in Progress.__struct_fields__),  # R9's fields
     ("steps[].events", "R1"),
     ("steps[].state.id", "R9"),
     ("steps[].state.reasoning_tokens", "R4"),
