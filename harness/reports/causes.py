@@ -253,7 +253,7 @@ def cause(
     if result.input_class is InputClass.IMPLEMENTATION_DEFINED:
         points = [tag for tag in result.pins if tag.startswith("I")]
         rule = points[0] if points else rule
-    return Cause(("mismatch", path, kind), title, rule)
+    return Cause(("mismatch", path, kind, rule or ""), title, rule)
 
 
 def _refusal_rule(pins: Sequence[str]) -> str:

@@ -129,15 +129,18 @@ def _valid_words(t: ClassTotals) -> str:
         return f"assembles every valid stream right ({t.passed}/{t.cases} cases{real})"
     plain = t.failed_in_plain or t.failed_only_in_modes  # 0 when plain did not run
     wrong = t.failed_in_plain if plain else t.failed
+    if not wrong:  # right in plain, wrong only under a mutation mode
+        among = f" ({t.real - t.real_passed} of {t.real} real captures)" if t.real else ""
+        return (
+            f"gets {t.failed_only_in_modes} of {t.cases} valid streams wrong only under a "
+            f"mutation mode{among}"
+        )
     real_wrong = t.real_failed_in_plain if plain else t.real - t.real_passed
-    parts = []
-    if wrong:
-        among = f" ({real_wrong} of {t.real} real captures)" if t.real else ""
-        parts.append(f"gets {wrong} of {t.cases} valid streams wrong{among}")
+    among = f" ({real_wrong} of {t.real} real captures)" if t.real else ""
+    words = f"gets {wrong} of {t.cases} valid streams wrong{among}"
     if t.failed_only_in_modes:
-        more = "more " if wrong else "valid streams "
-        parts.append(f"{t.failed_only_in_modes} {more}only under a mutation mode")
-    return ", ".join(parts)
+        words += f", and {t.failed_only_in_modes} more only under a mutation mode"
+    return words
 
 
 def _invalid_words(t: ClassTotals, kinds: int | None) -> str:

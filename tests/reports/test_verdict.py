@@ -122,3 +122,24 @@ def test_the_reference_is_right_on_every_class() -> None:
     assert "refuses every invalid input (" in verdict
     assert "takes an allowed outcome on every implementation-defined case (" in verdict
     assert "another than the reference's" not in verdict
+
+
+def test_a_run_in_a_mutation_mode_keeps_its_cases_class(tmp_path: Path) -> None:
+    # hostile-keys adds members named __proto__, which a target may refuse (I6): that is the
+    # mode's allowance, not the recording's question, so a valid case stays valid input there,
+    # and a target that fails on the mode's unknown members fails on valid input, under a
+    # mutation mode (docs/spec.md section 10).
+    report = tmp_path / "r.json"
+    target = f"{ROOT / 'tests' / 'miniatures.py'}:RejectsUnknownFields"
+    invoke("run", target, "--in-process", "-k", "llama-server/content_stop", "--mode", "plain",
+           "--mode", "hostile-keys", "--mode", "truncated", "--json", report)  # fmt: skip
+    data = json.loads(report.read_text(encoding="utf-8"))
+    assert {(r["mode"], r["class"]) for r in data["results"]} == {
+        ("plain", "valid"),
+        ("hostile-keys", "valid"),
+        ("truncated", "valid"),
+    }
+    assert [p["category"] for p in data["problems"]] == ["valid-under-mutation"]
+    assert data["verdict"] == (
+        "gets 1 of 1 valid streams wrong only under a mutation mode (1 of 1 real captures)"
+    )
