@@ -95,7 +95,7 @@ _INDEX = re.compile(r"\[\d+\]")
 _CUT = re.compile(r"^prefix\[\d+\]\.")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NUMBER = re.compile(
-    r"-?\b\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|null|true|false|NaN)\b"
+    r"(?<![\w-])-?\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|NaN)\b"
 )
 _CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
 _BYTE = re.compile(r" \(byte \d+\)")
