@@ -195,5 +195,7 @@ if (isMain(import.meta.url)) {
   serve({
     hello: { name: "openai-node", version: VERSION, language: "javascript" },
     create: () => new Target(),
+    // The package this adapter wraps: a crash in it is the client's, one here the adapter's.
+    wraps: ["openai"],
   });
 }
