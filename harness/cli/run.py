@@ -145,6 +145,11 @@ def run_command(
                 f"interrupted ({stop.name}): {len(record.results)} of {plan.runs} runs finished; "
                 "the reports hold those, marked partial"
             )
+        if record.limit is not None:
+            click.echo(
+                f"stopped: {record.limit}; {len(record.results)} of {plan.runs} runs finished, "
+                "the reports hold those, marked partial"
+            )
         for note in notes:
             click.echo(note)
         if failed is not None:
