@@ -441,6 +441,9 @@ def _prefix_finishes(
     assembler = reference.Assembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
+    if cut == 0:  # before the first payload: the empty stream
+        yield cut, finish_step(assembler, capped)
+        cut = next(wanted, None)
     if payloads is None:
         payloads = iter_payloads(case.recording)
     for index, payload in enumerate(payloads):

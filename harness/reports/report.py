@@ -35,7 +35,7 @@ from harness.safetext import (
     shorten_with_size,
     shown,
 )
-from harness.suite.cases import default_suite_root
+from harness.suite.cases import default_suite_root, exact_args
 from harness.suite.recording import id_of_name, name_of_id
 
 #: The version of the JSON report's layout (`report_schema` in the document).
@@ -224,7 +224,7 @@ def reproduce(info: RunInfo, *, case: str, mode: str) -> str:
     if paths != [shipped]:
         for path in paths:
             words += ["--suite", ":shipped" if path == shipped else _from_here(path)]
-    words += ["-k", case, "--mode", mode]
+    words += [*exact_args(case, paths), "--mode", mode]
     if info.seed != DEFAULT_SEED:
         words += ["--seed", str(info.seed)]
     words += info.rerun
