@@ -99,6 +99,9 @@ class CaseResult:
     outcomes: int = 1
     #: True when --strict or --choose ruled out some of the case's allowed outcomes.
     narrowed: bool = False
+    #: Steps (and the finish) that differ beyond the mismatches kept (a run keeps 100): counted,
+    #: not listed.
+    unlisted: int = 0
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):  # a plain string, from a caller's own code

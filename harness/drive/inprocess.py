@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.drive.base import Driver
+from harness.drive.limits import check_descriptors
 from harness.drive.normalize import (
     REFERENCE_EVENTS,
     REFERENCE_STATE,
@@ -324,6 +325,7 @@ class InProcessDriver:
         self.own_steps = False
 
     def start_case(self) -> None:
+        check_descriptors()  # a target that leaks them fails here, naming the limit
         self._assembler = new_assembler(self._factory)
 
     def push(self, data: str, line: int) -> dict[str, Any]:

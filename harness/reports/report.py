@@ -22,6 +22,7 @@ from typing import Any
 from harness.check.modes import DEFAULT_SEED
 from harness.check.results import CaseResult, Crash, Expectation, Mismatch
 from harness.check.status import Status, count_statuses
+from harness.drive.limits import LIMIT_REACHED
 from harness.errors import ConformError
 from harness.files import write_report
 from harness.reports.problems import Problem, group, problems_json
@@ -96,6 +97,8 @@ class RunInfo:
         """Why the results are partial, in a few words; None when they are complete."""
         if self.interrupted:
             return "interrupted"
+        if self.stopped is not None and self.stopped.startswith(LIMIT_REACHED):
+            return "stopped: the target used up the open files"
         if self.stopped is not None:
             return "stopped by an error inside conform"
         if self.shard is not None:
@@ -327,7 +330,7 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
 def result_json(result: CaseResult) -> dict[str, Any]:
     """One result as the JSON report holds it."""
     expectation = result.expectation
-    return {
+    found = {
         "case": result.case_id,
         "mode": result.mode,
         "recording": recording_path(result),
@@ -345,6 +348,9 @@ def result_json(result: CaseResult) -> dict[str, Any]:
         "pins": list(result.pins),
         "choice": [dict(c) for c in result.choice],
     }
+    if result.unlisted:
+        found["unlisted"] = result.unlisted
+    return found
 
 
 def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
@@ -389,6 +395,7 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
         ),
         pins=tuple(doc.get("pins") or ()),
         choice=tuple(dict(c) for c in doc.get("choice") or ()),
+        unlisted=int(doc.get("unlisted") or 0),
     )
 
 
