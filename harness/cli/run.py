@@ -77,6 +77,7 @@ def run_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     shard: str | None,
     verbose: bool,
@@ -115,6 +116,7 @@ def run_command(
         rules,
         exclude,
         None if shard is None else parse_shard(shard),
+        classes,
     )
     if not badge_label.strip():
         raise click.BadParameter("an empty label: give some text", param_hint="'--badge-label'")
