@@ -345,9 +345,7 @@ def _check_run(run: _Run) -> tuple[Plan, XfailList | None]:
 
     options = run.options
     try:
-        run.plan = plan = prepare(
-            Selection(options.suite_dirs, classes=run.classes), options.modes
-        )
+        run.plan = plan = prepare(Selection(options.suite_dirs, classes=run.classes), options.modes)
         expected = plan.expected_failures(options.xfail_file)
         # A target that cannot be imported or started is one usage error, found now, not a
         # failing test each. A worker imports it (this process does not, when it need not).

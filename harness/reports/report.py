@@ -20,7 +20,6 @@ from typing import Any
 
 from harness.check.results import CaseResult, Crash, Expectation, Mismatch
 from harness.check.status import Status, count_statuses
-from harness.drive.limits import LIMIT_REACHED
 from harness.drive.blame import Origin
 from harness.errors import ConformError
 from harness.files import write_report
