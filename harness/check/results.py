@@ -104,6 +104,9 @@ class CaseResult:
     outcomes: int = 1
     #: True when --strict or --choose ruled out some of the case's allowed outcomes.
     narrowed: bool = False
+    #: Steps (and the finish) that differ beyond the mismatches kept (a run keeps 100): counted,
+    #: not listed.
+    unlisted: int = 0
     #: The class of the case's input (docs/spec.md section 10), from its golden file: valid,
     #: invalid or implementation-defined; None in a report written before classes existed.
     input_class: InputClass | None = None

@@ -80,6 +80,12 @@ def _stale(case: Case, why: str) -> GoldenError:
     )
 
 
+#: The mismatches a run (one case in one mode) keeps; each step (or finish) that differs beyond
+#: them is only counted (`CaseResult.unlisted`): a target wrong at every step of a recording of
+#: 20,000 payloads once kept every mismatch (18 times slower than a pass, a 5 MB report).
+MAX_MISMATCHES = 100
+
+
 def _mismatches(
     found: list[Difference],
     *,
@@ -194,6 +200,7 @@ class _Play:
         self.pushes = pushes  # the mode's changes of the recording's payloads, made once
         self.upcoming = upcoming  # the plan of the pass after this one, told to the driver
         self.found: list[Mismatch] = []
+        self.unlisted = 0  # steps (and finishes) that differ beyond `MAX_MISMATCHES`
         self.step: int | None = None
         self.line: int | None = None
         self.pushed: str | None = None
@@ -262,8 +269,10 @@ class _Play:
                 if completion:
                     expected, actual = completion_step(expected), completion_step(actual)
                 if not same_step(expected, actual):
-                    self.found += _mismatches(
-                        differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                    self._keep(
+                        expected,
+                        actual,
+                        f"{prefix}steps[{index}]",
                         step=index,
                         line=line,
                         payload=pushed,
@@ -364,8 +373,10 @@ class _Play:
             for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
                 if same_step(want, got):
                     continue
-                self.found += _mismatches(
-                    differences(want, got, prefix=f"{prefix}steps[{index}]"),
+                self._keep(
+                    want,
+                    got,
+                    f"{prefix}steps[{index}]",
                     step=index,
                     line=expected[index]["line"],
                     payload=None if pushes[index] == datas[index] else pushes[index],
@@ -417,13 +428,30 @@ class _Play:
         actual = self.driver.finish(capped)
         said = actual.pop(SAID, None)
         if not same_step(expected, actual):
-            self.found += _mismatches(
-                differences(expected, actual, prefix=path),
-                step=None,
-                line=None,
-                payload=None,
-                said=said,
-            )
+            self._keep(expected, actual, path, step=None, line=None, payload=None, said=said)
+
+    def _keep(
+        self,
+        expected: Any,
+        actual: Any,
+        path: str,
+        *,
+        step: int | None,
+        line: int | None,
+        payload: str | None,
+        said: str | None,
+    ) -> None:
+        """Keep the mismatches of a step (or finish) that differs, up to `MAX_MISMATCHES` in
+        the run; beyond them, count it (its fields are not compared one by one)."""
+        room = MAX_MISMATCHES - len(self.found)
+        if room <= 0:
+            self.unlisted += 1
+            return
+        found = differences(expected, actual, prefix=path)
+        if len(found) > room:
+            self.unlisted += 1  # listed in part
+            found = found[:room]
+        self.found += _mismatches(found, step=step, line=line, payload=payload, said=said)
 
 
 def _prefix_finishes(
@@ -443,6 +471,9 @@ def _prefix_finishes(
     assembler = reference.Assembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
+    if cut == 0:  # before the first payload: the empty stream
+        yield cut, finish_step(assembler, capped)
+        cut = next(wanted, None)
     if payloads is None:
         payloads = iter_payloads(case.recording)
     for index, payload in enumerate(payloads):
@@ -805,6 +836,7 @@ def _attempt(
         time.perf_counter() - started,
         tuple(play.found),
         crash,
+        unlisted=play.unlisted,
         seed=seed if mode in SEEDED else None,
         cut=play.cut if status != PASSED else None,
         stderr=logged or None,

@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from harness.cli import options as opt
-from harness.cli.matrix_targets import column_of, columns_from_reports, targets_of
+from harness.cli.matrix_targets import column_of, columns_from_reports, comparable, targets_of
 from harness.files import check_outputs as check_written
 from harness.files import write_report
 from harness.pipeline import Interruption, Selection, prepare, run_targets
@@ -88,6 +88,7 @@ def matrix_command(
     columns = columns_from_reports(reports, classes=classes)
     if not targets and not columns:
         raise click.UsageError("give at least one TARGET, --exec or --from")
+    comparable(columns, live=(given["seed"], modes) if targets else None)  # before any run
     old = None if baseline is None else load_matrix(baseline)
     stop = Interruption()
     written = {"--json": json_path, "--markdown": md_path, "--html": html_path}
@@ -110,6 +111,8 @@ def matrix_command(
                 done=None if quiet else lambda run: echo(column_line(column_of(run))),
             )
         columns += [column_of(run) for run in runs]
+    for warning in comparable(columns):
+        click.echo(f"warning: {warning}", err=True)
     data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
     for path, text in ((json_path, matrix_text), (md_path, markdown), (html_path, matrix_page)):
         if path is not None:

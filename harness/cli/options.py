@@ -286,4 +286,12 @@ reports = _stack(
         "badge",
         "Write a status badge: a shields.io endpoint JSON file (docs/ci.md).",
     ),
+    click.option(
+        "--badge-label",
+        "badge_label",
+        default="conform",
+        show_default=True,
+        metavar="TEXT",
+        help="The text on the left of the --badge (your implementation's name, say).",
+    ),
 )

@@ -88,6 +88,7 @@ def run_command(
     xfail_file: Path | None,
     write_xfail: Path | None,
     badge: Path | None,
+    badge_label: str,
     **given: Any,
 ) -> None:
     """Run TARGET (module:Class, module:factory or file.py:Class) over the suite's cases.
@@ -117,7 +118,9 @@ def run_command(
         None if shard is None else parse_shard(shard),
         classes,
     )
-    outputs = Outputs(json_path, junit, write_xfail, badge).absolute()
+    if not badge_label.strip():
+        raise click.BadParameter("an empty label: give some text", param_hint="'--badge-label'")
+    outputs = Outputs(json_path, junit, write_xfail, badge, badge_label=badge_label).absolute()
     plan = prepare(selection, options.modes)
     inputs = {} if options.xfail_file is None else {"--xfail": options.xfail_file}
     check_outputs(outputs, inputs=inputs, plan=plan)
@@ -145,6 +148,11 @@ def run_command(
         if record.signum is not None:
             click.echo(
                 f"interrupted ({stop.name}): {len(record.results)} of {plan.runs} runs finished; "
+                "the reports hold those, marked partial"
+            )
+        if record.limit is not None:
+            click.echo(
+                f"stopped: {record.limit}; {len(record.results)} of {plan.runs} runs finished, "
                 "the reports hold those, marked partial"
             )
         for note in notes:

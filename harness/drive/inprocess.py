@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.drive.base import Driver
 from harness.drive.blame import origin_of, split_origin
+from harness.drive.limits import check_descriptors
 from harness.drive.normalize import (
     REFERENCE_EVENTS,
     REFERENCE_STATE,
@@ -328,6 +329,7 @@ class InProcessDriver:
         self.own_steps = False
 
     def start_case(self) -> None:
+        check_descriptors()  # a target that leaks them fails here, naming the limit
         self._assembler = new_assembler(self._factory)
 
     def push(self, data: str, line: int) -> dict[str, Any]:

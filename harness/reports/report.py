@@ -264,7 +264,7 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
 def result_json(result: CaseResult) -> dict[str, Any]:
     """One result as the JSON report holds it."""
     expectation = result.expectation
-    return {
+    found = {
         "case": result.case_id,
         "mode": result.mode,
         "recording": recording_path(result),
@@ -284,6 +284,9 @@ def result_json(result: CaseResult) -> dict[str, Any]:
         "class": None if result.input_class is None else str(result.input_class),
         "real": result.real,
     }
+    if result.unlisted:
+        found["unlisted"] = result.unlisted
+    return found
 
 
 def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
@@ -329,6 +332,7 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
         ),
         pins=tuple(doc.get("pins") or ()),
         choice=tuple(dict(c) for c in doc.get("choice") or ()),
+        unlisted=int(doc.get("unlisted") or 0),
         input_class=InputClass(doc["class"]) if doc.get("class") in CLASSES else None,
         real=bool(doc.get("real", False)),
     )

@@ -14,9 +14,10 @@ from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED
 from harness.check.results import CaseResult
+from harness.drive.limits import LIMIT_REACHED
 from harness.errors import ConformError
 from harness.reports.text import recording_path
-from harness.suite.cases import default_suite_root
+from harness.suite.cases import default_suite_root, exact_args
 from harness.suite.recording import id_of_name, name_of_id
 
 
@@ -75,6 +76,8 @@ class RunInfo:
         """Why the results are partial, in a few words; None when they are complete."""
         if self.interrupted:
             return "interrupted"
+        if self.stopped is not None and self.stopped.startswith(LIMIT_REACHED):
+            return "stopped: the target used up the open files"
         if self.stopped is not None:
             return "stopped by an error inside conform"
         if self.shard is not None:
@@ -94,7 +97,7 @@ def reproduce(info: RunInfo, *, case: str, mode: str) -> str:
     if paths != [shipped]:
         for path in paths:
             words += ["--suite", ":shipped" if path == shipped else _from_here(path)]
-    words += ["-k", case, "--mode", mode]
+    words += [*exact_args(case, paths), "--mode", mode]
     if info.seed != DEFAULT_SEED:
         words += ["--seed", str(info.seed)]
     words += info.rerun
