@@ -70,6 +70,8 @@ CONFORM_WRAPS = ("langchain_openai", "langchain_core", "openai")
 ERRORS = ClientErrors(
     server=(openai.APIError,),
     refused=(openai.APIResponseValidationError,),
+    # LangChain's own check of a stream that ended before any chunk (`BaseChatModel.stream`).
+    closed_early=lambda exc: "No generation chunks were returned" in str(exc),
     message=lambda exc: getattr(exc, "message", str(exc)),
 )
 

@@ -48,7 +48,7 @@ import httpx2
 import openai
 from openai.types.chat import ChatCompletionChunk
 from pydantic_ai.direct import model_request_stream
-from pydantic_ai.exceptions import ModelAPIError
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelRequest,
     PartDeltaEvent,
@@ -87,12 +87,17 @@ from harness.clients import (
 
 #: The packages this adapter wraps: a crash in them is the client's, one here the adapter's.
 CONFORM_WRAPS = ("pydantic_ai", "openai")
-_NO_FINISH = "ended without a `finish_reason`"
+#: Pydantic AI's own checks of a stream that ended early: without a finish reason (with the
+#: profile setting below), or without any content or tool call.
+_ENDED_EARLY = ("ended without a `finish_reason`", "Streamed response ended without content")
 #: How the client says what went wrong.
 ERRORS = ClientErrors(
     server=(openai.APIError,),
     refused=(openai.APIResponseValidationError,),
-    closed_early=lambda exc: isinstance(exc, ModelAPIError) and _NO_FINISH in str(exc),
+    closed_early=lambda exc: (
+        isinstance(exc, ModelAPIError | UnexpectedModelBehavior)
+        and any(text in str(exc) for text in _ENDED_EARLY)
+    ),
     message=lambda exc: getattr(exc, "message", str(exc)),
 )
 

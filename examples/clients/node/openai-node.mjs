@@ -55,7 +55,8 @@ function mapError(error) {
   if (e instanceof OpenAIError) {
     // The client's own refusals ("Chat completion stream contains an invalid tool call index",
     // "missing role for choice 0"): it checked the stream and rejected it.
-    if (/^missing finish_reason/.test(e.message)) {
+    // Its own checks for a stream that ended early: without a finish reason, or without a chunk.
+    if (/^missing finish_reason|^request ended without sending any chunks/.test(e.message)) {
       return new StreamError("stream_closed_early", e.message);
     }
     return protocolError(e.message);
