@@ -66,6 +66,8 @@ _HINTS = {
     errno.EROFS: "the file system is read-only: write somewhere else",
     errno.EACCES: "no permission: check the file and its folder, or write somewhere else",
     errno.EPERM: "no permission: check the file and its folder, or write somewhere else",
+    errno.ENAMETOOLONG: "a name in it is longer than the file system allows (255 bytes on "
+    "most): give a shorter one",
 }
 
 _LIMIT_HINTS = {
