@@ -9,8 +9,7 @@ a failure of the target that names the limit, never a crash or a hang of conform
   limit named, and the reports are written; one that leaks them all at once stops the run, the
   reports written and partial;
 - an in-process target that leaves a thread spinning (once: conform, and pytest with the plugin,
-  never exited) lets them
-  exit with its verdict.
+  never exited) lets them exit with their verdict.
 """
 
 from __future__ import annotations
