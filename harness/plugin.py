@@ -53,6 +53,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="Input mode; repeatable (default: every mode).",
     )
     group.addoption(
+        "--conform-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="Only cases of this class of input: valid, invalid or implementation-defined "
+        "(computed from their golden files); repeatable (default: every class).",
+    )
+    group.addoption(
         "--conform-xfail",
         metavar="FILE",
         help="Expected failures (as for 'conform run --xfail'): its cases are strict xfails.",
@@ -130,6 +138,8 @@ class _Run:
             self.options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         except ConformError as exc:
             raise pytest.UsageError(str(exc)) from None
+        #: --conform-class: only cases of these classes of input (none: every class).
+        self.classes: tuple[str, ...] = tuple(config.getoption("conform_class") or ())
         self.plan: Plan | None = None  # made at collection (`_conform_items`)
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
@@ -366,7 +376,7 @@ def _check_run(run: _Run) -> tuple[Plan, XfailList | None]:
 
     options = run.options
     try:
-        run.plan = plan = prepare(Selection(options.suite_dirs), options.modes)
+        run.plan = plan = prepare(Selection(options.suite_dirs, classes=run.classes), options.modes)
         expected = plan.expected_failures(options.xfail_file)
         # A target that cannot be imported or started is one usage error, found now, not a
         # failing test each. A worker imports it (this process does not, when it need not).

@@ -48,6 +48,7 @@ from harness.check.results import (
     Expectation as Expectation,
 )
 from harness.drive.base import plan_case, plan_next_case
+from harness.drive.blame import split_origin
 from harness.drive.inprocess import (
     Driver,
     TargetCrash,
@@ -60,8 +61,9 @@ from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
+from harness.suite.classes import InputClass, class_of
 from harness.suite.golden import Golden
-from harness.suite.recording import RecordingInfo, iter_payloads
+from harness.suite.recording import RecordingInfo, iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import OUTCOMES, REFERENCE, Choices
 
@@ -602,6 +604,8 @@ def rendered_pass(
             time.perf_counter() - started,
             seed=seed if mode in SEEDED else None,
             pins=info.pins,
+            input_class=golden.input_class,
+            real=info.real,
         )
     replay = _Replay(driver, sent, lines, steps, finish, crash, at if crash else None)
     result = run_case(
@@ -615,6 +619,7 @@ def rendered_pass(
         payloads=payloads,
         pushes=pushes,
         after=after,
+        real=info.real,
     )
     return replace(result, duration=time.perf_counter() - started)
 
@@ -723,6 +728,7 @@ def run_case(
     payloads: Sequence[Payload] | None = None,
     pushes: Pushes | None = None,
     after: Upcoming | None = None,
+    real: bool | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
@@ -732,7 +738,8 @@ def run_case(
     `payloads` are the recording's, when the caller has read them (else they are read as they go);
     `pushes`, what the mode pushes for them, made once (built here when not given). `after` is
     the plan of the pass that follows this case and mode (`first_pass` of the next one), which a
-    driver may send ahead while this one is checked.
+    driver may send ahead while this one is checked. `real`: whether the recording is a real
+    capture (read from it when not given). The result carries the class of the case's input.
     """
     if pushes is None and payloads is not None:
         pushes = Pushes(payloads, mutator(mode, seed=seed, case_id=case.case_id))
@@ -741,6 +748,9 @@ def run_case(
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
     tried = 0
+    input_class = class_of(golden)
+    if real is None:
+        real = read_info(case.recording).real
 
     def lazily() -> Iterator[Outcome]:
         yield from candidates
@@ -763,6 +773,8 @@ def run_case(
             narrowed=narrowed,
             pushes=pushes,
             after=after,
+            input_class=input_class,
+            real=real,
         )
         if result.status != FAILED:
             return result
@@ -786,6 +798,8 @@ def _attempt(
     narrowed: bool,
     pushes: Pushes | None = None,
     after: Upcoming | None = None,
+    input_class: InputClass | None = None,
+    real: bool = False,
 ) -> CaseResult:
     started = time.perf_counter()
     mutate = mutator(mode, seed=seed, case_id=case.case_id) if pushes is None else pushes.mutate
@@ -809,7 +823,8 @@ def _attempt(
         message = exc.message
         if play.cut is not None:
             message += f" (the recording cut after {play.cut} payload(s))"
-        crash = Crash(message, exc.details, play.step, play.line, play.pushed, play.at)
+        origin, details = split_origin(exc.details)
+        crash = Crash(message, details, play.step, play.line, play.pushed, play.at, origin)
     else:
         status = FAILED if play.found else PASSED
     logged = driver.case_stderr() if status == FAILED else None  # crashes carry theirs
@@ -828,4 +843,6 @@ def _attempt(
         pins=pins,
         choice=combos,
         narrowed=narrowed,
+        input_class=input_class,
+        real=real,
     )

@@ -79,6 +79,7 @@ def run_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     shard: str | None,
     verbose: bool,
@@ -117,6 +118,7 @@ def run_command(
         rules,
         exclude,
         None if shard is None else parse_shard(shard),
+        classes,
     )
     if not badge_label.strip():
         raise click.BadParameter("an empty label: give some text", param_hint="'--badge-label'")

@@ -105,10 +105,10 @@ def write_outputs(
         writers.append(baseline)
     if outputs.junit is not None:
         junit = outputs.junit
-        writers.append(lambda: write_junit(junit, results, info))
+        writers.append(lambda: write_junit(junit, results, info, problems=report.problems()))
     if outputs.json is not None:
         json_path = outputs.json
-        writers.append(lambda: write_json(json_path, results, info))
+        writers.append(lambda: write_json(json_path, results, info, problems=report.problems()))
     if outputs.badge is not None:
         badge = outputs.badge
         writers.append(lambda: _write_badge(badge, record, outputs.badge_label))

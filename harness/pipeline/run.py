@@ -378,9 +378,18 @@ def _run_target(
         shard=plan.selection.shard,
         level=options.level,
         rerun=options.rerun_args(),
+        cwd=_cwd(),
+        pythonpath=os.environ.get("PYTHONPATH", ""),
     )
     report = Report(info, tuple(in_order(results, plan.cases, plan.modes)))
     return RunRecord(report, failure, stop.signum if stop.stopped else None, limit)
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was deleted under the run
+        return ""
 
 
 @dataclass(frozen=True)
