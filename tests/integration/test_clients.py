@@ -108,7 +108,9 @@ def test_the_adapter_fails_exactly_its_baseline(
     # Hundreds of expected failures, a handful of causes: each a problem with its reproducer.
     problems = json.loads(report.read_text(encoding="utf-8"))["problems"]
     failing = int(totals.group(2))
-    assert 0 < len(problems) <= 60 and len(problems) * 4 < failing, [p["title"] for p in problems]
+    # (litellm has the most: 61 since the truncated mode asks the empty stream, where litellm
+    # returns a completion instead of stream_closed_early, a problem of its own.)
+    assert 0 < len(problems) <= 64 and len(problems) * 4 < failing, [p["title"] for p in problems]
     # Pasted anywhere, a command runs from the run's folder: an --exec command is relative to it.
     assert all(p["command"].split(" && ")[-1].startswith("conform run ") for p in problems)
     assert all(p["cases"] for p in problems)
