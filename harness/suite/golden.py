@@ -35,7 +35,7 @@ SCHEMA = 2
 
 def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
     """The steps and finish the reference makes of `case` under `choices`."""
-    assembler = reference.Assembler(choices)
+    assembler = reference.PlainAssembler(choices)
     steps: list[dict[str, Any]] = []
     outcome: dict[str, Any] = {"steps": steps}
     for payload in iter_payloads(case.recording):
