@@ -3,7 +3,7 @@
 Two workloads, each in every mode:
 
 - the shipped suite (`recordings/`), and
-- a generated suite of 1,000 recordings (`benchmarks/synth.py`, 60 payloads each by default; in
+- a generated suite of 1,000 recordings (`tests/tools/synth.py`, 60 payloads each by default; in
   plain mode only unless `--generated-modes` names more, since `truncated` pushes every prefix).
 
 For each, in one process and interleaved repeat by repeat:
@@ -47,8 +47,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synth  # noqa: E402
-
 import reference  # noqa: E402
 from harness.check import parallel, runner  # noqa: E402
 from harness.check.compare import same_step  # noqa: E402
@@ -58,6 +56,7 @@ from harness.drive.normalize import REFERENCE_STATE, SAID  # noqa: E402
 from harness.suite import golden as golden_files  # noqa: E402
 from harness.suite.cases import Case, Suite  # noqa: E402
 from harness.suite.recording import iter_payloads, read_recording  # noqa: E402
+from tests.tools import synth  # noqa: E402
 
 SEED = 20261129
 

@@ -12,7 +12,7 @@ The goal (issue 22): -j 1 / --in-process at most 1.5 (`--check` exits 1 when it 
 A fourth command, `-j 1, no head start`, is the same `-j 1` run started as
 `python -c "from harness.cli import main; main()" run ...`: conform then starts the target's fork
 server at the first case, as before the installed command started it ahead
-(`harness.drive.zygote.head_start`), and the ratio of the two is what starting it ahead saves.
+(`harness.drive.forked.head_start`), and the ratio of the two is what starting it ahead saves.
 
 Run: `python benchmarks/bench_jobs.py` (`--help` for the options).
 """

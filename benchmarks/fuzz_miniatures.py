@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.check.modes import DEFAULT_SEED  # noqa: E402
 from harness.check.options import RunOptions  # noqa: E402
-from harness.fuzzing import FuzzRequest, run_fuzz  # noqa: E402
+from harness.fuzz.loop import FuzzRequest, run_fuzz  # noqa: E402
 from tests.miniatures import BATTERY, PITFALLS  # noqa: E402
 
 MINIATURES = str(ROOT / "tests" / "miniatures.py")

@@ -24,7 +24,7 @@ Each goal reuses the benchmark that owns its figure, so a number here is the num
   `--timeout`. Goal: it passes.
 - `matrix`: `conform matrix` over the seven shipped targets (the reference, the Python, JS, Go
   and Rust examples, the openai and litellm adapters; a target whose toolchain or client is not
-  installed is left out, and said so), every mode, as `benchmarks/matrix.py` runs it. Goal: at
+  installed is left out, and said so), every mode, as `tests/tools/matrix_docs.py` runs it. Goal: at
   most 10 s wall. Its detail says where the time goes: the CPU of conform and all its workers
   (the wall time cannot fall below that over the cores) and each target's own wall time, and,
   side by side, the same matrix and litellm's `conform run -j 2` with every worker importing its
@@ -67,12 +67,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_assembler  # noqa: E402
 import bench_harness  # noqa: E402
 import bench_pipes  # noqa: E402
-import synth  # noqa: E402
 
 from harness.check.modes import PLAIN  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
 from harness.suite.golden import SCHEMA  # noqa: E402
-from harness.suite.golden_stream import write_streamed  # noqa: E402
+from harness.suite.golden.stream import write_streamed  # noqa: E402
+from tests.tools import synth  # noqa: E402
 
 GOALS = ("reference", "harness", "suite", "pipes", "long", "matrix")
 
@@ -391,7 +391,7 @@ def _matrix_targets(folder: Path) -> tuple[list[tuple[str, list[str]]], list[str
     else:
         missing.append("js (node)")
     try:
-        import matrix as matrix_doc
+        from tests.tools import matrix_docs as matrix_doc
 
         go, rust = matrix_doc.build(folder)
         targets += [("go", ["--exec", f"go={go}"]), ("rust", ["--exec", f"rust={rust}"])]

@@ -2,7 +2,7 @@
 
 Generates, in a temporary suite (the files are large: about 480 MB of recording and 340 MB of
 golden file per million payloads, so they are never committed), one llama-server-shaped recording
-per size (`benchmarks/synth.py`) and its golden file, written a step at a time. Then, for each
+per size (`tests/tools/synth.py`) and its golden file, written a step at a time. Then, for each
 mode and size, runs `conform run reference:Assembler --in-process --mode MODE` in a child process
 and reports its wall time and peak resident memory (the child's own high-water mark), then the ratio
 of the largest size to the smallest: linear time shows as a time ratio near the size ratio (10),
@@ -26,10 +26,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import synth  # noqa: E402
-
 from harness.check.modes import MODES  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
+from tests.tools import synth  # noqa: E402
 
 LIMIT_MB = 300
 

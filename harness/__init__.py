@@ -12,7 +12,8 @@ What you need to run a target from Python (docs/api.md):
 
 The `conform` command, the pytest plugin and `conform matrix` are thin front doors over the same
 calls. Names are loaded on first use (PEP 562), so importing a part of the harness (the pytest
-plugin's entry point, say) does not import all of it. The package map, stage by stage, is
+plugin's entry point, say) does not import all of it; importing any module of the harness starts
+nothing (tests/test_layout.py). The package map, stage by stage, is
 docs/layout.md.
 """
 
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
         SuiteError,
         TargetError,
     )
-    from harness.fuzzing import FuzzRecord, FuzzRequest, run_fuzz
+    from harness.fuzz.loop import FuzzRecord, FuzzRequest, run_fuzz
     from harness.pipeline import (
         Interruption,
         Outputs,
@@ -58,8 +59,8 @@ _WHERE = {
     "ConformError": "harness.errors",
     "Crash": "harness.check.results",
     "Expectation": "harness.check.results",
-    "FuzzRecord": "harness.fuzzing",
-    "FuzzRequest": "harness.fuzzing",
+    "FuzzRecord": "harness.fuzz.loop",
+    "FuzzRequest": "harness.fuzz.loop",
     "GoldenError": "harness.errors",
     "Interruption": "harness.pipeline",
     "Mismatch": "harness.check.results",
@@ -79,7 +80,7 @@ _WHERE = {
     "TargetRun": "harness.pipeline",
     "prepare": "harness.pipeline",
     "run_case": "harness.check.runner",
-    "run_fuzz": "harness.fuzzing",
+    "run_fuzz": "harness.fuzz.loop",
     "run_target": "harness.pipeline",
     "run_targets": "harness.pipeline",
     "write_outputs": "harness.pipeline",
@@ -131,20 +132,3 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted([*globals(), *_WHERE])
-
-
-def _head_start() -> None:
-    """`conform run TARGET` (the installed command, or `python -m harness`, whose `sys.argv[0]`
-    is "-m" while the package is imported): the target's fork server starts now, while conform
-    imports the rest of itself (`harness.drive.zygote.head_start`)."""
-    import os
-    import sys
-
-    command = sys.argv[0] if sys.argv else ""
-    if sys.argv[1:2] == ["run"] and (command == "-m" or os.path.basename(command) == "conform"):
-        from harness.drive.zygote import head_start
-
-        head_start(sys.argv[1:])
-
-
-_head_start()

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+#: The exit status of a command stopped by an error inside conform (a bug in conform).
+INTERNAL_ERROR = 3
+
 
 class ConformError(Exception):
     """A setup or usage problem; `hint` says what to do about it."""

@@ -130,7 +130,7 @@ class _Run:
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
         self._capped: dict[str, bool] = {}  # each recording's thinking_capped, read once
-        self._workers = ExitStack()  # while open, a Python target's workers fork (zygote.py)
+        self._workers = ExitStack()  # while open, a Python target's workers fork (drive/forked.py)
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -153,7 +153,7 @@ class _Run:
         if self._broken is not None:
             raise ConformError(self._broken)
         if self._driver is None:
-            from harness.drive.zygote import forked_workers
+            from harness.drive.forked import forked_workers
 
             # The one driver of the session (never made again): its target imported once, a
             # restart after a crash forks a worker.

@@ -1,7 +1,7 @@
 """`Seconds`, the one click type of every timeout option (`run`, `matrix`, `record`, the plugin).
 
 It lives in the base stage so that every command can use it, `conform record` in `capture/` too;
-`harness.cli_options` re-exports it. A timeout is a finite number of seconds above 0 and at most
+`harness.cli.options` re-exports it. A timeout is a finite number of seconds above 0 and at most
 `MAX_SECONDS`: `inf`, `nan`, `1e300`, `0` or `abc` are one usage error (exit 2) instead of a timer
 that overflows or never fires.
 """

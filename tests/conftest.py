@@ -29,7 +29,8 @@ from tests.programs.mini_suite import write_mini_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
-collect_ignore_glob = ["fuzz/*"]
+#: The long fuzzers (atheris, run by hand: docs/contributing.md) are programs, not tests.
+collect_ignore_glob = ["fuzz/fuzz_*.py"]
 
 
 def keep_bytecode(environ: MutableMapping[str, str]) -> None:
@@ -103,7 +104,7 @@ HEAVY: tuple[tuple[str, float], ...] = (
     ("tests/integration/test_differential.py", 29),
     ("tests/integration/test_go_example.py", 27),
     (f"{_CLIENTS}[openai-python]", 26),
-    ("tests/integration/test_mutate_harness.py", 26),
+    ("tests/tools/test_mutate_harness.py", 26),
     (f"{_CAREFUL}[I6]", 23),
     (f"{_CAREFUL}[I5]", 23),
     ("tests/integration/test_examples_python.py", 23),
@@ -131,7 +132,7 @@ HEAVY: tuple[tuple[str, float], ...] = (
         "test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode",
         9,
     ),
-    ("tests/drive/test_zygote.py::test_restarts_and_jobs_fork_from_one_import", 9),
+    ("tests/worker/test_forkserver.py::test_restarts_and_jobs_fork_from_one_import", 9),
     (
         "tests/check/test_xfail.py::"
         "test_a_baseline_makes_a_broken_target_pass_until_one_case_is_fixed",
@@ -248,7 +249,7 @@ def cold_cache(config: pytest.Config) -> bool:
 
 def collected_modules(paths: Sequence[Path]) -> list[str]:
     """The dotted names pytest imports the test modules under `paths` (files or folders of
-    tests/, fuzz/ left out) by, in collection order; only modules in packages all the way up, whose
+    tests/) by, in collection order; only modules in packages all the way up, whose
     name is their path."""
     tests = ROOT / "tests"
     found: set[Path] = set()
@@ -264,7 +265,7 @@ def collected_modules(paths: Sequence[Path]) -> list[str]:
         except ValueError:
             continue
         folders = [tests.joinpath(*parts[:depth]) for depth in range(len(parts))]
-        if parts[0] == "fuzz" or not all((f / "__init__.py").is_file() for f in folders):
+        if not all((f / "__init__.py").is_file() for f in folders):
             continue
         names.append(".".join(("tests", *parts[:-1], module.stem)))
     return names
@@ -330,7 +331,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
     Those objects live as long as the process; each full collection walked all of them again: about
     5 s of CPU a run across the xdist workers (gc.callbacks), half of it saved so. The harness's
-    fork server does the same after importing a target (harness/drive/zygote.py). Only what is
+    fork server does the same after importing a target (harness/drive/forked.py). Only what is
     frozen here is kept from collection; everything a test makes is collected as before.
     """
     gc.collect()  # the collection's own garbage, not frozen with the rest

@@ -1,11 +1,10 @@
 """Which stream features each shipped case holds, read from the recording and its golden file.
 
-Every feature of `harness.model.features.FEATURES` has a detector here: a small predicate on one
-case (its raw text, payloads, parsed chunks and golden outcome).
-`tests/suite/test_spec_table.py` builds
-docs/spec.md's feature table from them and checks that every feature has at least one case, so a
-feature the model learns, or a case that stops covering one, shows at once.
-"""
+Every feature of `harness.fuzz.model.features.FEATURES` has a detector here: a small predicate on
+one case (its raw text, payloads, parsed chunks and golden outcome).
+`tests/suite/test_spec_table.py` builds docs/spec.md's feature table from them and checks that
+every feature has at least one case, so a feature the model learns, or a case that stops covering
+one, shows at once."""
 
 from __future__ import annotations
 

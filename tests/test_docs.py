@@ -234,7 +234,9 @@ def _commands() -> dict[str, click.Command]:
     from harness.cli import main
 
     found: dict[str, click.Command] = {}
-    for name, command in main.commands.items():
+    for name in main.list_commands(click.Context(main)):
+        command = main.get_command(click.Context(main), name)
+        assert command is not None
         if isinstance(command, click.Group):
             found.update({f"{name} {sub}": c for sub, c in command.commands.items()})
         else:

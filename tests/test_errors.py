@@ -18,8 +18,10 @@ HARNESS = Path(harness.__file__).parent
 def _error_classes() -> dict[str, type[BaseException]]:
     found: dict[str, type[BaseException]] = {}
     for info in pkgutil.walk_packages([str(HARNESS)], "harness."):
-        if info.name in ("harness.plugin", "harness.suite.snapshot", "harness.__main__"):
+        if info.name in ("harness.plugin", "harness.suite.snapshot"):
             continue  # pytest-only modules
+        if info.name.endswith(".__main__"):
+            continue  # a program (`python -m harness`, `python -m harness.adapter`)
         module = importlib.import_module(info.name)
         for name, value in vars(module).items():
             if (

@@ -16,29 +16,25 @@ ROOT = Path(__file__).resolve().parents[1]
 HARNESS = ROOT / "harness"
 
 #: Rank of each stage: a module may import only modules of its own rank or a higher one. The
-#: front doors (rank 0) and the base (rank 8) are flat groups; every folder has a rank of its own.
+#: front doors (rank 0) and the base (rank 9) are flat groups; every folder has a rank of its own.
 STAGES = {
     "harness": 0,  # the package root re-exports; the front doors below share its rank
     "harness.__main__": 0,
     "harness.cli": 0,
-    "harness.cli_options": 0,
-    "harness.cli_group": 0,
     "harness.plugin": 0,
     "harness.adapter": 0,
-    "harness.matrix": 0,
-    "harness.fuzz": 0,
-    "harness.fuzzing": 0,
-    "harness.pipeline": 1,
-    "harness.reports": 2,
-    "harness.check": 3,
-    "harness.model": 4,
+    "harness.fuzz": 1,
+    "harness.pipeline": 2,
+    "harness.reports": 3,
+    "harness.check": 4,
     "harness.capture": 5,
     "harness.suite": 6,
-    "harness.drive": 7,
-    "harness.errors": 8,
-    "harness.seconds": 8,
-    "harness.files": 8,
-    "harness.safetext": 8,
+    "harness.worker": 7,
+    "harness.drive": 8,
+    "harness.errors": 9,
+    "harness.seconds": 9,
+    "harness.files": 9,
+    "harness.safetext": 9,
 }
 
 

@@ -77,7 +77,7 @@ def proto_outcomes(
     return list(found.values())
 
 
-def _reach(result: CaseResult) -> tuple[int, int]:
+def reach(result: CaseResult) -> tuple[int, int]:
     """How far a failed attempt matched: later first mismatches are closer outcomes."""
     if not result.mismatches:
         return (0, 0)

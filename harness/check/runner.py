@@ -19,8 +19,7 @@ from typing import Any
 import reference
 from harness.check.compare import Difference, differences, encode_step, same_step
 from harness.check.modes import SEEDED, TRUNCATED, Mutator, mutator, truncation_points
-from harness.check.outcomes import Outcome, outcomes, proto_outcomes
-from harness.check.outcomes import _reach as _reach
+from harness.check.outcomes import Outcome, outcomes, proto_outcomes, reach
 from harness.check.results import (
     COMPLETION,
     CRASHED,
@@ -736,7 +735,7 @@ def run_case(
         )
         if result.status != FAILED:
             return result
-        if closest is None or _reach(result) > _reach(closest):
+        if closest is None or reach(result) > reach(closest):
             closest = result
     assert closest is not None, "a golden file has at least its own outcome"
     return replace(closest, outcomes=tried)

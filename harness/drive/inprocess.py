@@ -377,7 +377,7 @@ class InProcessDriver:
             values = read(assembler)  # the reference makes a new tuple on every push
             if values != last:  # reasoning changes it on each of its pushes
                 last = values
-                found = plain_state(values)  # the one check, as the worker's (harness/adapter.py)
+                found = plain_state(values)  # the one check, as the worker's (worker/program.py)
                 if found is None:
                     self.own_steps = False
                     found = _state_of(assembler)

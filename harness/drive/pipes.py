@@ -462,7 +462,7 @@ class Worker:
 
     def _spawn(self, command: list[str], env: dict[str, str], pass_fds: tuple[int, ...]) -> Process:
         """The program started, in a session of its own, its stdio on pipes (overridden by a
-        worker forked from a server instead: `harness.drive.zygote`)."""
+        worker forked from a server instead: `harness.drive.forked`)."""
         try:
             return subprocess.Popen(
                 command,

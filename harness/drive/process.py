@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 #: How a driver starts each copy of its program: `Worker` itself, or a launcher that forks it
-#: from a server that imported the target once (`harness.drive.zygote`).
+#: from a server that imported the target once (`harness.drive.forked`).
 Launch = Callable[..., Worker]
 
 _SPOKEN = (PROTOCOL_VERSION, FAST_PROTOCOL, SHARED_PROTOCOL, REPLIES_PROTOCOL)
@@ -98,7 +98,7 @@ def _marked(raw: bytes) -> bool:
 
 UTF16 = "utf-16le"  # protocol 4: a shared payload's `encoding`, when it is not UTF-8
 _START_FROM = 4 * 2**20  # a shared payload this large is sent at once, even in a planned case
-_HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
+HELLO_TIME = 5.0  # seconds a program has at least to start and answer `hello`
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +264,7 @@ class ProcessDriver:
             self._case_mark = 0
             self.protocol = PROTOCOL_VERSION
             try:
-                reply = self._exchange("hello", hello, time_allowed=max(self._timeout, _HELLO_TIME))
+                reply = self._exchange("hello", hello, time_allowed=max(self._timeout, HELLO_TIME))
                 self.program = self._read_hello(reply)
             except _Refused as exc:
                 self._close_shared()

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
+from harness.drive.forked import launcher, worker_command
 from harness.drive.inprocess import InProcessDriver, load_target
-from harness.drive.process import _HELLO_TIME, ProcessDriver
-from harness.drive.zygote import launcher, worker_command
+from harness.drive.process import HELLO_TIME, ProcessDriver
 from harness.errors import ConformError
 
 
@@ -111,8 +111,8 @@ def python_target_driver(
     `max_memory` (MiB) overrides the adapter's default address-space limit.
     """
     command, env = worker_command(spec, max_memory=max_memory)
-    # Inside a run, forked from a server that imported the target once (drive/zygote.py).
-    launch = launcher(time_allowed=max(timeout, _HELLO_TIME))
+    # Inside a run, forked from a server that imported the target once (drive/forked.py).
+    launch = launcher(time_allowed=max(timeout, HELLO_TIME))
     return ProcessDriver(
         command,
         timeout=timeout,

@@ -24,18 +24,15 @@ from harness.check.options import RunOptions
 from harness.check.parallel import in_order, run_parallel
 from harness.check.results import CaseResult
 from harness.check.xfail import XfailList
+from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
 from harness.drive.process import allow_programs, stop_all_programs
-from harness.drive.zygote import forked_workers
-from harness.errors import ConformError
+from harness.errors import INTERNAL_ERROR, ConformError
 from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
 from harness.reports.report import Report, RunInfo
 from harness.suite.cases import Case
 from harness.suite.golden import Golden
-
-#: The exit status of a run stopped by an error inside conform (a bug in conform).
-INTERNAL_ERROR = 3
 
 
 @dataclass(frozen=True)
@@ -285,7 +282,7 @@ def run_target(
     """
     if expected is None and options.xfail_file is not None:
         expected = plan.expected_failures(options.xfail_file)
-    with forked_workers():  # a Python target is imported once, its workers forked (zygote.py)
+    with forked_workers():  # a Python target is imported once, its workers forked (drive/forked.py)
         return _run_target(options, plan, expected, stop, progress, label, cores)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from harness.capture import live as recorder
-from harness.capture.command import record
+from harness.cli.record import record
 from harness.errors import ConformError
 from tests.conftest import invoke
 

@@ -1,4 +1,4 @@
-"""The runner's own decisions, each pinned by a test (most found by benchmarks/mutate_harness.py):
+"""The runner's own decisions, each pinned by a test (most found by tests/tools/mutate_harness.py):
 when a pass stops, how stale golden files are named, which outcomes a case may match, which one a
 failure reports, and what a crash in the truncated mode says."""
 
@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 import reference
+from harness.check.outcomes import reach
 from harness.check.runner import (
     CRASHED,
     FAILED,
     PASSED,
     CaseResult,
     Mismatch,
-    _reach,
     outcomes,
     run_case,
 )
@@ -113,11 +113,11 @@ def _result(mismatches: tuple[Mismatch, ...], cut: int | None = None) -> CaseRes
 
 
 def test_the_closest_outcome_is_the_one_that_failed_latest() -> None:
-    assert _reach(_result(())) == (0, 0)
+    assert reach(_result(())) == (0, 0)
     at_three = _result((Mismatch("steps[3]", 1, 2, step=3), Mismatch("steps[1]", 1, 2, step=1)))
-    assert _reach(at_three) == (0, 3)  # the first mismatch counts
-    assert _reach(_result((Mismatch("finish", 1, 2),))) == (0, 2**62)  # finish: after every step
-    assert _reach(_result((Mismatch("prefix[2].finish", 1, 2),), cut=2)) == (2, 2**62)
+    assert reach(at_three) == (0, 3)  # the first mismatch counts
+    assert reach(_result((Mismatch("finish", 1, 2),))) == (0, 2**62)  # finish: after every step
+    assert reach(_result((Mismatch("prefix[2].finish", 1, 2),), cut=2)) == (2, 2**62)
 
 
 def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Path) -> None:

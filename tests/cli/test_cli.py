@@ -13,9 +13,17 @@ from harness.suite.cases import Suite
 from tests.conftest import conform
 
 
+def _subcommand(group: click.Group, name: str) -> click.Command:
+    """`group`'s command `name` (the `conform` group imports each one on first use)."""
+    command = group.get_command(click.Context(group), name)
+    assert command is not None, name
+    return command
+
+
 def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(click.Context(group)):
+        command = _subcommand(group, name)
         found.append((*prefix, name))
         if isinstance(command, click.Group):
             found += _commands(command, (*prefix, name))
@@ -29,7 +37,7 @@ def test_every_command_has_help(path: tuple[str, ...]) -> None:
     command: click.Command = main
     for name in path:
         assert isinstance(command, click.Group)
-        command = command.commands[name]
+        command = _subcommand(command, name)
     assert command.help and " ".join(command.help.split()[:4]) in " ".join(output.split())
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.options import RunOptions
-from harness.fuzzing import FuzzRecord, FuzzRequest, run_fuzz
+from harness.fuzz.loop import FuzzRecord, FuzzRequest, run_fuzz
 from tests.check.fair_targets import OTHERS
 from tests.conftest import conform
 
@@ -188,7 +188,7 @@ def test_help_names_the_budget_options() -> None:
 
 
 def test_the_shrink_default_is_the_searchs_own() -> None:
-    from harness.fuzz import SHRINK_DEFAULT
-    from harness.fuzzing import SHRINK_STEPS
+    from harness.cli.fuzz import SHRINK_DEFAULT
+    from harness.fuzz.loop import SHRINK_STEPS
 
     assert SHRINK_DEFAULT == SHRINK_STEPS

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.matrix import split_label, targets_of
+from harness.cli.matrix_targets import split_label, targets_of
 from harness.pipeline.selection import in_shard, shard_of
-from harness.reports.matrix import default_label
+from harness.reports.matrix_table import default_label
 from harness.suite.cases import Suite
 from tests.conftest import invoke
 from tests.schemas import validate

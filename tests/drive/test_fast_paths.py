@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from harness import adapter
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import Worker, new_family
 from harness.drive.process import ProcessDriver, _numbered
@@ -28,6 +27,7 @@ from harness.drive.replies import plain_push, plain_push_line, resolve_texts, un
 from harness.drive.spec import python_target_driver
 from harness.drive.wire import decode_line, encode_line
 from harness.errors import TargetCrash
+from harness.worker import program as adapter
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -300,7 +300,7 @@ def _fresh(code: str) -> str:
 def test_the_worker_imports_nothing_of_the_harness_s_side() -> None:
     # Its start is on the critical path of every run: the harness waits for its `hello`.
     loaded = _fresh(
-        "import harness.adapter as a; a.load_target('reference:Assembler'); "
+        "import harness.worker.program as a; a.load_target('reference:Assembler'); "
         "print(sorted(m for m in sys.modules if m.startswith(('harness', 'subprocess', "
         "'selectors', 'importlib.metadata'))))"
     )
@@ -316,7 +316,7 @@ def test_the_worker_imports_nothing_of_the_harness_s_side() -> None:
 
 def test_a_target_of_no_distribution_is_unknown_without_importlib_metadata() -> None:
     found = _fresh(
-        "from harness.adapter import _version_of; "
+        "from harness.worker.program import _version_of; "
         "from harness.drive.inprocess import load_target; "
         "print(_version_of(load_target('reference:Assembler')), "
         "'importlib.metadata' in sys.modules)"

@@ -1,4 +1,4 @@
-"""The fork server of `conform run TARGET` started ahead (`harness.drive.zygote.head_start`): it
+"""The fork server of `conform run TARGET` started ahead (`harness.drive.forked.head_start`): it
 imports the target while conform imports itself, and the run forks its workers from it as from a
 server it started; a server no run takes is stopped with the run; only a command line that will
 run a Python TARGET in workers starts one.
@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 import harness
-from harness.drive import zygote
+from harness.cli import main, start_ahead
+from harness.drive import forked
 from harness.suite.cases import Suite
 from tests.conftest import SUBREAPER, conform, live_children, wait_for_children
 
@@ -53,8 +54,8 @@ def _log(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
 
 
-def _ahead() -> list[zygote.ForkServer]:
-    return list(zygote._SERVERS._ahead.values())
+def _ahead() -> list[forked.ForkServer]:
+    return list(forked._SERVERS._ahead.values())
 
 
 def _alive(pid: int) -> bool:
@@ -67,7 +68,7 @@ def test_the_run_forks_its_workers_from_the_server_started_ahead(
     target, log = _target(tmp_path, monkeypatch)
     before = live_children()
     args = ["run", target, "--suite", str(mini.root), "--mode", "plain"]
-    assert zygote.head_start(args)
+    assert forked.head_start(args)
     (server,) = _ahead()
     status, output = conform(*args)
     assert status == 0, output
@@ -86,7 +87,7 @@ def test_a_server_no_run_takes_is_stopped_with_the_run(
 ) -> None:
     target, log = _target(tmp_path, monkeypatch)
     before = live_children()
-    assert zygote.head_start(["run", target])
+    assert forked.head_start(["run", target])
     (server,) = _ahead()
     server.wait_ready(30)  # its import logged before the run (a loaded machine may be slower)
     # Another environment than the one it was started with: the run starts a server of its own.
@@ -124,13 +125,17 @@ def test_only_a_run_of_a_python_target_in_workers_starts_one(
     args: list[str], started: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked: list[list[str]] = []
-    monkeypatch.setattr(zygote._SERVERS, "start_ahead", lambda command, env: asked.append(command))
-    assert zygote.head_start(args) is started
+    monkeypatch.setattr(forked._SERVERS, "start_ahead", lambda command, env: asked.append(command))
+    assert forked.head_start(args) is started
     assert len(asked) == started
     if started:  # the very command line the run's workers get
-        assert asked[0] == zygote.worker_command(args[1])[0]
-    monkeypatch.setenv(zygote.NO_FORK_SERVER, "1")
-    assert zygote.head_start(args) is False
+        assert asked[0] == forked.worker_command(args[1])[0]
+    monkeypatch.setenv(forked.NO_FORK_SERVER, "1")
+    assert forked.head_start(args) is False
+
+
+MAIN = str(Path(harness.__file__).with_name("__main__.py"))  # `python -m harness`'s argv[0]
+ADAPTER = str(Path(harness.__file__).parent / "adapter" / "__main__.py")
 
 
 @pytest.mark.parametrize(
@@ -141,25 +146,41 @@ def test_only_a_run_of_a_python_target_in_workers_starts_one(
         (["/venv/bin/conform", "matrix"], False),
         (["/venv/bin/pytest", "run", "reference:Assembler"], False),
         (["-c", "run", "reference:Assembler"], False),
-        (["-m", "run", "reference:Assembler"], True),  # python -m harness run ...
-        (["-m", "reference:Assembler"], False),  # python -m harness.adapter TARGET
+        ([MAIN, "run", "reference:Assembler"], True),  # python -m harness run ...
+        (["-m", "run", "reference:Assembler"], False),  # (the package imported, not yet run)
+        ([ADAPTER, "reference:Assembler"], False),  # python -m harness.adapter TARGET
         ([], False),
     ],
 )
-def test_the_installed_command_starts_it_as_the_package_is_imported(
+def test_the_conform_command_asks_for_it_from_its_own_command_line(
     argv: list[str], asked: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[list[str]] = []
-    monkeypatch.setattr(sys, "argv", argv)
-    monkeypatch.setattr(zygote, "head_start", lambda args: bool(seen.append(list(args))))
-    harness._head_start()
+    monkeypatch.setattr(forked, "head_start", lambda args: bool(seen.append(list(args))))
+    assert start_ahead(argv) is asked
     assert seen == ([argv[1:]] if asked else [])
+
+
+def test_only_the_entry_point_asks_for_it_not_an_import_or_a_call_with_arguments(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: list[list[str]] = []
+    monkeypatch.setattr(forked, "head_start", lambda args: bool(seen.append(list(args))))
+    argv = ["/venv/bin/conform", "run", "reference:Assembler", "--help"]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as given:  # CliRunner and the Python API pass arguments
+        main(argv[1:])
+    assert given.value.code == 0 and seen == []
+    with pytest.raises(SystemExit) as entry:  # the installed `conform`: main() reads sys.argv
+        main()
+    assert entry.value.code == 0 and seen == [argv[1:]]
+    assert "Usage: conform run" in capsys.readouterr().out
 
 
 def test_the_worker_command_is_the_drivers(monkeypatch: pytest.MonkeyPatch) -> None:
     from harness.drive.spec import python_target_driver
 
     driver = python_target_driver("reference:Assembler", max_memory=512)
-    command, env = zygote.worker_command("reference:Assembler", max_memory=512)
+    command, env = forked.worker_command("reference:Assembler", max_memory=512)
     assert driver._command == command and driver._env == env
     assert json.loads(env["CONFORM_SYS_PATH"]) == [os.path.abspath(p or ".") for p in sys.path]

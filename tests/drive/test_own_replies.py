@@ -11,10 +11,10 @@ from collections.abc import Iterator
 import pytest
 
 import reference
-from harness.adapter import Session
 from harness.drive.inprocess import load_target
 from harness.suite.cases import Suite
 from harness.suite.recording import iter_payloads, read_info
+from harness.worker.program import Session
 from tests.conftest import ROOT
 
 

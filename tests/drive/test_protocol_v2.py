@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from harness.adapter import Session
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import SharedPayloads
 from harness.drive.process import (
@@ -23,6 +22,7 @@ from harness.drive.process import (
 from harness.drive.replies import resolve_numbers, resolve_texts
 from harness.drive.spec import python_target_driver
 from harness.errors import TargetCrash
+from harness.worker.program import Session
 
 ROOT = Path(__file__).resolve().parents[2]
 STRICT = ROOT / "tests" / "programs" / "strict_v1.py"

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness.adapter import Session
 from harness.drive import pipes
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.pipes import SHARED_FROM, SharedPayloads
 from harness.drive.process import FAST_PROTOCOL, REPLIES_PROTOCOL, SHARED_PROTOCOL
 from harness.drive.spec import python_target_driver
+from harness.worker.program import Session
 
 pytestmark = pytest.mark.skipif(SharedPayloads.make() is None, reason="no /dev/shm here")
 
@@ -143,7 +143,7 @@ def test_a_shared_file_is_removed_however_its_driver_ends() -> None:
 
 _SHRINKS = """
 import json, os, sys
-from harness.adapter import Session
+from harness.worker.program import Session
 from harness.drive.inprocess import load_target
 session = Session("reference:Assembler", load_target("reference:Assembler"), None)
 for line in iter(sys.stdin.buffer.readline, b""):

@@ -150,7 +150,7 @@ def test_the_replies_file_cannot_be_shrunk_under_the_harness() -> None:
 LIAR = """
 import sys
 import time
-from harness.adapter import Session, serve
+from harness.worker.program import Session, serve
 from harness.drive.inprocess import load_target
 
 class Liar(Session):
@@ -218,7 +218,7 @@ def test_large_non_ascii_payloads_go_as_utf16_unless_four_bytes_a_character() ->
 
 
 def test_utf16_payloads_the_worker_refuses(tmp_path: Path) -> None:
-    from harness.adapter import Session
+    from harness.worker.program import Session
 
     path = tmp_path / "shared"
     path.write_bytes('{"id":"c1","choices":[]}'.encode("utf-16-le") + b"\x00\xd8")

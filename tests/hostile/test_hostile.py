@@ -184,7 +184,7 @@ def test_8_the_schema_is_the_one_jsonschema_reads() -> None:
     """The shipped schema is valid JSON Schema and holds every shipped golden file, read by
     jsonschema as by conform's own checker."""
     jsonschema = pytest.importorskip("jsonschema")
-    from harness.suite.golden_schema import golden_problem, golden_schema
+    from harness.suite.golden.schema import golden_problem, golden_schema
 
     validator = jsonschema.Draft202012Validator(golden_schema())
     jsonschema.Draft202012Validator.check_schema(golden_schema())

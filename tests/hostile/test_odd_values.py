@@ -41,5 +41,5 @@ def test_an_odd_value_is_a_result_with_every_report(tmp_path: Path, name: str, w
     assert result.exit_code == 1, result.output
     assert message in result.output
     assert "maximum recursion depth" not in result.output
-    assert "harness/adapter.py" not in result.output and "harness/drive" not in result.output
+    assert "harness/worker/program.py" not in result.output and "harness/drive" not in result.output
     assert [r["status"] for r in json.loads(report.read_text())["results"]] == [status]

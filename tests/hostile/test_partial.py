@@ -14,7 +14,7 @@ import pytest
 from harness.check.runner import PASSED, CaseResult
 from harness.reports.github import github_summary
 from harness.reports.junit import junit_xml
-from harness.reports.matrix import Column, markdown, matrix, verdict
+from harness.reports.matrix_table import Column, markdown, matrix, verdict
 from harness.reports.report import Report, RunInfo, json_report
 from tests.conftest import invoke
 

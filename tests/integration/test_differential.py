@@ -23,16 +23,16 @@ from typing import Any
 
 import pytest
 
-from harness import fuzzing
 from harness.check.modes import MODES
 from harness.check.options import RunOptions
 from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
 from harness.drive.inprocess import Driver
 from harness.drive.spec import start_driver
-from harness.fuzzing import CASE_ID
-from harness.model.expect import expected, write_case
-from harness.model.streams import Stream, drawing
+from harness.fuzz import loop as fuzzing
+from harness.fuzz.loop import CASE_ID
+from harness.fuzz.model.expect import expected, write_case
+from harness.fuzz.model.streams import Stream, drawing
 from harness.reports.text import render
 from harness.suite.cases import Case
 from tests.integration import test_go_example, test_rust_example
@@ -124,7 +124,7 @@ def test_the_streams_are_those_conform_fuzz_draws(
 ) -> None:
     # The first streams of a seed do not depend on the budget: five stand for the 150.
     seen: list[str] = []
-    write = write_case  # the one harness.fuzzing calls
+    write = write_case  # the one harness.fuzz.loop calls
 
     def spy(stream: Stream, *args: Any, **kwargs: Any) -> Case:
         seen.append(stream.sse())

@@ -12,8 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness.adapter import Session
 from harness.drive.inprocess import load_target
+from harness.worker.program import Session
 
 Hook = Callable[[dict[str, Any], int, dict[str, Any]], dict[str, Any] | None]
 

@@ -20,8 +20,8 @@ from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from harness.adapter import Session
 from harness.drive.inprocess import load_target
+from harness.worker.program import Session
 
 
 def main() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
-from harness.adapter import Session
 from harness.drive.inprocess import load_target
+from harness.worker.program import Session
 
 FIELDS = {"hello": {"seq", "op", "protocol"}}
 

@@ -51,7 +51,7 @@ def test_the_cases_about_the_start_exist() -> None:
 
 
 def test_the_generated_cases_are_current() -> None:
-    script = ROOT / "benchmarks" / "grow_corpus.py"
+    script = ROOT / "tests" / "tools" / "grow_corpus.py"
     result = subprocess.run(
         [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
     )

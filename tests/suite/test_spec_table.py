@@ -63,7 +63,7 @@ SHOWN = 4
 def feature_table() -> str:
     """docs/spec.md's feature table: each feature of the model, and the shipped cases holding it."""
     sys.path.insert(0, str(ROOT))
-    from harness.model.features import FEATURES
+    from harness.fuzz.model.features import FEATURES
     from harness.suite.cases import Suite
     from tests.corpus_features import features_of
 
@@ -108,7 +108,7 @@ def test_the_spec_lists_the_cases_of_each_stream_feature() -> None:
 
 def test_every_stream_feature_has_a_committed_case() -> None:
     sys.path.insert(0, str(ROOT))
-    from harness.model.features import FEATURES
+    from harness.fuzz.model.features import FEATURES
     from tests.corpus_features import DETECTORS
 
     assert [f.name for f in FEATURES if f.name not in DETECTORS] == [], "a feature lacks a detector"

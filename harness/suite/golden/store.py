@@ -1,0 +1,411 @@
+"""Golden files: building them with the reference, their one serialization, reading and writing.
+
+`build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
+target, so a golden file is exactly what a perfect target produces. `serialize` is the only
+formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
+extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+import reference
+from harness.drive.inprocess import finish_step, push_step
+from harness.errors import GoldenError, RecordingError
+from harness.files import read_small, stale_temp_files, write_atomically
+from harness.suite.cases import Case, Suite
+from harness.suite.golden import stream as golden_stream
+from harness.suite.golden.schema import check_golden
+from harness.suite.golden.types import decode_typed
+from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
+from reference import choices as choices_of
+from reference.choices import Choices
+
+#: The golden file schema (docs/golden-files.md). 2: `pins`; `choices` and `alternatives` in the
+#: cases that pin an implementation-defined point.
+SCHEMA = 2
+
+
+def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
+    """The steps and finish the reference makes of `case` under `choices`."""
+    assembler = reference.PlainAssembler(choices)
+    steps: list[dict[str, Any]] = []
+    outcome: dict[str, Any] = {"steps": steps}
+    for payload in iter_payloads(case.recording):
+        step = push_step(assembler, payload.data, payload.line)
+        steps.append(step)
+        if "error" in step:
+            return outcome
+    outcome["finish"] = finish_step(assembler, capped)
+    return outcome
+
+
+def _key(outcome: dict[str, Any]) -> str:
+    return json.dumps(outcome, sort_keys=True)
+
+
+def build_golden(case: Case) -> dict[str, Any]:
+    """The golden document of `case`, as the reference assembles its recording.
+
+    A case that pins implementation-defined points is assembled under every combination of their
+    allowed outcomes: the reference's own outcome is the document's `steps` and `finish`, every
+    other distinct one an entry of `alternatives`, each with the `choices` that give it.
+    """
+    info = read_info(case.recording)
+    capped = info.thinking_capped
+    golden = golden_stream.document_header(case, info, schema=SCHEMA)
+    points = [pin for pin in info.pins if pin in choices_of.OUTCOMES]
+    if not points:
+        return golden | _outcome(case, capped, choices_of.REFERENCE)
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
+    for combination in choices_of.combinations(points):
+        outcome = _outcome(case, capped, choices_of.REFERENCE.replace(combination))
+        outcomes.setdefault(_key(outcome), ([], outcome))[0].append(combination)
+    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
+    _check_pins(case, points, own[0][0], outcomes)
+    golden["choices"] = own[0]
+    golden["alternatives"] = [{"choices": combos, **outcome} for combos, outcome in others]
+    return golden | own[1]
+
+
+def _check_pins(
+    case: Case,
+    points: list[str],
+    own: dict[str, str],
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]],
+) -> None:
+    """RecordingError unless each pinned point changes the outcome: a tag must mean something.
+
+    A point may matter only beside another point's other outcome (an integer beyond 2^53 read
+    exactly, and only then a deep value ignored further on), so a point counts when some two
+    combinations that differ only there give different outcomes.
+    """
+    del own  # the reference's own combination is one of them
+    which = {
+        json.dumps(combination, sort_keys=True): key
+        for key, (combinations, _) in outcomes.items()
+        for combination in combinations
+    }
+    for point in points:
+        seen: dict[str, set[str]] = {}
+        for text, key in which.items():
+            others = {p: v for p, v in json.loads(text).items() if p != point}
+            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(key)
+        if all(len(keys) < 2 for keys in seen.values()):
+            raise RecordingError(
+                case.recording,
+                f"pins {point}, but every outcome of {point} gives the same result",
+                hint=f"remove {point} from its 'pins:' line, or make the case depend on it",
+            )
+
+
+def serialize(golden: dict[str, Any]) -> str:
+    """A golden document as its file's text: two-space indent, UTF-8, trailing newline."""
+    return json.dumps(golden, indent=2, ensure_ascii=False) + "\n"
+
+
+def _check_outcome(path: Path, outcome: dict[str, Any], where: str, *, hint: str) -> None:
+    """The rules of a step list the schema cannot say: an error step ends it, and the finish."""
+    steps = outcome["steps"]
+    for index, step in enumerate(steps[:-1]):
+        if "error" in step:
+            raise GoldenError(path, f"{where}steps[{index + 1}] follows an error step", hint=hint)
+    if steps and "error" in steps[-1]:
+        if "finish" in outcome:
+            raise GoldenError(
+                path,
+                "a golden file that ends in an error step has no finish"
+                + (f" ({where.rstrip('.')})" if where else ""),
+                hint=hint,
+            )
+    elif "finish" not in outcome:
+        raise GoldenError(path, f"'{where}finish' is missing", hint=hint)
+
+
+def _regenerate(case: Case) -> str:
+    return f"golden files are generated: run 'conform golden update -k {case.case_id}'"
+
+
+def read_golden(case: Case) -> dict[str, Any]:
+    """The golden document of `case`; GoldenError when it is missing or malformed.
+
+    A file above `golden_stream.STREAM_ABOVE` bytes is not parsed whole: its `steps` is then a
+    lazy `GoldenSteps`, read from disk on each iteration (`harness.suite.golden.stream`).
+    """
+    return open_golden(case).document
+
+
+def open_golden(case: Case) -> Golden:
+    """The golden file of `case`, read but not yet parsed; GoldenError when it is missing or
+    cannot be read (a malformed one is named when its document is first asked for)."""
+    path = case.golden
+    try:
+        data = read_small(path, golden_stream.STREAM_ABOVE)  # None: too large to hold
+    except FileNotFoundError:
+        raise GoldenError(
+            path,
+            f"no golden file for '{case.case_id}'",
+            hint=f"run 'conform golden update -k {case.case_id}'",
+        ) from None
+    except OSError as exc:  # a folder, no permission: one line, never a traceback
+        raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
+    return Golden(case, data)
+
+
+_render_json = msgspec.json.Encoder().encode
+_render_pack = msgspec.msgpack.Encoder().encode
+
+
+class Golden:
+    """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
+    read step by step), and its document, parsed and checked when first asked for.
+
+    `renders` lets a run judge the usual passing case without comparing a step: the document a
+    target's pass makes, in `serialize`'s layout, is the file byte for byte. A target that passes
+    makes the reference's steps and finish, so for all but a few files (a number msgspec writes
+    otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing the parsed steps,
+    at a fraction of the cost; anything else is judged the usual way. `plan` reads off the layout
+    which calls that pass makes.
+    """
+
+    __slots__ = ("_document", "case", "data")
+
+    def __init__(self, case: Case, data: bytes | None) -> None:
+        self.case = case
+        self.data = data
+        self._document: dict[str, Any] | None = None
+
+    @property
+    def document(self) -> dict[str, Any]:
+        """The golden document; GoldenError when the file is malformed."""
+        found = self._document
+        if found is None:
+            found = self._document = _parse(self.case, self.data)
+        return found
+
+    def plan(self, payloads: int) -> tuple[int, bool]:
+        """What a pass's first try of this file calls, as its layout (`serialize`'s) shows it
+        without parsing: how many of the recording's `payloads` it pushes, and whether `finish`
+        follows. A file with a finish: all, then finish. One without (its last step is an error
+        step): as many as its steps. A file in any other layout: all, then finish."""
+        data = self.data
+        if data is None or data.rfind(_FINISH_MEMBER) >= 0:  # near the end: found at once
+            return payloads, True
+        steps = data.count(_STEP_OPENING)
+        return (min(steps, payloads), False) if steps else (payloads, True)
+
+    def renders(
+        self,
+        info: RecordingInfo,
+        steps: list[dict[str, Any]],
+        finish: dict[str, Any] | None,
+        *,
+        steps_finite: bool = False,
+    ) -> bool:
+        """True when the golden file is exactly what `build_golden` would write, had the
+        reference made `steps` and `finish` (None: the steps end in an error) of the recording
+        that `info` describes; False when it may be anything else.
+
+        The document is written with msgspec, which writes NaN and infinities as `null`: a
+        pass that holds any such number is not judged here (its msgpack encoding, which keeps
+        them, is searched for the first two bytes every non-finite double has; only the
+        finish's when the caller knows the steps hold no such number, `steps_finite`).
+        """
+        data = self.data
+        if data is None:
+            return False
+        document = golden_stream.document_header(self.case, info, schema=SCHEMA)
+        document["steps"] = steps
+        if finish is not None:
+            document["finish"] = finish
+        try:
+            text = msgspec.json.format(_render_json(document), indent=2)
+            packed = _render_pack(finish if steps_finite else document)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return False
+        return (
+            len(data) == len(text) + 1
+            and data.startswith(text)
+            and data.endswith(b"\n")
+            and _NON_FINITE[0] not in packed
+            and _NON_FINITE[1] not in packed
+        )
+
+
+#: In `serialize`'s layout: the document's `finish` member, and the opening of each of its steps
+#: (no JSON string holds a raw line break, and no other object two levels down has a `line`).
+_FINISH_MEMBER = b'\n  "finish": '
+_STEP_OPENING = b'\n    {\n      "line": '
+
+#: A msgpack double (0xcb) whose sign and exponent bytes start with every bit of the exponent
+#: set: NaN and the infinities (and the largest finite doubles, judged the usual way too).
+_NON_FINITE = (b"\xcb\x7f", b"\xcb\xff")
+
+
+def _parse(case: Case, data: bytes | None) -> dict[str, Any]:
+    """The golden document of `case` from the file's bytes (None: stream it from disk)."""
+    if data is None:
+        try:
+            return golden_stream.read_streamed(case.golden, schema=SCHEMA)
+        except OSError as exc:  # gone since it was opened: one line, never a traceback
+            raise GoldenError(case.golden, f"cannot be read: {exc.strerror or exc}") from None
+    golden: dict[str, Any] | None = decode_typed(data)
+    if golden is None:  # refused as it was decoded: say why in the schema's terms
+        golden = _explain(case, data)
+    _check_steps(case.golden, golden, hint=_regenerate(case))
+    return golden
+
+
+def _explain(case: Case, data: bytes) -> dict[str, Any]:
+    """The document msgspec's typed decode refused, checked the slow way for the message.
+
+    Anything it refuses that the schema allows after all (a number beyond a double, a lone
+    surrogate escape: `json.loads` reads them) is returned, as the schema is the last word.
+    """
+    path = case.golden
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise GoldenError(path, f"not valid UTF-8 (line {line})", hint=_regenerate(case)) from None
+    try:
+        golden = golden_stream.decode(text)
+    except json.JSONDecodeError as exc:
+        raise GoldenError(
+            path,
+            f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+            hint=_regenerate(case),
+        ) from None
+    except RecursionError:
+        raise GoldenError(path, "nests too deep to be a golden file") from None
+    golden_stream.check_header(path, golden, schema=SCHEMA, hint=_regenerate(case))
+    check_golden(path, golden, hint=_regenerate(case))
+    return golden  # type: ignore[no-any-return]
+
+
+def _check_steps(path: Path, golden: dict[str, Any], *, hint: str) -> None:
+    _check_outcome(path, golden, "", hint=hint)
+    for index, alternative in enumerate(golden.get("alternatives", ())):
+        _check_outcome(path, alternative, f"alternatives[{index}].", hint=hint)
+
+
+def made_for(case: Case, thinking_capped: bool, golden: dict[str, Any]) -> dict[str, Any]:
+    """`golden`, when it was made for `case`'s recording as it is; else GoldenError (a stale
+    golden file, the suite's fault): its `thinking_capped` must be the recording's, or the
+    target would be blamed for a `finish` called with the other value.
+
+    Callers read the recording's `thinking_capped` first (the argument before `golden`), so that
+    a recording that cannot be read is named as such, not as a missing golden file."""
+    if golden["thinking_capped"] is not thinking_capped:
+        raise GoldenError(
+            case.golden,
+            f"out of date with {case.recording}: the recording's thinking_capped is "
+            f"{str(thinking_capped).lower()}, the golden file's "
+            f"{str(golden['thinking_capped']).lower()}",
+            hint=f"run 'conform golden update -k {case.case_id}' and review the diff",
+        )
+    return golden
+
+
+@dataclass(frozen=True, slots=True)
+class GoldenChange:
+    """What `update` did, or `check` found, for one case."""
+
+    case_id: str
+    path: Path
+    #: "created", "changed", "unchanged", "missing", "drifted", "orphaned", or "leftover" (a
+    #: temporary file a killed run left behind)
+    status: str
+
+
+def _current_text(path: Path) -> str | None:
+    """The file's text (invalid UTF-8 replaced, so that it differs), or None when it is missing."""
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise GoldenError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def _is_long(case: Case) -> bool:
+    """A recording too long to hold its golden document in memory (it is then streamed)."""
+    try:
+        if case.recording.stat().st_size <= golden_stream.STREAM_ABOVE:
+            return False
+    except OSError:
+        return False  # the usual path names the problem
+    # Several outcomes are built whole; implementation-defined cases are short in practice.
+    return not any(pin in choices_of.OUTCOMES for pin in read_info(case.recording).pins)
+
+
+def update(cases: Iterable[Case]) -> list[GoldenChange]:
+    """Regenerate the golden files of `cases`, writing only those whose text changes."""
+    changes = []
+    for case in cases:
+        if _is_long(case):
+            status = golden_stream.update_streamed(case, schema=SCHEMA)
+            changes.append(GoldenChange(case.case_id, case.golden, status))
+            continue
+        text = serialize(build_golden(case))
+        old = _current_text(case.golden)
+        if old == text:
+            changes.append(GoldenChange(case.case_id, case.golden, "unchanged"))
+            continue
+        status = "created" if old is None else "changed"
+        write_atomically(case.golden, text)
+        changes.append(GoldenChange(case.case_id, case.golden, status))
+    return changes
+
+
+def check(
+    suite: Suite, cases: Iterable[Case], patterns: tuple[str, ...] = ()
+) -> list[GoldenChange]:
+    """Problems only: golden files missing, drifted, or orphaned (among ids matching `patterns`)."""
+    problems = []
+    for case in cases:
+        if _is_long(case):
+            found = golden_stream.check_streamed(case, schema=SCHEMA)
+            if found is not None:
+                problems.append(GoldenChange(case.case_id, case.golden, found))
+            continue
+        text = serialize(build_golden(case))  # first: an unreadable recording is named as such
+        old = _current_text(case.golden)
+        if old is None:
+            problems.append(GoldenChange(case.case_id, case.golden, "missing"))
+        elif old != text:
+            problems.append(GoldenChange(case.case_id, case.golden, "drifted"))
+    for path in suite.orphaned_golden(patterns):
+        case_id = case_id_of(suite.golden_dir, path)
+        problems.append(GoldenChange(case_id, path, "orphaned"))
+    for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
+        problems.append(GoldenChange(_temp_owner(path), path, "leftover"))
+    return problems
+
+
+def _temp_owner(path: Path) -> str:
+    """The file a leftover temporary file was to become (`.x.json.conform-1.ab.tmp`: `x.json`)."""
+    return path.name[1:].split(".conform-")[0]
+
+
+def remove_leftovers(suite: Suite) -> list[Path]:
+    """Remove the temporary files a killed run left in the suite; the paths removed."""
+    removed = []
+    for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise GoldenError(
+                path, f"a leftover temporary file cannot be removed: {exc.strerror or exc}"
+            ) from None
+        removed.append(path)
+    return removed
