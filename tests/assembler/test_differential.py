@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness.check.modes import DEFAULT_SEED, MODES, mutate
-from harness.model.streams import Stream, drawing, streams
+from harness.fuzz.model.streams import Stream, drawing, streams
 from harness.suite.cases import Case, Suite
 from harness.suite.recording import iter_payloads, read_info
 from reference import choices as choices_of
