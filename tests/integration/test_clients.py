@@ -112,7 +112,7 @@ def test_the_adapter_fails_exactly_its_baseline(
     problems = json.loads(report.read_text(encoding="utf-8"))["problems"]
     failing = int(totals.group(2))
     valid = [p for p in problems if p["category"] in ("valid", "valid-under-mutation")]
-    assert 0 < len(problems) and len(problems) * 4 < failing, [p["title"] for p in problems]
+    assert len(problems) > 0 and len(problems) * 4 < failing, [p["title"] for p in problems]
     assert len(valid) <= 30, [p["title"] for p in valid]
     # Pasted anywhere, a command runs from the run's folder: an --exec command is relative to it.
     assert all(p["command"].split(" && ")[-1].startswith("conform run ") for p in problems)
