@@ -145,6 +145,12 @@ class _ProcessGroups:
         with self._lock:
             self._closed = False
 
+    def forget(self) -> None:
+        """Start empty: in a forked child, the parent's programs are not this process's."""
+        self._lock = threading.Lock()
+        self._groups = set()
+        self._closed = False
+
 
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -153,6 +159,19 @@ def _kill_group(pgid: int) -> None:
 
 _GROUPS = _ProcessGroups()
 atexit.register(_GROUPS.kill_all, close=True)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (`conform fuzz -j N`'s searches) marks its programs as a run of its own, so
+    that stopping them never stops its parent's or its siblings' (their mark starts with ours)."""
+    global _RUN, _FAMILIES
+    _RUN = f"{os.getpid()}-{secrets.token_hex(6)}"
+    _FAMILIES = itertools.count(1)
+    _GROUPS.forget()
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, where nothing forks
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def new_family() -> str:

@@ -1,68 +1,78 @@
 """Fuzzing a target: generated streams through the target and the reference, shrunk on a difference.
 
-`run_fuzz(request)` draws streams from the model (`harness.fuzz.model.streams`), writes each as a
-recording in a scratch suite, builds its expected result with the reference under every allowed
-outcome of the implementation-defined points (`harness.fuzz.model.expect`), and runs it through the
-target with the runner `conform run` uses (`harness.check.runner.run_case`), in each mode asked
-for. On the first difference hypothesis shrinks the stream to a small one that still differs; the
-result is a `FuzzRecord` holding that stream, its expected result and the failing results in every
-mode, which `conform fuzz` renders like a run failure and can save as a case (`save_finding`).
+`run_fuzz(request)` runs one search (`Search`) per `-j` job: each draws streams from the model
+(`harness.fuzz.model.streams`) on its own seed (the run's seed + its number), steered by its
+coverage map (`harness.fuzz.guide`), works out each stream's expected result in memory with the
+reference (`harness.fuzz.model.expect`), and runs it through the target with the runner `conform
+run` uses (`harness.check.runner.run_case`), in `plain` and one other mode. The alternatives of
+implementation-defined points are worked out only for a stream the target does not pass as the
+reference assembles it. On the first difference the search checks that it reproduces (a
+difference that does not, every time, is reported as flaky and never shrunk or saved), shrinks it
+(`harness.fuzz.shrink`) and checks the shrunk stream once more, as it would be saved, in every
+mode. The result is a `FuzzRecord`, which `conform fuzz` renders like a run failure and can save
+as a case (`harness.fuzz.save`).
 
-Reproducible: the same seed gives the same streams (hypothesis is seeded, its example database is
-off, and every mutating mode is seeded). With `jobs` > 1 each worker searches with its own seed
-(seed + worker number) and its own driver; the first finding stops the others.
+Reproducible: a search's streams come from its seed alone (its guide's generator, and what the
+streams before held), whatever the target, the budget or `-j`; a finding names the seed and the
+stream number that reproduce it (`conform fuzz --seed S` with `-j 1` stops at that stream).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import tempfile
-import threading
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, settings
-from hypothesis import seed as hypothesis_seed
-from hypothesis import strategies as st
-from hypothesis.errors import HypothesisWarning
-
-from harness.check.modes import PLAIN
 from harness.check.options import RunOptions
-from harness.check.results import PASSED, CaseResult
+from harness.check.results import FAILED, PASSED, CaseResult
 from harness.check.runner import run_case
-from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
 from harness.errors import ConformError
-from harness.fuzz.model.expect import expected, write_case
-from harness.fuzz.model.streams import Stream, drawing, streams
-from harness.suite import golden as golden_files
-from harness.suite.cases import Case, writable_root
+from harness.fuzz.guide import Coverage, Guide
+from harness.fuzz.model.breakers import BREAKERS
+from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.expect import (
+    candidates_of,
+    expected,
+    kept,
+    touched_points,
+    with_alternatives,
+)
+from harness.fuzz.model.stream import Stream
+from harness.fuzz.model.streams import build
+from harness.fuzz.shrink import Shrinker, Spent, size
+from harness.suite.cases import Case
+from harness.suite.sse import Payload
+from reference.choices import REFERENCE
 
-#: The case id a generated stream runs under (the seeded modes depend on it, so it is fixed).
+#: The case id a stream runs under while searching (the seeded modes depend on it).
 CASE_ID = "fuzz/stream"
-#: Streams tried while shrinking a finding: a count, not a time, so that the same seed gives the
+#: Streams tried while shrinking a finding, by default: a count, so that the same seed gives the
 #: same shrunk stream on any machine.
-SHRINK_STEPS = 150
-#: A slow target's shrinking also stops after this long (and is then machine-dependent).
-SHRINK_SECONDS = 120.0
+SHRINK_STEPS = 2000
+#: Shrinking also stops after this long (and is then machine-dependent).
+SHRINK_SECONDS = 60.0
+#: How many more times a finding is checked before it counts as reproducible.
+RERUNS = 4
 
 
 @dataclass(frozen=True)
 class FuzzRequest:
-    """What to fuzz and for how long: the run's options (target, modes, seed, gating, `-j`) as
-    `conform run` takes them, and `examples` streams or `seconds` of them (one of the two)."""
+    """What to fuzz and for how long: the run's options (target, modes, seed, gating) as `conform
+    run` takes them, `examples` streams or `seconds` of them (one of the two), `jobs` searches."""
 
     options: RunOptions
     examples: int | None = None
     seconds: float | None = None
     broken: bool | None = None  # None: valid and broken streams alike
     shrink_steps: int = SHRINK_STEPS
+    shrink_seconds: float = SHRINK_SECONDS
+    jobs: int | None = None  # None: the options' own
+    reruns: int = RERUNS
 
     def __post_init__(self) -> None:
         if (self.examples is None) == (self.seconds is None):
@@ -81,28 +91,45 @@ class FuzzRequest:
         return self.options.seed
 
     @property
-    def jobs(self) -> int:
-        return self.options.jobs
+    def searches(self) -> int:
+        return max(self.jobs if self.jobs is not None else self.options.jobs, 1)
 
-    def make_driver(self) -> Driver:
-        """A driver for the target, started (ConformError when it cannot start)."""
-        return self.options.start_driver()
+    def quota(self, number: int) -> int | None:
+        """The streams search `number` runs (its share of `examples`; None: until the time)."""
+        if self.examples is None:
+            return None
+        share, extra = divmod(self.examples, self.searches)
+        return share + (1 if number < extra else 0)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A stream the target and the reference disagree on, shrunk: the failing results (one per
-    mode that fails), the recording's text, and its expected result."""
+    """A stream the target and the reference disagree on: the failing results (one per mode
+    that fails), the recording's text as it is kept, its expected result, and where it came from
+    (the search's seed and the stream's number in it)."""
 
     stream: Stream
     results: tuple[CaseResult, ...]
     recording: str
     golden: dict[str, Any]
+    case_id: str
+    seed: int
+    number: int
+    #: How many of `runs` checks of the stream (as found) failed: fewer than all is flaky.
+    reproduced: int = 1
+    runs: int = 1
+    #: Shrinking was cut short by Ctrl-C (the stream is the smallest found so far, not re-checked).
+    interrupted: bool = False
 
     @property
     def size(self) -> tuple[int, int]:
         """How big the stream is: payloads, then characters (smaller is a better report)."""
-        return (len(self.stream.payloads), len(self.recording))
+        return size(self.stream)
+
+    @property
+    def flaky(self) -> bool:
+        """The target differed on this stream only some of the times it was run."""
+        return self.reproduced < self.runs
 
 
 @dataclass(frozen=True)
@@ -114,287 +141,402 @@ class FuzzRecord:
     seed: int
     finding: Finding | None = None
     features: dict[str, int] = field(default_factory=dict)  # streams using each feature
-    #: Streams whose expected result pins each implementation-defined point (has alternatives).
+    #: Streams whose alternatives were worked out, by implementation-defined point.
     points: dict[str, int] = field(default_factory=dict)
     #: How big the finding was when first found, before shrinking (payloads, characters).
     found_size: tuple[int, int] | None = None
+    #: CPU seconds of conform and every process it waited for (workers, searches).
+    cpu_seconds: float = 0.0
+    #: How much of the catalogue the run exercised (`Guide.summary`).
+    coverage: str = ""
+    #: "Ctrl-C" (or the signal's name) when the run was interrupted.
+    interrupted: str | None = None
 
 
-def modes_of(modes: Sequence[str]) -> st.SearchStrategy[tuple[str, ...]]:
-    """The modes one stream runs in: `plain` (when asked for) and one other mode drawn with the
-    stream, so that every mode asked for is used across the streams at twice the cost of one,
-    not seven times."""
-    first = tuple(mode for mode in modes if mode == PLAIN)
-    others = [mode for mode in modes if mode != PLAIN]
-    if not others:
-        return st.just(first)
-    return st.sampled_from(others).map(lambda mode: (*first, mode))
+# --- checking one stream ------------------------------------------------------------------------
 
 
-def search(
-    probe: Callable[[Stream, tuple[str, ...]], None],
-    *,
-    seed: int,
-    broken: bool | None,
-    modes: Sequence[str],
-    shrink: bool = True,
-) -> Callable[[], None]:
-    """The search of a fuzz run: calling it draws streams (and the modes of each) on `seed`, as
-    `conform fuzz --seed` does, and calls `probe` with each, shrinking what fails (with `shrink`)
-    until `probe` raises a BaseException that ends it."""
-
-    @settings(
-        # Never the limit: the budget is counted by `probe`, so that the first N streams of a
-        # seed are the same whatever the budget (hypothesis plans by max_examples).
-        max_examples=10**9,
-        database=None,
-        deadline=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-    )
-    @hypothesis_seed(seed)
-    @given(streams(broken=broken), modes_of(modes))
-    def property_holds(stream: Stream, modes: tuple[str, ...]) -> None:
-        probe(stream, modes)
-
-    return property_holds
+def _case(case_id: str) -> Case:
+    # The files are never read: the payloads and the expected result are in memory.
+    return Case(case_id, Path(f"{case_id}.sse"), Path(f"{case_id}.json"))
 
 
-class _Stop(BaseException):
-    """The search is over: its budget or time is spent, or shrinking has used its steps.
+@dataclass
+class Checked:
+    """What checking a stream gave: the results that did not pass, and the points whose
+    alternatives were worked out (empty when none were needed)."""
 
-    A BaseException that is not a failure to hypothesis (not an Exception), so it leaves the
-    engine at once: hypothesis neither shrinks it as a failure nor tries more streams.
-    """
-
-
-class _Found(Exception):
-    """The target departed from the reference on this stream."""
+    failed: list[CaseResult]
+    points: tuple[str, ...] = ()
 
 
-class _Search:
-    """One worker's search: its driver, its scratch suite, and what it has seen."""
+class Checker:
+    """Runs streams through one driver in memory and says where they depart from the reference."""
 
-    def __init__(self, request: FuzzRequest, *, number: int, shared: _Shared) -> None:
-        self.request = request
-        self.number = number
-        self.shared = shared
-        self.root = Path(tempfile.mkdtemp(prefix="conform-fuzz-"))
-        self.driver: Driver | None = None
-        self.best: Finding | None = None
-        self.found_size: tuple[int, int] | None = None
-        self.shrink_deadline: float | None = None
-        self.shrink_left = request.shrink_steps
-        #: Streams this worker may still try (its share of `examples`).
-        self.quota = (
-            -(-request.examples // max(request.jobs, 1)) if request.examples is not None else 10**12
-        )
-        self.problem: BaseException | None = None
-        #: While shrinking, only the mode that failed first is run (a stream that still fails
-        #: there is a smaller example of the same difference).
-        self.shrink_modes: tuple[str, ...] = ()
-        #: What the last stream checked pins.
-        self.pins: tuple[str, ...] = ()
+    def __init__(self, options: RunOptions, driver: Driver, *, seed: int) -> None:
+        self.options = options
+        self.driver = driver
+        self.seed = seed  # of the mutating modes: the search's own
+        self.require = options.required_choices()
+        # Gating on another outcome than the reference's: the alternatives are always needed.
+        self.eager = any(getattr(REFERENCE, p) != v for p, v in (self.require or {}).items())
 
-    def check(self, stream: Stream, modes: Sequence[str], *, every: bool = False) -> Finding | None:
-        """Run `stream` through the target in `modes` (stopping at the first failing mode unless
-        `every`); the finding, or None when the target agrees."""
-        assert self.driver is not None
-        case = write_case(stream, self.root / "recordings", self.root / "golden", CASE_ID)
-        golden = expected(case)
-        self.pins = tuple(golden["pins"])
-        failed: list[CaseResult] = []
+    def check(
+        self,
+        stream: Stream,
+        modes: Sequence[str],
+        *,
+        case_id: str = CASE_ID,
+        every: bool = False,
+        payloads: Sequence[Payload] | None = None,
+        golden: dict[str, Any] | None = None,
+    ) -> Checked:
+        """Run `stream` in `modes` (stopping at the first that fails unless `every`)."""
+        if payloads is None:
+            payloads = stream.payload_records()
+        case = _case(case_id)
+        capped = stream.thinking_capped
+        points: tuple[str, ...] = ()
+        full: dict[str, Any] | None = None
+        if golden is None:
+            golden = expected(payloads, capped, case.recording_name)
+        if self.eager:
+            points = touched_points(payloads, capped, candidates=candidates_of(stream))
+            golden = full = with_alternatives(payloads, capped, case.recording_name, points)
+        failed = []
         for mode in modes:
-            result = run_case(
-                case,
-                golden,
-                self.driver,
-                mode=mode,
-                seed=self.request.seed,
-                require=self.request.options.required_choices(),
-                level=self.request.options.level,
-            )
+            result = self._run(case, golden, mode, payloads)
+            if result.status == FAILED and full is None:
+                points = touched_points(payloads, capped, candidates=candidates_of(stream))
+                if points:  # another allowed outcome may be the target's
+                    full = with_alternatives(payloads, capped, case.recording_name, points)
+                else:
+                    full = golden
+            if result.status == FAILED and full is not golden:
+                golden = full
+                result = self._run(case, golden, mode, payloads)
             if result.status != PASSED:
                 failed.append(result)
                 if not every:
                     break
-        if not failed:
-            return None
-        text = case.recording.read_text(encoding="utf-8")
-        return Finding(stream, tuple(failed), text, golden)
+        return Checked(failed, points)
 
-    def probe(self, stream: Stream, modes: tuple[str, ...]) -> None:
-        """The property hypothesis tests: the target agrees with the reference on `stream` in
-        `modes`."""
-        shared = self.shared
-        now = time.monotonic()
-        if self.best is None:
-            if shared.stop.is_set() or now > shared.deadline or self.quota <= 0:
-                raise _Stop
-            self.quota -= 1
-        elif self.shrink_left <= 0 or (
-            self.shrink_deadline is not None and now > self.shrink_deadline
-        ):
-            raise _Stop  # shrinking is over: the best finding so far stands
-        else:
-            self.shrink_left -= 1
-        try:
-            finding = self.check(stream, self.shrink_modes or modes)
-        except Exception as exc:
-            self.problem = exc  # a bug in conform, or a setup error: reported as such
-            raise
-        if self.best is None:
-            shared.note(stream, self.pins)  # streams searched; the shrinking's are not counted
-        if finding is None:
-            return
-        if self.best is None:
-            self.found_size = finding.size
-            self.shrink_deadline = time.monotonic() + SHRINK_SECONDS
-            self.shrink_modes = (finding.results[0].mode,)
-            shared.stop.set()
-        if self.best is None or finding.size < self.best.size:
-            self.best = finding
-        raise _Found
-
-    def run(self) -> None:
-        request = self.request
-        property_holds = search(
-            self.probe, seed=request.seed + self.number, broken=request.broken, modes=request.modes
+    def _run(
+        self, case: Case, golden: dict[str, Any], mode: str, payloads: Sequence[Payload]
+    ) -> CaseResult:
+        return run_case(
+            case,
+            golden,
+            self.driver,
+            mode=mode,
+            seed=self.seed,
+            require=self.require,
+            level=self.options.level,
+            payloads=payloads,
         )
 
-        try:
-            self.driver = request.make_driver()
-            with warnings.catch_warnings():
-                # hypothesis's note on a large example's repr: the report shows it, shortened
-                warnings.simplefilter("ignore", HypothesisWarning)
-                property_holds()
-        except (_Found, _Stop):
-            pass
-        except Exception as exc:  # hypothesis's own (flaky, ...) once shrinking was cut short
-            if self.problem is None and self.best is None:
-                self.problem = exc
-        finally:
-            if self.driver is not None:
-                self.driver.close()
 
-    def finish(self) -> Finding | None:
-        """The best finding re-run in every mode asked for, for the report (None: none)."""
-        if self.best is None:
-            return None
-        driver = self.request.make_driver()
-        self.driver = driver
+def signature(result: CaseResult) -> tuple[str, str]:
+    """How a result went wrong, whatever the stream's size: its status and first field (indices
+    left out) or the crash's first words. Shrinking keeps a stream only when this stays."""
+    if result.mismatches:
+        return (str(result.status), re.sub(r"\[\d+\]", "[]", result.mismatches[0].path))
+    if result.crash is not None:
+        return (str(result.status), result.crash.message.split(":")[0])
+    return (str(result.status), "")
+
+
+def case_id_of(result: CaseResult, stream: Stream) -> str:
+    """`fuzz/<what differs>_<hash>`: the case a finding is kept as (and checked under)."""
+    words = signature(result)[1] if result.mismatches else str(result.status)
+    words = re.sub(r"\[\]", "", words).replace(".", "_").lower()
+    digest = hashlib.sha256("\n".join(stream.payloads).encode("utf-8", "surrogatepass"))
+    return f"fuzz/{re.sub(r'[^a-z0-9_]+', '', words)[:40]}_{digest.hexdigest()[:8]}"
+
+
+# --- one search ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What one search did (sent back whole from a `-j` search process)."""
+
+    streams: int
+    features: dict[str, int]
+    points: dict[str, int]
+    finding: Finding | None
+    found_size: tuple[int, int] | None
+    interrupted: bool
+    coverage: Coverage
+
+
+class Search:
+    """One search: its seed, its guide, its driver, and what it has found."""
+
+    def __init__(
+        self,
+        request: FuzzRequest,
+        number: int,
+        *,
+        stopped: Callable[[], bool] = lambda: False,
+        on_stream: Callable[[Search], None] | None = None,
+    ) -> None:
+        self.request = request
+        self.seed = request.seed + number
+        self.quota = request.quota(number)
+        self.guide = Guide(self.seed, modes=request.modes, broken=request.broken)
+        self.stopped = stopped
+        self.on_stream = on_stream
+        self.streams = 0
+        self.points: dict[str, int] = {}
+        self.finding: Finding | None = None
+        self.found_size: tuple[int, int] | None = None
+        self.interrupted = False
+        self.started: float | None = None
+
+    def outcome(self) -> SearchOutcome:
+        """What this search did."""
+        return SearchOutcome(
+            self.streams,
+            {name: count for name, count in self.guide.features.items() if count},
+            dict(self.points),
+            self.finding,
+            self.found_size,
+            self.interrupted,
+            self.guide.coverage(),
+        )
+
+    def run(self) -> None:
+        """Search until a finding, the budget, `stopped()` or Ctrl-C (`interrupted`)."""
+        request = self.request
+        driver = request.options.start_driver()
+        checker = Checker(request.options, driver, seed=self.seed)
+        guide = self.guide
         try:
-            again = self.check(self.best.stream, self.request.modes, every=True)
+            number = 0
+            while not self.stopped() and (self.quota is None or number < self.quota):
+                now = time.monotonic()
+                if self.started is None:
+                    self.started = now
+                elif request.seconds is not None and now - self.started > request.seconds:
+                    break
+                plan = guide.plan(number)
+                breaker = BREAKERS[plan.breaker] if plan.breaker is not None else None
+                stream = build(Draw(plan.seed, plan.wanted), breaker)
+                payloads = stream.payload_records()
+                new = 0
+                golden = None
+                if guide.traced(number):
+                    golden, new = guide.lines.run(
+                        lambda: expected(payloads, stream.thinking_capped, f"{CASE_ID}.sse")
+                    )
+                checked = checker.check(stream, plan.modes, payloads=payloads, golden=golden)
+                guide.note(plan, stream.features, new_lines=new)
+                for point in checked.points:
+                    self.points[point] = self.points.get(point, 0) + 1
+                self.streams += 1
+                if self.on_stream is not None:
+                    self.on_stream(self)
+                if checked.failed:
+                    self.found_size = size(stream)
+                    self.finding = self._settle(checker, stream, plan.modes, checked, number)
+                    return
+                number += 1
+        except KeyboardInterrupt:
+            self.interrupted = True
         finally:
             driver.close()
-            self.driver = None
-        return again if again is not None else self.best
 
-    def close(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-class _Shared:
-    """What the workers share: the deadline, the stop flag, and the count of streams run."""
-
-    def __init__(self, deadline: float, on_stream: Callable[[int], None] | None) -> None:
-        self.deadline = deadline
-        self.stop = threading.Event()
-        self.count = 0
-        self.features: dict[str, int] = {}
-        self.points: dict[str, int] = {}
-        self._lock = threading.Lock()
-        self._on_stream = on_stream
-
-    def note(self, stream: Stream, pins: Sequence[str]) -> None:
-        with self._lock:
-            self.count += 1
-            for name in stream.features:
-                self.features[name] = self.features.get(name, 0) + 1
-            for pin in pins:  # a scratch stream pins implementation-defined points only
-                self.points[pin] = self.points.get(pin, 0) + 1
-            count = self.count
-        if self._on_stream is not None:
-            self._on_stream(count)
-
-
-def run_fuzz(request: FuzzRequest, *, on_stream: Callable[[int], None] | None = None) -> FuzzRecord:
-    """Fuzz the target until a difference is found or the budget is spent; `on_stream(n)` is
-    called after each stream (for a progress line). ConformError when the target cannot start."""
-    started = time.monotonic()
-    deadline = started + request.seconds if request.seconds is not None else float("inf")
-    shared = _Shared(deadline, on_stream)
-    with forked_workers():  # a Python target imported once: each restart after a crash forks
-        return _fuzz(request, started, shared)
-
-
-def _fuzz(request: FuzzRequest, started: float, shared: _Shared) -> FuzzRecord:
-    # The first driver is made up front, so that a target that cannot start stops here.
-    request.make_driver().close()
-    searches = [_Search(request, number=n, shared=shared) for n in range(max(request.jobs, 1))]
-    with drawing():
+    def _settle(
+        self,
+        checker: Checker,
+        stream: Stream,
+        modes: Sequence[str],
+        checked: Checked,
+        number: int,
+    ) -> Finding:
+        """The finding of a stream that failed: checked again, shrunk, and checked as kept."""
+        first = checked.failed[0]
+        failing = (first.mode,)
+        reproduced, runs = 1, 1
+        notes = [
+            f"generated by 'conform fuzz --seed {self.seed}' (stream {number + 1}), shrunk",
+        ]
+        case_id = case_id_of(first, stream)
+        best, best_results = stream, checked.failed
         try:
-            if len(searches) == 1:
-                searches[0].run()
-            else:
-                threads = [threading.Thread(target=s.run, daemon=True) for s in searches]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-            for search in searches:
-                if search.problem is not None and search.best is None:
-                    raise search.problem
-            found = [s for s in searches if s.best is not None]
-            finding = None
-            found_size = None
-            if found:
-                best = min(found, key=lambda s: s.best.size if s.best else (0, 0))
-                finding = best.finish()
-                found_size = best.found_size
-        finally:
-            for search in searches:
-                search.close()
+            for _ in range(self.request.reruns):
+                runs += 1
+                again = checker.check(stream, failing).failed
+                reproduced += bool(again) and signature(again[0]) == signature(first)
+            if reproduced < runs:
+                return self._finding(stream, checked.failed, case_id, number, reproduced, runs)
+            if not checker.check(stream, failing, case_id=case_id).failed:
+                case_id = CASE_ID  # a mode seeded by the case id differs only under this one
+            wanted = signature(first)
+            deadline = time.monotonic() + self.request.shrink_seconds
+            left = [self.request.shrink_steps]
+            results: dict[Stream, list[CaseResult]] = {stream: checked.failed}
+
+            def fails(candidate: Stream) -> bool:
+                if left[0] <= 0 or time.monotonic() > deadline:
+                    raise Spent
+                left[0] -= 1
+                found = checker.check(candidate, failing, case_id=case_id).failed
+                if found and signature(found[0]) == wanted:
+                    results[candidate] = found
+                    return True
+                return False
+
+            shrinker = Shrinker(stream, fails)
+            try:
+                best = shrinker.run()
+            finally:
+                best = shrinker.best
+                best_results = results[best]
+            return self._final(checker, best, best_results, case_id, number, notes, runs)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            return self._finding(
+                best, best_results, case_id, number, reproduced, runs, interrupted=True
+            )
+
+    def _final(
+        self,
+        checker: Checker,
+        stream: Stream,
+        results: list[CaseResult],
+        case_id: str,
+        number: int,
+        notes: list[str],
+        runs: int,
+    ) -> Finding:
+        """The shrunk stream as it is kept (its comment lines, its pins), checked in every mode
+        as many times as the stream was when found."""
+        first = results[0]
+        where = first.mismatches[0].path if first.mismatches else f"the target {first.status}"
+        notes = [*notes, f"pins what the target departed on: {where}"]
+        case = kept(stream, notes=notes)
+        payloads = stream.payload_records(case.comments)
+        golden = with_alternatives(payloads, stream.thinking_capped, f"{case_id}.sse", case.pins)
+        final = checker.check(
+            stream,
+            self.request.modes,
+            case_id=case_id,
+            every=True,
+            payloads=payloads,
+            golden=golden,
+        ).failed
+        reproduced = 1 if final else 0
+        for _ in range(runs - 1):
+            again = checker.check(
+                stream, (results[0].mode,), case_id=case_id, payloads=payloads, golden=golden
+            )
+            reproduced += bool(again.failed)
+        finding = Finding(
+            stream,
+            tuple(final or results),
+            case.text,
+            golden,
+            case_id,
+            self.seed,
+            number,
+            reproduced,
+            runs,
+        )
+        return finding
+
+    def _finding(
+        self,
+        stream: Stream,
+        results: list[CaseResult],
+        case_id: str,
+        number: int,
+        reproduced: int,
+        runs: int,
+        *,
+        interrupted: bool = False,
+    ) -> Finding:
+        text = stream.sse()
+        golden = expected(stream.payload_records(), stream.thinking_capped, f"{case_id}.sse")
+        return Finding(
+            stream,
+            tuple(results),
+            text,
+            golden,
+            case_id,
+            self.seed,
+            number,
+            reproduced,
+            runs,
+            interrupted,
+        )
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+def run_fuzz(request: FuzzRequest, *, on_stream: Callable[[int, str], None] | None = None) -> FuzzRecord:
+    """Fuzz the target until a difference is found or the budget is spent; `on_stream(n,
+    coverage)` is called after each stream (for a progress line). ConformError when the target
+    cannot start."""
+    if request.searches > 1:
+        from harness.fuzz.jobs import run_searches
+
+        return run_searches(request, on_stream=on_stream)
+    from harness.drive.forked import forked_workers
+
+    started = time.monotonic()
+    cpu = _cpu()
+
+    def progress(search: Search) -> None:
+        if on_stream is not None:
+            on_stream(search.streams, search.guide.summary())
+
+    search = Search(request, 0, on_stream=progress)
+    with forked_workers():  # a Python target imported once: each restart after a crash forks
+        search.run()
+    return record_of([search.outcome()], started=started, cpu=cpu, seed=request.seed)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and of the processes it waited for."""
+    import resource
+
+    mine = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return mine.ru_utime + mine.ru_stime + children.ru_utime + children.ru_stime
+
+
+def record_of(
+    outcomes: Sequence[SearchOutcome],
+    *,
+    started: float,
+    cpu: float,
+    seed: int,
+    interrupted: bool = False,
+) -> FuzzRecord:
+    """The record of finished searches: the smallest finding, their counts added up."""
+    found = [o for o in outcomes if o.finding is not None]
+    best = min(found, key=lambda o: o.finding.size if o.finding else (0, 0)) if found else None
+    features: dict[str, int] = {}
+    points: dict[str, int] = {}
+    coverage = Coverage()
+    for outcome in outcomes:
+        for name, count in outcome.features.items():
+            features[name] = features.get(name, 0) + count
+        for point, count in outcome.points.items():
+            points[point] = points.get(point, 0) + count
+        coverage |= outcome.coverage
     return FuzzRecord(
-        streams=shared.count,
+        streams=sum(o.streams for o in outcomes),
         seconds=time.monotonic() - started,
-        seed=request.seed,
-        finding=finding,
-        features=dict(sorted(shared.features.items())),
-        points=dict(sorted(shared.points.items())),
-        found_size=found_size,
+        seed=seed,
+        finding=best.finding if best is not None else None,
+        features=dict(sorted(features.items())),
+        points=dict(sorted(points.items())),
+        found_size=best.found_size if best is not None else None,
+        cpu_seconds=_cpu() - cpu,
+        coverage=coverage.summary(),
+        interrupted="Ctrl-C" if interrupted or any(o.interrupted for o in outcomes) else None,
     )
-
-
-def _slug(finding: Finding) -> str:
-    first = finding.results[0]
-    path = first.mismatches[0].path if first.mismatches else first.status
-    words = re.sub(r"\[\d+\]", "", path).replace(".", "_")
-    digest = hashlib.sha256(finding.recording.encode("utf-8")).hexdigest()[:8]
-    return f"{re.sub(r'[^a-z0-9_]+', '', words.lower())[:40]}_{digest}"
-
-
-def save_finding(finding: Finding, root: Path, *, seed: int, label: str) -> Case:
-    """Write `finding` as a recording and its golden file into the suite at `root` (never into
-    an installed package), as `recordings/fuzz/<what differs>_<hash>.sse`; the case written."""
-    suite = writable_root(root, command="fuzz --save")
-    first = finding.results[0]
-    where = first.mismatches[0].path if first.mismatches else f"the target {first.status}"
-    notes = (
-        f"generated by 'conform fuzz --seed {seed}' and shrunk; first found on {label}",
-        f"pins what the target departed on: {where}",
-    )
-    case = write_case(
-        finding.stream,
-        suite / "recordings",
-        suite / "golden",
-        f"fuzz/{_slug(finding)}",
-        notes=notes,
-        keep=True,
-    )
-    golden_files.update([case])
-    return case

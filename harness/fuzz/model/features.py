@@ -46,6 +46,12 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F(
+        "role_chunk_later",
+        'a chunk with delta.role "assistant" after text or tool calls (no new message)',
+        ("R1", "R7"),
+        "structure",
+    ),
+    _F(
         "reasoning_run",
         "reasoning_content text split over several chunks",
         ("R1", "R2", "R4"),
@@ -80,6 +86,12 @@ FEATURES: tuple[Feature, ...] = (
         "empty_reasoning_after_content",
         'reasoning_content "" after answer text',
         ("R1", "R4"),
+        "structure",
+    ),
+    _F(
+        "repeated_text",
+        "a text piece equal to the one before, or the whole text so far and more (a snapshot)",
+        ("R1", "R2"),
         "structure",
     ),
     _F(
@@ -125,6 +137,18 @@ FEATURES: tuple[Feature, ...] = (
         ("R2", "R5"),
         "structure",
     ),
+    _F(
+        "tool_call_without_function",
+        "a tool-call piece without function (only its index, or its index and id)",
+        ("R1", "R2"),
+        "structure",
+    ),
+    _F(
+        "arguments_absent_or_null",
+        'a tool-call piece whose arguments are absent or null (its event carries "")',
+        ("R1", "R2"),
+        "structure",
+    ),
     _F("text_between_tool_calls", "answer text between two tool calls", ("R1", "R4"), "structure"),
     _F(
         "reasoning_between_tool_calls",
@@ -151,18 +175,55 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F(
+        "choice_without_delta",
+        "the finish reason in a choice whose delta is null or absent",
+        ("R5", "R7"),
+        "structure",
+    ),
+    _F(
         "chunks_after_finish",
         "chunks after the finish reason (timings, text)",
         ("R3", "R7"),
         "structure",
     ),
     _F("usage_chunk", 'a last chunk with usage and "choices": []', ("R7",), "structure"),
+    _F(
+        "usage_beside_choices",
+        "usage in a chunk that also has choices (and text or the finish reason)",
+        ("R7",),
+        "structure",
+    ),
     _F("choices_absent", "a chunk without choices (timings or usage only)", ("R7",), "structure"),
+    _F(
+        "several_choices",
+        "a chunk with more than one choice, or a choice whose index is not 0 (OpenAI's n)",
+        ("R1",),
+        "structure",
+    ),
+    _F(
+        "null_fields",
+        'a read field that may be absent written null ("error", "prompt_progress", "id", '
+        '"tool_calls", "choices")',
+        ("R7",),
+        "structure",
+    ),
     _F("timings", "timings objects, each replacing the last", ("R3", "R9"), "structure"),
     _F(
         "timings_partial",
         "a timings object with some of its fields absent or null",
         ("R3", "R9"),
+        "structure",
+    ),
+    _F(
+        "timings_null",
+        'a chunk with "timings": null after timings (absent: the latest stays)',
+        ("R3",),
+        "structure",
+    ),
+    _F(
+        "predicted_n_resets",
+        "reasoning beside timings whose predicted_n is 0 after a larger one",
+        ("R4",),
         "structure",
     ),
     _F(
@@ -243,7 +304,11 @@ FEATURES: tuple[Feature, ...] = (
         "field",
     ),
     _F(
-        "choice_text", "choice.text (legacy completions, TGI, older llama-server)", ("R7",), "field"
+        "choice_text",
+        "choice.text (legacy completions, TGI, older llama-server) or choice.message (the "
+        "shape of a response that is not streamed)",
+        ("R7",),
+        "field",
     ),
     _F("tool_call_type", 'tool_calls[].type "function" (OpenAI, llama-server)', ("R7",), "field"),
     _F(
@@ -285,6 +350,19 @@ FEATURES: tuple[Feature, ...] = (
         "value",
     ),
     _F("escaped_text", "text written with \\uXXXX escapes and surrogate pairs", ("R1",), "value"),
+    _F(
+        "lookalike_text",
+        "text that looks like something else: a role prefix, data: [DONE], think tags, "
+        "white space only or around the words",
+        ("R1", "R2"),
+        "value",
+    ),
+    _F(
+        "odd_ids_and_names",
+        "ids and names of white space only, very long, or digits only",
+        ("R2", "R5", "R9"),
+        "value",
+    ),
     _F("long_text", "a text piece of several KiB", ("R1", "R2"), "value"),
     _F(
         "huge_payload",

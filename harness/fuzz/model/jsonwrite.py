@@ -8,7 +8,14 @@ duplicate keys, I4), and nothing else. `dump` writes the value with the spacing 
 
 from __future__ import annotations
 
+import functools
 import json
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+    encode_basestring_ascii,
+)
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,29 +55,55 @@ class Style:
 COMPACT = Style()
 
 
-def _string(text: str, style: Style) -> str:
-    return json.dumps(text, ensure_ascii=style.ascii)
-
-
 def dump(value: Any, style: Style = COMPACT) -> str:
-    """`value` as JSON text in `style`."""
+    """`value` as JSON text in `style`: written by the json module's C encoder, each `Raw`
+    standing in as a marked string that its own text then replaces."""
+    raws = _RAWS
+    raws.clear()
+    text = _encoder(style)(value)
+    for number, raw in enumerate(raws):
+        text = text.replace(f'"{_MARK_WRITTEN}{number}"', raw, 1)
+    return text
+
+
+#: The texts of the `Raw` values of the chunk being written, in the order the encoder met them.
+_RAWS: list[str] = []
+#: What a `Raw` is written as, before its text replaces it: a NUL is escaped in every style.
+_MARK = "\x00conform raw\x00"
+_MARK_WRITTEN = "\\u0000conform raw\\u0000"
+
+
+def _raw(value: Any) -> str:
     if isinstance(value, Raw):
-        return value.text
-    if isinstance(value, str):
-        return _string(str(value), style)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, dict):
-        members = (f"{_string(str(k), style)}{style.key}{dump(v, style)}" for k, v in value.items())
-        return "{" + style.item.join(members) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + style.item.join(dump(v, style) for v in value) + "]"
+        _RAWS.append(value.text)
+        return f"{_MARK}{len(_RAWS) - 1}"
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+@functools.cache
+def _encoder(style: Style) -> Callable[[Any], str]:
+    """The json module's C encoder for `style`, made once (its `encode` makes one a call)."""
+    encoder = json.JSONEncoder(
+        ensure_ascii=style.ascii,
+        separators=(style.item, style.key),
+        allow_nan=False,
+        default=_raw,
+    )
+    if c_make_encoder is None:  # pragma: no cover (CPython has it)
+        return encoder.encode
+    make = c_make_encoder(
+        None,  # markers: a chunk is a tree
+        _raw,
+        encode_basestring_ascii if style.ascii else encode_basestring,
+        None,  # indent
+        style.key,
+        style.item,
+        False,  # sort_keys
+        False,  # skipkeys
+        False,  # allow_nan
+    )
+
+    def encode(value: Any) -> str:
+        return "".join(make(value, 0))
+
+    return encode
