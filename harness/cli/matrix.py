@@ -53,32 +53,11 @@ from harness.reports.matrix_table import column_line, load_matrix, markdown, mat
 @opt.gating
 @opt.workers
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but the table.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the matrix as a self-contained HTML page.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the per-rule scores as a Markdown table.",
-)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the matrix as JSON (docs/matrix.md).",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="A matrix JSON of an earlier run: mark the cells that changed since.",
+@opt.file_option("--html", "html_path", "Write the matrix as a self-contained HTML page.")
+@opt.file_option("--markdown", "md_path", "Write the per-rule scores as a Markdown table.")
+@opt.file_option("--json", "json_path", "Write the matrix as JSON (docs/matrix.md).")
+@opt.file_option(
+    "--baseline", "baseline", "A matrix JSON of an earlier run: mark the cells that changed since."
 )
 def matrix_command(
     specs: tuple[str, ...],

@@ -41,6 +41,13 @@ class Outputs:
     def _paths(self) -> tuple[Path | None, ...]:
         return (self.json, self.junit, self.write_xfail, self.badge)
 
+    def split(self, later: Callable[[Path], bool]) -> tuple[Outputs, Outputs]:
+        """(the outputs for which `later` is false, those for which it is true)."""
+        paths = self._paths()
+        now = [None if p is None or later(p) else p for p in paths]
+        rest = [None if n is not None else p for n, p in zip(now, paths, strict=True)]
+        return Outputs(*now), Outputs(*rest)
+
     def named(self) -> dict[str, Path]:
         """The outputs asked for, by option name."""
         names = ("--json", "--junit-xml", "--write-xfail", "--badge")
@@ -70,9 +77,11 @@ def write_outputs(
     plan: Plan,
     note: Callable[[str], None],
     warn: Callable[[str], None],
+    ci: bool = True,
 ) -> None:
-    """Write every output asked for; one that fails does not keep the others from being
-    written (the first such error is raised at the end)."""
+    """Write every output asked for, and with `ci` what GitHub Actions shows (annotations as
+    notes, the job summary); one that fails does not keep the others from being written (the
+    first such error is raised at the end)."""
     report, info = record.report, record.info
     results = list(report.results)
     writers: list[Callable[[], None]] = []
@@ -97,7 +106,7 @@ def write_outputs(
     if outputs.badge is not None:
         badge = outputs.badge
         writers.append(lambda: _write_badge(badge, record))
-    if on_github_actions():
+    if ci and on_github_actions():
 
         def github() -> None:
             workspace = Path(os.path.abspath(os.environ.get("GITHUB_WORKSPACE") or os.curdir))

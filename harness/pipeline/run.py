@@ -28,6 +28,7 @@ from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
 from harness.drive.process import allow_programs, stop_all_programs
 from harness.errors import INTERNAL_ERROR, ConformError
+from harness.files import environment_error
 from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
 from harness.reports.report import Report, RunInfo
@@ -307,7 +308,13 @@ def _run_target(
         else _IdleCoreDrivers(options, cores, len(plan.cases), stop)
     )
     try:
-        drivers = Drivers(options.start_driver if idle is None else idle)
+        try:
+            drivers = Drivers(options.start_driver if idle is None else idle)
+        except OSError as exc:  # the machine's limits (too many open files): a setup error
+            error = environment_error(exc)
+            if error is None:
+                raise
+            raise error from None
         for result in run_parallel(
             plan.cases,
             drivers,

@@ -36,6 +36,7 @@ from harness.safetext import (
     shown,
 )
 from harness.suite.cases import default_suite_root
+from harness.suite.recording import id_of_name, name_of_id
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
@@ -79,10 +80,11 @@ class RunInfo:
 
     def recording_file(self, result: CaseResult) -> Path:
         """The recording's file: in the suite that holds it."""
+        name = name_of_id(recording_path(result))
         for root in self.suites or (self.suite,):
-            if (root / recording_path(result)).is_file():
-                return root / recording_path(result)
-        return self.suite / recording_path(result)
+            if (root / name).is_file():
+                return root / name
+        return self.suite / name
 
     @property
     def partial(self) -> bool:
@@ -238,8 +240,9 @@ def _from_here(path: Path) -> str:
 
 
 def shown_recording(info: RunInfo, result: CaseResult) -> str:
-    """The recording's file as a path that exists from the current folder."""
-    return _from_here(info.recording_file(result))
+    """The recording's file as a path that exists from the current folder (its name's bytes
+    shown as UTF-8, whatever the locale)."""
+    return id_of_name(_from_here(info.recording_file(result)))
 
 
 def problems_of(results: Sequence[CaseResult], info: RunInfo) -> list[Problem]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.errors import SuiteError
 from harness.safetext import printable
-from harness.suite.recording import RECORDING_SUFFIXES, read_info
+from harness.suite.recording import RECORDING_SUFFIXES, id_of_name, name_of_id, read_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +200,7 @@ class Suite:
 
     def golden_path(self, case_id: str) -> Path:
         """Where the golden file of `case_id` belongs."""
-        return self.golden_dir / f"{case_id}.json"
+        return self.golden_dir / name_of_id(f"{case_id}.json")
 
     def cases(
         self,
@@ -287,9 +287,8 @@ def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[
             path = folder.joinpath(*parts, name)
             if files_only and not os.path.isfile(path):
                 continue
-            found.append(
-                ((*parts, name), "/".join((*parts, name[:dot] if has_suffix else name)), path)
-            )
+            case_id = id_of_name("/".join((*parts, name[:dot] if has_suffix else name)))
+            found.append(((*parts, name), case_id, path))
     found.sort(key=lambda entry: entry[0])
     return [(case_id, path) for _, case_id, path in found]
 

@@ -7,6 +7,8 @@ constant memory.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from io import BytesIO
@@ -331,4 +333,24 @@ def _decoded_payloads(path: Path) -> Iterator[Payload]:
 
 def case_id_of(recordings_dir: Path, path: Path) -> str:
     """The case id of a recording: its path below `recordings/`, without the extension."""
-    return path.relative_to(recordings_dir).with_suffix("").as_posix()
+    return id_of_name(path.relative_to(recordings_dir).with_suffix("").as_posix())
+
+
+#: True when file names are decoded as UTF-8 (the usual case): a name is then its case id.
+_NAMES_ARE_UTF8 = sys.getfilesystemencoding().lower().replace("-", "") == "utf8"
+
+
+def id_of_name(name: str) -> str:
+    """A file name (as Python decoded it) as a case id: its bytes read as UTF-8, whatever the
+    locale (`LC_ALL=C` decodes `日本語` as ASCII with escapes, which would name another case and
+    write another golden file than the locale of the one who made it)."""
+    if _NAMES_ARE_UTF8:
+        return name
+    return os.fsencode(name).decode("utf-8", "surrogateescape")
+
+
+def name_of_id(case_id: str) -> str:
+    """A case id (or a path made of one) as the file name that holds it: `id_of_name` undone."""
+    if _NAMES_ARE_UTF8:
+        return case_id
+    return os.fsdecode(case_id.encode("utf-8", "surrogateescape"))

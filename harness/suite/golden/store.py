@@ -19,7 +19,7 @@ import msgspec
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
-from harness.files import read_small, stale_temp_files, write_atomically
+from harness.files import read_small, remove_stale_temp_file, stale_temp_files, write_atomically
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
@@ -391,8 +391,9 @@ def check(
 
 
 def _temp_owner(path: Path) -> str:
-    """The file a leftover temporary file was to become (`.x.json.conform-1.ab.tmp`: `x.json`)."""
-    return path.name[1:].split(".conform-")[0]
+    """The file a leftover temporary file was to become (`.x.json.conform-….tmp`: `x.json`;
+    the start of it, for a long name)."""
+    return path.name[1:].rpartition(".conform-")[0]
 
 
 def remove_leftovers(suite: Suite) -> list[Path]:
@@ -400,9 +401,8 @@ def remove_leftovers(suite: Suite) -> list[Path]:
     removed = []
     for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
         try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
+            if not remove_stale_temp_file(path):
+                continue  # a writer took it up, or it is gone
         except OSError as exc:
             raise GoldenError(
                 path, f"a leftover temporary file cannot be removed: {exc.strerror or exc}"
