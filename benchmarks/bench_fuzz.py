@@ -41,12 +41,14 @@ from harness.check.modes import MODES, PLAIN  # noqa: E402
 from harness.check.options import RunOptions  # noqa: E402
 from harness.check.runner import run_case  # noqa: E402
 from harness.drive.inprocess import InProcessDriver  # noqa: E402
+from harness.fuzz.check import case_of  # noqa: E402
 from harness.fuzz.guide import Guide, LineCoverage  # noqa: E402
-from harness.fuzz.loop import CASE_ID, FuzzRequest, Search, _case, run_fuzz  # noqa: E402
+from harness.fuzz.loop import CASE_ID, FuzzRequest, run_fuzz  # noqa: E402
 from harness.fuzz.model.breakers import BREAKERS  # noqa: E402
 from harness.fuzz.model.draw import Draw  # noqa: E402
 from harness.fuzz.model.expect import expected  # noqa: E402
 from harness.fuzz.model.streams import build  # noqa: E402
+from harness.fuzz.search import Search  # noqa: E402
 from harness.suite.cases import Suite  # noqa: E402
 
 SEED = 1
@@ -107,9 +109,10 @@ def breakdown(streams: int, repeats: int) -> None:
         plans.append(plan)
     drawn = [build(Draw(p.seed, p.wanted), BREAKERS.get(p.breaker or "")) for p in plans]
     records = [s.payload_records() for s in drawn]
-    goldens = [expected(r, s.thinking_capped, f"{CASE_ID}.sse") for s, r in zip(drawn, records)]
+    name = f"{CASE_ID}.sse"
+    goldens = [expected(r, s.thinking_capped, name) for s, r in zip(drawn, records, strict=True)]
     driver = InProcessDriver(reference.Assembler)
-    case = _case(CASE_ID)
+    case = case_of(CASE_ID)
 
     def plan_only() -> None:
         again = Guide(SEED, modes=MODES, broken=None)
@@ -125,17 +128,17 @@ def breakdown(streams: int, repeats: int) -> None:
             stream.payload_records()
 
     def expect() -> None:
-        for stream, found in zip(drawn, records):
+        for stream, found in zip(drawn, records, strict=True):
             expected(found, stream.thinking_capped, f"{CASE_ID}.sse")
 
     def traced() -> None:
         coverage = LineCoverage()
-        for stream, found in zip(drawn, records):
+        for stream, found in zip(drawn, records, strict=True):
             coverage.run(lambda s=stream, f=found: expected(f, s.thinking_capped, "x.sse"))
 
     def mode_runs(index: int) -> Callable[[], None]:
         def run() -> None:
-            for plan, found, golden in zip(plans, records, goldens):
+            for plan, found, golden in zip(plans, records, goldens, strict=True):
                 mode = plan.modes[index] if index < len(plan.modes) else PLAIN
                 run_case(case, golden, driver, mode=mode, seed=SEED, payloads=found)
 
@@ -184,8 +187,14 @@ def _cpu_since(mine: Any, theirs: Any) -> float:
     now_mine = resource.getrusage(resource.RUSAGE_SELF)
     now_theirs = resource.getrusage(resource.RUSAGE_CHILDREN)
     return (
-        now_mine.ru_utime + now_mine.ru_stime - mine.ru_utime - mine.ru_stime
-        + now_theirs.ru_utime + now_theirs.ru_stime - theirs.ru_utime - theirs.ru_stime
+        now_mine.ru_utime
+        + now_mine.ru_stime
+        - mine.ru_utime
+        - mine.ru_stime
+        + now_theirs.ru_utime
+        + now_theirs.ru_stime
+        - theirs.ru_utime
+        - theirs.ru_stime
     )
 
 

@@ -35,7 +35,7 @@ FAIR = str(ROOT / "tests" / "check" / "fair_targets.py")
 CORRECT = (
     "reference:Assembler",
     *(f"{FAIR}:{point}_{outcome}" for point, outcome in OTHERS),
-    str(ROOT / "examples" / "python" / "assembler.py") + ":Assembler",
+    str(ROOT / "examples" / "python" / "simple_assembler.py") + ":Assembler",
 )
 
 
@@ -79,12 +79,12 @@ def main() -> int:
             f"{took:6.1f} s  {where}",
             flush=True,
         )
-    print(f"found/total: {len(found)}/{len(names)}" + (f"; missed: {', '.join(missed)}" if missed else ""))
+    print(
+        f"found/total: {len(found)}/{len(names)}"
+        + (f"; missed: {', '.join(missed)}" if missed else "")
+    )
     if found:
-        print(
-            f"streams to a finding: median {statistics.median(found):g}, "
-            f"at most {max(found)}"
-        )
+        print(f"streams to a finding: median {statistics.median(found):g}, at most {max(found)}")
     flagged = []
     if not args.no_correct and not args.k:
         for target in CORRECT:

@@ -642,15 +642,15 @@ DETECTORS |= {
     ),
     "predicted_n_resets": _predicted_n_resets,
     "role_chunk_later": _role_later,
-    "lookalike_text": lambda v: any(
+    "edge_text_and_ids": lambda v: _odd_ids(v) or any(
         _LOOKALIKE.search(e["text"]) for e in v.events if e["type"] in ("reasoning", "content")
     ),
-    "odd_ids_and_names": _odd_ids,
     "several_choices": lambda v: any(
         isinstance(c.get("choices"), list)
-        and (len(c["choices"]) > 1 or any(
-            isinstance(x, dict) and x.get("index") not in (0, None) for x in c["choices"]
-        ))
+        and (
+            len(c["choices"]) > 1
+            or any(isinstance(x, dict) and x.get("index") not in (0, None) for x in c["choices"])
+        )
         for c in v.objects
     ),
     "null_fields": _null_fields,

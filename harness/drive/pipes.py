@@ -165,17 +165,14 @@ def _kill_group(pgid: int) -> None:
 _GROUPS = _ProcessGroups()
 
 
-def _after_fork_in_child() -> None:
-    """A forked child (`conform fuzz -j N`'s searches) marks its programs as a run of its own, so
-    that stopping them never stops its parent's or its siblings' (their mark starts with ours)."""
+def a_run_of_its_own() -> None:
+    """In a process forked from conform (`conform fuzz -j N`'s searches): mark the programs it
+    starts as a run of its own, so that stopping them never stops its parent's or its siblings'
+    (whose marks start like ours), and forget the parent's programs."""
     global _RUN, _FAMILIES
     _RUN = f"{os.getpid()}-{secrets.token_hex(6)}"
     _FAMILIES = itertools.count(1)
     _GROUPS.forget()
-
-
-if hasattr(os, "register_at_fork"):  # not on Windows, where nothing forks
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def new_family() -> str:

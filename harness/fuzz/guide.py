@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 import reference
 from harness.fuzz.model.breakers import BREAKERS
 from harness.fuzz.model.features import FEATURES
+from harness.fuzz.model.streams import MADE_BY_BREAKERS
 
 T = TypeVar("T")
 
@@ -40,7 +41,7 @@ TRACE_EVERY = 32
 #: A wanted feature or pair that a stream did not hold after this many tries is left alone.
 _TRIES = 4
 #: The features the guide asks for: those a valid stream can hold (a breaker makes the others).
-_DRAWABLE = tuple(f.name for f in FEATURES if f.group != "broken")
+_DRAWABLE = tuple(f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS)
 _BREAKER_FEATURES = frozenset(b.feature for b in BREAKERS.values())
 #: Features that make a stream costly to run (a payload above 64 KiB, a text of several KiB):
 #: wanted alone until a stream holds them, never in pairs.
@@ -230,9 +231,7 @@ class LineCoverage:
     """The lines of the reference's modules that traced passes ran."""
 
     def __init__(self) -> None:
-        self.files = frozenset(
-            str(path) for path in Path(reference.__file__).parent.glob("*.py")
-        )
+        self.files = frozenset(str(path) for path in Path(reference.__file__).parent.glob("*.py"))
         self.seen: set[tuple[str, int]] = set()
         self.total = _count_lines(self.files)
 

@@ -25,7 +25,8 @@ from typing import Any
 
 from harness.errors import ConformError
 from harness.fuzz.guide import Coverage
-from harness.fuzz.loop import FuzzRecord, FuzzRequest, Search, SearchOutcome, _cpu, record_of
+from harness.fuzz.request import FuzzRecord, FuzzRequest
+from harness.fuzz.search import Search, SearchOutcome, cpu_seconds, record_of
 
 #: Seconds between two coverage reports of a search process (for the progress line).
 _REPORT_EVERY = 0.5
@@ -41,7 +42,9 @@ def _context() -> Any:
 def _search(request: FuzzRequest, number: int, stop: Any, sent: Any, counts: Any) -> None:
     """One search process: its search, its progress, and what it did at the end."""
     from harness.drive.forked import forked_workers
+    from harness.drive.pipes import a_run_of_its_own
 
+    a_run_of_its_own()
     last = [0.0]
 
     def on_stream(search: Search) -> None:
@@ -70,20 +73,18 @@ def _search(request: FuzzRequest, number: int, stop: Any, sent: Any, counts: Any
 
 
 def run_searches(
-    request: FuzzRequest, *, on_stream: Callable[[int, str], None] | None = None
+    request: FuzzRequest, *, on_stream: Callable[[int, Callable[[], str]], None] | None = None
 ) -> FuzzRecord:
     """Run `request.searches` searches in processes of their own; their record."""
     started = time.monotonic()
-    cpu = _cpu()
+    cpu = cpu_seconds()
     context = _context()
     count = request.searches
     stop = context.Event()
     sent = context.Queue()
     counts = context.Array("q", count, lock=False)
     processes = [
-        context.Process(
-            target=_search, args=(request, number, stop, sent, counts), daemon=True
-        )
+        context.Process(target=_search, args=(request, number, stop, sent, counts), daemon=True)
         for number in range(count)
     ]
     for process in processes:
@@ -103,7 +104,7 @@ def run_searches(
                 ):
                     break  # a search died without a word (killed): the others' record stands
                 if on_stream is not None:
-                    on_stream(sum(counts), _summary(coverage))
+                    on_stream(sum(counts), lambda: _summary(coverage))
                 continue
             except KeyboardInterrupt:
                 interrupted = True
@@ -135,9 +136,7 @@ def run_searches(
     if error is not None:
         raise ConformError(error[0], hint=error[1])
     ordered = [outcomes[n] for n in sorted(outcomes)]
-    return record_of(
-        ordered, started=started, cpu=cpu, seed=request.seed, interrupted=interrupted
-    )
+    return record_of(ordered, started=started, cpu=cpu, seed=request.seed, interrupted=interrupted)
 
 
 def _summary(coverage: dict[int, Coverage]) -> str:

@@ -45,7 +45,7 @@ def golden_text(finding: Finding) -> str:
 def _text(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError:
         return ""  # there, but not readable: not the same case
@@ -78,7 +78,7 @@ def save_finding(finding: Finding, root: Path, *, force: bool = False) -> Saved:
         there = recording if old_recording is not None else golden
         raise ConformError(
             f"not saved: {there} is already there",
-            hint="--force replaces it (with what this run found)",
+            hint="--force replaces it with what this run found",
         )
     write_atomically(golden, expected)
     try:

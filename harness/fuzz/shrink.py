@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
 from harness.fuzz import spans
 from harness.fuzz.model.stream import Stream
@@ -80,6 +81,7 @@ class Shrinker:
     # --- framing ----------------------------------------------------------------------------
 
     def _framing(self) -> None:
+        changes: dict[str, Any]
         for changes in (
             {"line_end": "\n"},
             {"pings": frozenset()},
@@ -89,7 +91,7 @@ class Shrinker:
             {"done": True},
             {"thinking_capped": False},
         ):
-            candidate = replace(self.best, **changes)  # type: ignore[arg-type]
+            candidate = replace(self.best, **changes)
             if candidate != self.best:
                 self._try(candidate)
 
@@ -191,7 +193,11 @@ def _calls_of(tree: spans.Node) -> list[tuple[spans.Node, int, int]]:
     choices = spans.member(tree, '"choices"') if tree.kind == "object" else None
     for _, _, _, choice in choices.parts if choices is not None and choices.kind == "array" else ():
         delta = spans.member(choice, '"delta"') if choice.kind == "object" else None
-        calls = spans.member(delta, '"tool_calls"') if delta is not None and delta.kind == "object" else None
+        calls = (
+            spans.member(delta, '"tool_calls"')
+            if delta is not None and delta.kind == "object"
+            else None
+        )
         if calls is None or calls.kind != "array":
             continue
         for position, (_, _, _, call) in enumerate(calls.parts):

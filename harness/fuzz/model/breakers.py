@@ -85,14 +85,14 @@ def respell(draw: Draw, chunk: dict[str, Any], used: set[str], kind: str) -> Non
             chunk[Dup("model")] = "b"
     elif kind == "proto":
         used.add("proto_key")
-        value = draw.pick(({"reasoning_content": "x"}, {"predicted_n": 7}, {}, None, 1))
+        polluted: Any = draw.pick(({"reasoning_content": "x"}, {"predicted_n": 7}, {}, None, 1))
         host = draw.pick(("top", "delta", "timings"))
         if host == "delta" and isinstance(delta, dict):
-            delta[Dup("__proto__")] = value
+            delta[Dup("__proto__")] = polluted
         elif host == "timings" and isinstance(chunk.get("timings"), dict):
-            chunk["timings"][Dup("__proto__")] = value
+            chunk["timings"][Dup("__proto__")] = polluted
         else:
-            chunk[Dup("__proto__")] = value
+            chunk[Dup("__proto__")] = polluted
     elif kind == "deep":
         used.add("deep_ignored_value")
         depth = draw.pick((100, 128, 129, 130, 1000))

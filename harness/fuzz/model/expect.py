@@ -177,4 +177,3 @@ def kept(stream: Stream, *, notes: Sequence[str] = ()) -> Kept:
     pins = tuple(tag for tag in PIN_TAGS if tag in {*points, *rules_of(stream)})
     lines = comments(stream, pins=pins, notes=notes)
     return Kept(stream.sse(lines), len(lines), pins)
-

@@ -351,16 +351,10 @@ FEATURES: tuple[Feature, ...] = (
     ),
     _F("escaped_text", "text written with \\uXXXX escapes and surrogate pairs", ("R1",), "value"),
     _F(
-        "lookalike_text",
-        "text that looks like something else: a role prefix, data: [DONE], think tags, "
-        "white space only or around the words",
-        ("R1", "R2"),
-        "value",
-    ),
-    _F(
-        "odd_ids_and_names",
-        "ids and names of white space only, very long, or digits only",
-        ("R2", "R5", "R9"),
+        "edge_text_and_ids",
+        "text that looks like something else (a role prefix, data: [DONE], think tags, white "
+        "space only or around the words), ids and names of white space only, very long, digits",
+        ("R1", "R2", "R5", "R9"),
         "value",
     ),
     _F("long_text", "a text piece of several KiB", ("R1", "R2"), "value"),

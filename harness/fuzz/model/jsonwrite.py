@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from json.encoder import (  # type: ignore[attr-defined]
     c_make_encoder,
     encode_basestring,
     encode_basestring_ascii,
 )
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 

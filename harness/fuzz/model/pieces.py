@@ -46,6 +46,8 @@ def _call_count(draw: Draw) -> int:
 
 _NEEDS_A_CALL = (
     "tool_call",
+    "huge_payload",
+    "edge_text_and_ids",
     "tool_call_split_anywhere",
     "tool_call_repeated_id_name",
     "tool_call_late_id_name",
@@ -53,7 +55,6 @@ _NEEDS_A_CALL = (
     "tool_call_never_named",
     "tool_call_without_function",
     "arguments_absent_or_null",
-    "odd_ids_and_names",
     "tool_call_type",
     "text_between_tool_calls",
     "reasoning_between_tool_calls",
@@ -69,7 +70,7 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
         used.add("tool_calls_parallel")
     if count > 10:
         used.add("tool_calls_many")
-    odd = draw.rarely(10, "odd_ids_and_names")
+    odd = draw.rarely(10, "edge_text_and_ids")
     calls: list[list[Piece]] = []
     for index in range(count):
         whole = arguments(draw, used)
@@ -83,7 +84,7 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
         name = draw.pick(_NAMES)
         if odd and draw.coin():
             call_id, name = draw.pick(_ODD_IDS), draw.pick(_ODD_NAMES)
-            used.add("odd_ids_and_names")
+            used.add("edge_text_and_ids")
         late = len(parts) > 1 and draw.rarely(7, "tool_call_late_id_name")
         calls.append(_pieces_of(draw, used, index, parts, call_id, name, late=late))
     if count and draw.rarely(6, "tool_call_never_named"):
@@ -111,7 +112,8 @@ def _pieces_of(
 ) -> list[Piece]:
     pieces = []
     repeat = draw.rarely(5, "tool_call_repeated_id_name")
-    bare_odds = 1 if draw.wants("tool_call_without_function") else 6
+    bare = draw.wants("tool_call_without_function")
+    bare_odds = 0 if bare else 6
     null_args = draw.rarely(6, "arguments_absent_or_null")
     for number, args in enumerate(parts):
         piece: dict[str, Any] = {"index": index}
@@ -138,7 +140,7 @@ def _pieces_of(
         if draw.rarely(3, "tool_call_type"):
             piece["type"] = "function"
             used.add("tool_call_type")
-        if function:
+        if function and not (bare and "name" not in function and number > 0):
             piece["function"] = function
         elif draw.rarely(bare_odds):
             used.add("tool_call_without_function")
@@ -178,8 +180,9 @@ def text_runs(draw: Draw, used: set[str]) -> list[Piece]:
             runs.append(Piece(kind, text=piece))
         used.add("reasoning_run" if kind == "reasoning" else "content_run")
     if draw.wants("empty_reasoning_after_content"):
-        at = next((i for i, p in enumerate(runs) if p.kind == "content" and p.text), None)
-        if at is None:
+        found = next((i for i, p in enumerate(runs) if p.kind == "content" and p.text), None)
+        at = len(runs) if found is None else found
+        if found is None:
             runs.append(Piece("content", text=text(draw, used)))
             used.add("content_run")
             at = len(runs) - 1
@@ -209,7 +212,7 @@ _NEEDS_TEXT = (
     "empty_text",
     "empty_reasoning_after_content",
     "repeated_text",
-    "lookalike_text",
+    "edge_text_and_ids",
     "unicode_text",
     "nul_in_text",
     "long_text",
@@ -231,9 +234,7 @@ def interleave(draw: Draw, sequences: list[list[Piece]], used: set[str]) -> list
     created = 0
     mixed = draw.wants("tool_calls_interleaved") or draw.wants("tool_calls_out_of_order")
     while heads:
-        ready = [
-            seq for seq in heads if seq[0].kind != "tool" or seq[0].call["index"] <= created
-        ]
+        ready = [seq for seq in heads if seq[0].kind != "tool" or seq[0].call["index"] <= created]
         if mixed and len(ready) > 1 and merged and merged[-1].kind == "tool":
             # another sequence than the last piece's, lower indices first
             others = [s for s in ready if s[0].kind != "tool" or s[0] is not merged[-1]]
@@ -288,7 +289,10 @@ def delta_of(pieces: list[Piece]) -> dict[str, Any]:
 def note_sequence(chunks: list[list[Piece]], used: set[str]) -> None:
     """The structure features that depend on the order of the pieces."""
     order = [
-        p.kind for chunk in chunks for p in chunk if p.kind == "tool" or p.text not in ("", NULL_TEXT)
+        p.kind
+        for chunk in chunks
+        for p in chunk
+        if p.kind == "tool" or p.text not in ("", NULL_TEXT)
     ]
     seen: set[str] = set()
     for i, kind in enumerate(order):

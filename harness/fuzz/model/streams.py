@@ -21,7 +21,7 @@ from typing import Any
 from harness.fuzz.model import fields as neighbours
 from harness.fuzz.model.breakers import Breaker, break_chunk, respell, respelling_for
 from harness.fuzz.model.draw import Draw
-from harness.fuzz.model.features import BY_NAME
+from harness.fuzz.model.features import BY_NAME, FEATURES
 from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
 from harness.fuzz.model.pieces import (
     delta_of,
@@ -44,14 +44,12 @@ _HEAD = {
 }
 
 
-
-
 def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     """The id each chunk carries."""
     cid = f"chatcmpl-{draw.below(1 << draw.pick((16, 32, 64, 96))):x}"
-    if draw.wants("odd_ids_and_names") and draw.coin():
+    if draw.wants("edge_text_and_ids") and draw.coin():
         cid = draw.pick((" ", "\t", "chatcmpl-" + "x" * 400))
-        used.add("odd_ids_and_names")
+        used.add("edge_text_and_ids")
     policy = draw.pick(("every", "every", "every", "first", "late", "changes", "none", "empty"))
     for feature in ("id_late", "id_changes", "no_id"):
         if draw.wants(feature):
@@ -83,7 +81,9 @@ def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], bool]:
     values: list[dict[str, Any]] = []
     if draw.rarely(4, "prompt_progress"):
         for _ in range(draw.between(1, 2)):
-            values.append({"progress": progress(draw, used), "delta": draw.pick(({}, None, "none"))})
+            values.append(
+                {"progress": progress(draw, used), "delta": draw.pick(({}, None, "none"))}
+            )
     if draw.below(3) == 0 or draw.wants("role_chunk"):
         used.add("role_chunk")
         values.append({"delta": {"role": "assistant", "content": draw.pick((None, ""))}})
@@ -121,7 +121,7 @@ def _finish(draw: Draw, values: list[dict[str, Any]], has_calls: bool, used: set
         if style == "twice":
             values.append({"delta": {}, "finish": draw.pick(("stop", "length", "tool_calls"))})
             used.add("finish_reason_repeated")
-        delta = draw.pick(({}, {}, {}, None, "none"))
+        delta: Any = draw.pick(({}, {}, {}, None, "none"))
         if draw.rarely(8, "choice_without_delta"):
             delta = draw.pick((None, "none"))
         if delta is None or delta == "none":
@@ -173,7 +173,7 @@ def _after(draw: Draw, values: list[dict[str, Any]], predicted: int, used: set[s
         else:
             key = "content" if after == "text" else "reasoning_content"
             values.append({"delta": {key: text(draw, used)}})
-    if draw.rarely(3, "usage_chunk"):
+    if draw.rarely(3, "usage_chunk") or draw.wants("usage_beside_choices"):
         used.add("usage_chunk")
         usage = {
             "completion_tokens": predicted,
@@ -248,25 +248,31 @@ _NEIGHBOUR_FEATURES = frozenset(
 )
 
 
-def _add_neighbours(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
-    """Put fields of neighbouring servers into some objects of a chunk (never over a read one)."""
+def _add_neighbours(draw: Draw, chunk: dict[str, Any], used: set[str], *, wrong: bool) -> bool:
+    """Put fields of neighbouring servers into some objects of a chunk (never over a read one),
+    some of them of a type OpenAI's schema does not allow when `wrong`; whether one was."""
     wanted = _NEIGHBOUR_FEATURES & draw.wanted
+    allowed, made = wrong, False
     for level, found in _levels(chunk).items():
         for obj in found:
             if not wanted and not draw.rarely(3):
                 continue
-            wrong = draw.rarely(9, "wrong_typed_known_field")
+            wrong = allowed and draw.rarely(9, "wrong_typed_known_field")
+            made = made or wrong
             choices = neighbours.at_level(level, wrong_typed=wrong)
             if wanted and not wrong:
                 choices = tuple(f for f in choices if f.feature in wanted) or choices
             if not choices:
                 continue
-            for number in dict.fromkeys(draw.below(len(choices)) for _ in range(draw.between(1, 3))):
+            for number in dict.fromkeys(
+                draw.below(len(choices)) for _ in range(draw.between(1, 3))
+            ):
                 item = choices[number]
                 if item.name in obj:
                     continue
                 obj[item.name] = draw.pick(item.values)
                 used.add(item.feature)
+    return made
 
 
 def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
@@ -280,7 +286,9 @@ def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
     ):
         used.add("reasoning_without_timings")
     if any(
-        _has_reasoning(v) and v.get("timings") is not None and v["timings"].get("predicted_n") is None
+        _has_reasoning(v)
+        and v.get("timings") is not None
+        and v["timings"].get("predicted_n") is None
         for v in values
         if isinstance(v.get("timings"), dict)
     ):
@@ -303,8 +311,12 @@ def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
         chunks = [*chunks[:at], {"error": error}]
         used.add("server_error")
     if draw.rarely(2) or _NEIGHBOUR_FEATURES & draw.wanted:
+        # An implementation-defined point in one payload of the stream at most (I5 here): a
+        # target may take another outcome at each payload (docs/spec.md section 5), and the
+        # alternatives of an expected result take one outcome for the whole stream.
+        wrong = True
         for chunk in chunks:
-            _add_neighbours(draw, chunk, used)
+            wrong = not _add_neighbours(draw, chunk, used, wrong=wrong) and wrong
     if chunks and draw.rarely(10, "null_fields"):
         _null_field(draw, draw.pick(chunks), used)
     return chunks
@@ -326,6 +338,13 @@ def _null_field(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
     used.add("null_fields")
 
 
+def _first_call_index(chunk: dict[str, Any]) -> Any:
+    choices = chunk.get("choices") or [None]
+    delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    return calls[0].get("index") if calls and isinstance(calls[0], dict) else None
+
+
 _RESPELL_FEATURES = frozenset(
     ("integral_fraction", "big_integer", "duplicate_key", "proto_key", "deep_ignored_value")
 )
@@ -335,10 +354,11 @@ def _style(draw: Draw, used: set[str]) -> Style:
     ascii = draw.coin() or draw.wants("escaped_text")
     if ascii:
         used.add("escaped_text")
-    if not draw.rarely(6, "json_whitespace"):
+    lines = draw.wants("sse_multiline_data")
+    if not draw.rarely(6, "json_whitespace") and not lines:
         return Style(ascii=ascii) if ascii else COMPACT
     used.add("json_whitespace")
-    item = draw.pick((", ", ",\n", " ,\t"))
+    item = ",\n" if lines else draw.pick((", ", ",\n", " ,\t"))
     key = draw.pick((": ", " : ", ":\n"))
     if "\n" in item or "\n" in key:
         used.add("sse_multiline_data")
@@ -346,16 +366,31 @@ def _style(draw: Draw, used: set[str]) -> Style:
 
 
 _CATALOGUE = frozenset(BY_NAME)
+_STYLED = frozenset(("escaped_text", "json_whitespace", "sse_multiline_data"))
+#: The features only a breaker makes (a valid stream never holds them).
+MADE_BY_BREAKERS = frozenset(
+    (
+        "other_finish_reason",
+        "done_with_white_space",
+        *(f.name for f in FEATURES if f.group == "broken"),
+    )
+)
 
 
 def build(draw: Draw, breaker: Breaker | None = None) -> Stream:
     """A llama-server stream drawn by `draw`; broken in one place by `breaker` when given."""
     used: set[str] = set()
     chunks = _chunks(draw, used)
+    # One chunk at most is respelled (a point in one payload: see `_chunks`), in a way that
+    # touches no point the breaker touches.
     respelled = _RESPELL_FEATURES & draw.wanted or draw.wants("minus_zero_index")
-    for chunk in chunks:
-        if "error" not in chunk and (draw.rarely(12) or (respelled and draw.coin())):
-            respell(draw, chunk, used, respelling_for(draw))
+    open = [chunk for chunk in chunks if "error" not in chunk]
+    if open and (draw.rarely(3) or respelled):
+        kind = respelling_for(draw)
+        if kind == "minus_zero":  # a chunk whose first tool-call piece is call 0's, if any
+            open = [c for c in open if _first_call_index(c) == 0] or open
+        if not (kind == "big" and breaker is not None and breaker.name == "index_big"):
+            respell(draw, draw.pick(open), used, kind)
     texts: list[str | None] = [None] * len(chunks)
     if breaker is not None:
         at = draw.between(0, len(chunks))
@@ -368,7 +403,7 @@ def build(draw: Draw, breaker: Breaker | None = None) -> Stream:
             assert breaker.text is not None
             texts[at] = breaker.text(dump(chunks[at]))
         used.add(breaker.feature)
-    style = _style(draw, used) if draw.coin() else COMPACT
+    style = _style(draw, used) if draw.coin() or draw.wanted & _STYLED else COMPACT
     payloads = []
     for chunk, fixed in zip(chunks, texts, strict=True):
         if fixed is not None:

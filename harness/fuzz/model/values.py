@@ -3,6 +3,7 @@ long runs), tool-call arguments and how they split, timings and prompt progress.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -73,8 +74,8 @@ def text(draw: Draw, used: set[str]) -> str:
     if draw.once(200, "long_text"):
         used.add("long_text")
         return draw.pick(WORDS) * draw.between(300, 1500)
-    if draw.rarely(12, "lookalike_text"):
-        used.add("lookalike_text")
+    if draw.rarely(12, "edge_text_and_ids"):
+        used.add("edge_text_and_ids")
         return draw.pick(LOOKALIKE_TEXT)
     roll = draw.below(8)
     if roll < 5:
@@ -108,7 +109,9 @@ def arguments(draw: Draw, used: set[str]) -> str:
         return '{"content":"' + "x" * size + '"}'
     kind = draw.below(6)
     if kind < 3:
-        value = {draw.pick(_ARGUMENT_KEYS): draw.pick(_ARGUMENT_VALUES) for _ in range(draw.below(4))}
+        value = {
+            draw.pick(_ARGUMENT_KEYS): draw.pick(_ARGUMENT_VALUES) for _ in range(draw.below(4))
+        }
         spaced = draw.coin()
         return json.dumps(
             value,
@@ -127,7 +130,7 @@ def split_text(draw: Draw, whole: str, pieces: int) -> list[str]:
     if pieces <= 1:
         return [whole]
     bounds = [0, *draw.cuts(len(whole), pieces - 1), len(whole)]
-    return [whole[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    return [whole[a:b] for a, b in itertools.pairwise(bounds)]
 
 
 TIMINGS_NAMES = (
@@ -160,7 +163,11 @@ def timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     }
     if draw.coin():
         values |= {"draft_n": 4, "draft_n_accepted": 3}
-    if draw.rarely(4, "timings_partial") or draw.wants("predicted_n_null"):
+    if (
+        draw.rarely(4, "timings_partial")
+        or draw.wants("predicted_n_null")
+        or draw.wants("empty_objects")
+    ):
         used.add("timings_partial")
         values = {k: v for k, v in values.items() if draw.coin()}
         if draw.rarely(1, "predicted_n_null"):
@@ -186,7 +193,9 @@ def progress(draw: Draw, used: set[str]) -> dict[str, Any]:
         "processed": processed,
         "time_ms": draw.pick((0, 12, draw.below(900))),
     }
-    if draw.rarely(5, "empty_objects"):
+    if draw.wants("empty_objects"):
+        value = {}
+    elif draw.rarely(5):
         value = {k: v for k, v in value.items() if draw.coin()}
         if not value:
             used.add("empty_objects")
