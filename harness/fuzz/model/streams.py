@@ -393,8 +393,15 @@ def build(draw: Draw, breaker: Breaker | None = None) -> Stream:
             respell(draw, draw.pick(open), used, kind)
     texts: list[str | None] = [None] * len(chunks)
     if breaker is not None:
-        at = draw.between(0, len(chunks))
-        if at == len(chunks):
+        # Before a server error (the stream's last chunk), which would end the stream first or,
+        # in the same chunk, win over a wrong value (R8): the break would not be seen.
+        errors = [n for n, chunk in enumerate(chunks) if "error" in chunk]
+        at = draw.between(0, errors[0] - 1 if errors and errors[0] else len(chunks))
+        if errors and errors[0] == 0:
+            at = 0
+            chunks.insert(0, {"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
+            texts.insert(0, None)
+        elif at == len(chunks):
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
             texts.append(None)
         if breaker.shape is not None:
