@@ -22,7 +22,7 @@ from harness.fuzz.check import Checked, Checker, case_id_of, signature
 from harness.fuzz.guide import Coverage, Guide
 from harness.fuzz.model.breakers import BREAKERS
 from harness.fuzz.model.draw import Draw
-from harness.fuzz.model.expect import expected, kept, with_alternatives
+from harness.fuzz.model.expect import expected, framing_rules, kept, rule_of, with_alternatives
 from harness.fuzz.model.stream import Stream
 from harness.fuzz.model.streams import build
 from harness.fuzz.request import CASE_ID, Finding, FuzzRecord, FuzzRequest
@@ -197,7 +197,7 @@ class Search:
         first = results[0]
         where = first.mismatches[0].path if first.mismatches else f"the target {first.status}"
         notes = [*notes, f"pins what the target departed on: {where}"]
-        case = kept(stream, notes=notes)
+        case = kept(stream, notes=notes, rules=departed(results, stream))
         payloads = stream.payload_records(case.comments)
         golden = with_alternatives(payloads, stream.thinking_capped, f"{case_id}.sse", case.pins)
         final = checker.check(
@@ -241,7 +241,7 @@ class Search:
     ) -> Finding:
         """A finding not checked again as it is kept (flaky, or shrinking interrupted): its
         results name the lines of the stream as checked, without the kept case's comments."""
-        case = kept(stream, notes=notes)
+        case = kept(stream, notes=notes, rules=departed(results, stream))
         payloads = stream.payload_records(case.comments)
         golden = with_alternatives(payloads, stream.thinking_capped, f"{case_id}.sse", case.pins)
         return Finding(
@@ -257,6 +257,13 @@ class Search:
             interrupted,
             checked=stream.sse(),
         )
+
+
+def departed(results: Sequence[CaseResult], stream: Stream) -> tuple[str, ...]:
+    """The rules a shrunk finding pins: those of the fields the target departed on (a crash's
+    rule is not known: none), and `SSE` when its framing is not the plain one."""
+    rules = {rule_of(m.path) for result in results for m in result.mismatches[:1]}
+    return (*sorted(r for r in rules if r is not None), *framing_rules(stream))
 
 
 def cpu_seconds() -> float:

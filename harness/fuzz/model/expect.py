@@ -18,6 +18,7 @@ as any case's is; tests/fuzz/test_model.py holds the two ways equal.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -152,6 +153,46 @@ def comments(stream: Stream, *, pins: Sequence[str], notes: Sequence[str] = ()) 
     return tuple(lines)
 
 
+#: The rule of the field a target departed on: the first of these prefixes its path starts with
+#: (indices left out), or `R6` for an error step (a payload refused or accepted).
+_FIELD_RULES = (
+    ("steps.state.reasoning_tokens", "R4"),
+    ("steps.state.in_reasoning", "R4"),
+    ("steps.state.id", "R9"),
+    ("steps.state.is_finished", "R5"),
+    ("steps.events", "R1"),
+    ("steps.error.message", "R8"),
+    ("steps.error.kind", "R8"),
+    ("finish.completion.timings", "R3"),
+    ("finish.completion.reasoning_tokens", "R4"),
+    ("finish.completion.finish_reason", "R5"),
+    ("finish.completion.thinking_capped", "R5"),
+    ("finish.completion.id", "R9"),
+    ("finish.completion", "R2"),
+    ("finish", "R5"),
+    ("steps", "R6"),
+)
+
+
+def rule_of(path: str) -> str | None:
+    """The rule a mismatch at `path` (`steps[2].events[0].type`) is about, if one is plain."""
+    bare = re.sub(r"\[\d+\]", "", re.sub(r"^prefix\[\d+\]\.", "", path))
+    return next((rule for prefix, rule in _FIELD_RULES if bare.startswith(prefix)), None)
+
+
+def framing_rules(stream: Stream) -> tuple[str, ...]:
+    """`SSE` when the stream's framing is not the plain one (a shrunk stream keeps it only when
+    the difference needs it)."""
+    plain = (stream.line_end, stream.space, stream.unterminated, stream.done) == (
+        "\n",
+        True,
+        False,
+        True,
+    )
+    odd = stream.pings or stream.other_fields or any("\n" in p for p in stream.payloads)
+    return () if plain and not odd else ("SSE",)
+
+
 def rules_of(stream: Stream) -> tuple[str, ...]:
     """The rules (and `SSE`) the stream's features exercise, as pin tags."""
     rules = {rule for name in stream.features for rule in BY_NAME[name].rules}
@@ -168,12 +209,15 @@ class Kept:
     pins: tuple[str, ...]
 
 
-def kept(stream: Stream, *, notes: Sequence[str] = ()) -> Kept:
+def kept(stream: Stream, *, notes: Sequence[str] = (), rules: Sequence[str] | None = None) -> Kept:
     """The `.sse` recording a finding is kept as: its comment lines name the notes, the features,
-    and the pins (the rules its features exercise, and the implementation-defined points it
-    touches, which its golden file then holds every outcome of)."""
+    and the pins: `rules` (by default the rules its features exercise; for a shrunk stream, the
+    rule of the field the target departed on, which its features as drawn no longer show), and
+    the implementation-defined points it touches, which its golden file then holds every
+    outcome of."""
     payloads = stream.payload_records()
     points = touched_points(payloads, stream.thinking_capped, candidates=candidates_of(stream))
-    pins = tuple(tag for tag in PIN_TAGS if tag in {*points, *rules_of(stream)})
+    ruled = rules_of(stream) if rules is None else rules
+    pins = tuple(tag for tag in PIN_TAGS if tag in {*points, *ruled})
     lines = comments(stream, pins=pins, notes=notes)
     return Kept(stream.sse(lines), len(lines), pins)
