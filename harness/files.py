@@ -380,7 +380,9 @@ def _read_only(folder: Path) -> bool:
 
 
 def _refused(option: str, path: Path, why: str) -> WriteError:
-    return WriteError(path, f"{option} {path}: {why}", hint=f"give {option} a file you can write")
+    return WriteError(
+        path, f"cannot write {path}: {why}", hint=f"give {option} a file you can write"
+    )
 
 
 def _alias(path: Path, other: Path) -> str:

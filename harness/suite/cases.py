@@ -331,6 +331,24 @@ class CaseGlobs:
 _WILDCARD = re.compile(r"[*?\[]")
 
 
+def exact_glob(case_id: str) -> str:
+    """A `-k` pattern that matches `case_id` and no other id: its wildcards (`*`, `?`, `[`)
+    escaped as `[*]`, `[?]`, `[[]`. (It still matches the cases below a folder of that name:
+    `exact_args` says how to leave them out.)"""
+    return _WILDCARD.sub(lambda m: f"[{m.group()}]", case_id)
+
+
+def exact_args(case_id: str, roots: Sequence[Path] = ()) -> list[str]:
+    """The `-k` (and, where one of the suites at `roots` has a folder of that name, the
+    `--exclude`) that select exactly the case `case_id`."""
+    glob = exact_glob(case_id)
+    words = ["-k", glob]
+    folder = name_of_id(case_id)
+    if any((root / "recordings" / folder).is_dir() for root in roots):
+        words += ["--exclude", f"{glob}/*"]
+    return words
+
+
 def case_matches(case_id: str, pattern: str) -> bool:
     """The one rule of `-k` and of `--xfail` case globs: `pattern` is a shell-style glob
     (`fnmatch`, case-sensitive, `*` also crossing `/`) that matches the whole case id, or a folder

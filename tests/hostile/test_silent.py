@@ -25,9 +25,9 @@ HELLO_ONLY = """\
 import json, os, sys, time
 line = sys.stdin.readline()
 seq = json.loads(line)["seq"]
+os.close(0)  # before the reply: every request after hello finds stdin closed
 print(json.dumps({"seq": seq, "name": "n", "version": "1", "language": "python",
                   "protocol": 1}), flush=True)
-os.close(0)
 time.sleep(30)
 """
 
