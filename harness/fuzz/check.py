@@ -103,6 +103,7 @@ class Checker:
             require=self.require,
             level=self.options.level,
             payloads=payloads,
+            real=False,  # a generated stream, never a capture
         )
 
 
