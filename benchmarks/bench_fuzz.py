@@ -140,7 +140,7 @@ def breakdown(streams: int, repeats: int) -> None:
         def run() -> None:
             for plan, found, golden in zip(plans, records, goldens, strict=True):
                 mode = plan.modes[index] if index < len(plan.modes) else PLAIN
-                run_case(case, golden, driver, mode=mode, seed=SEED, payloads=found)
+                run_case(case, golden, driver, mode=mode, seed=SEED, payloads=found, real=False)
 
         return run
 
