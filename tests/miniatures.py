@@ -250,7 +250,7 @@ class AcceptsNamelessToolCall(_Base):
             for call in self.inner._calls:
                 if call.id is None:
                     raise
-                calls.append(ToolCall(call.id, call.name or "", "".join(call.parts)))
+                calls.append(ToolCall(call.id, call.name or "", "".join(call.arguments)))
             inner = self.inner
             assert inner._finish_reason is not None and inner._id is not None
             return Completion(
@@ -272,7 +272,7 @@ class SkipsAheadSilently(_Base):
         try:
             return super().push(data)
         except InferError as error:
-            if "out of order" not in error.message or "index -" in error.message:
+            if "skips ahead" not in error.message:
                 raise
             chunk = _json(data)
             return [
@@ -334,13 +334,15 @@ def _recorded_names() -> dict[str, set[str]]:
             if not isinstance(chunk, dict):
                 continue
             names["top"] |= set(chunk)
-            for choice in chunk.get("choices") or []:
+            choices = chunk.get("choices")
+            for choice in choices if isinstance(choices, list) else []:
                 if isinstance(choice, dict):
                     names["choice"] |= set(choice)
                     delta = choice.get("delta")
                     if isinstance(delta, dict):
                         names["delta"] |= set(delta)
-                        for call in delta.get("tool_calls") or []:
+                        calls = delta.get("tool_calls")
+                        for call in calls if isinstance(calls, list) else []:
                             if isinstance(call, dict):
                                 names["call"] |= set(call)
     return names
