@@ -8,13 +8,14 @@ features never seen together (the stream model makes a wanted feature for sure w
 `harness.fuzz.model.draw`), and a broken stream takes the breaker drawn least so far, so every
 breaker is drawn early (within the first thousand streams: tests/fuzz/test_guide.py) however
 long the catalogue grows. A stream that ran reference lines no stream had run before keeps its
-features as a plan worth drawing again, with one more wanted feature.
+features as a plan worth drawing again: two of them, and one more feature.
 
 The reference's lines are read with `sys.settrace` around the expected result of one stream in
 `TRACE_EVERY` (a traced pass costs about 3.5 times an untraced one, 220 against 60 µs a stream:
 one in 32 adds about 5 µs a stream; benchmarks/bench_fuzz.py prints both). Only the reference's
-own work is traced, so the streams of a seed are the same whatever the target. Everything the guide decides comes from its own generator, seeded by the run's
-seed, and from what the streams before held: the same seed gives the same plans.
+own work is traced, so the streams of a seed are the same whatever the target. Everything the
+guide decides comes from its own generator, seeded by the run's seed, and from what the streams
+before held: the same seed gives the same plans.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from types import FrameType
 from typing import Any, TypeVar
 
 import reference
-from harness.fuzz.model.breakers import BREAKERS
+from harness.fuzz.model.breakers import BREAKERS, CONFUSED_PREFIX
 from harness.fuzz.model.features import FEATURES
 from harness.fuzz.model.streams import MADE_BY_BREAKERS
 
@@ -43,6 +44,11 @@ _TRIES = 4
 #: The features the guide asks for: those a valid stream can hold (a breaker makes the others).
 _DRAWABLE = tuple(f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS)
 _BREAKER_FEATURES = frozenset(b.feature for b in BREAKERS.values())
+#: The breakers by family: the shape errors of R6 and their neighbours, the type-confusion matrix.
+_BREAKER_FAMILIES: tuple[tuple[str, ...], ...] = (
+    tuple(name for name in BREAKERS if not name.startswith(CONFUSED_PREFIX)),
+    tuple(name for name in BREAKERS if name.startswith(CONFUSED_PREFIX)),
+)
 #: Features that make a stream costly to run (a payload above 64 KiB, a text of several KiB):
 #: wanted alone until a stream holds them, never in pairs.
 _COSTLY = frozenset(("huge_payload", "long_text"))
@@ -82,6 +88,16 @@ class Guide:
         self._with = [0] * len(_PAIRED)
         self._pairs_left = list(itertools.combinations(range(len(_PAIRED)), 2))
         self._tries: dict[Any, int] = {}
+        #: The features no stream held yet (the next one asked for last).
+        self._unseen = list(reversed(_DRAWABLE))
+        #: Each family's breakers still to draw in its round (popped from the end), and the
+        #: families whose first round is not over.
+        self._queues: list[list[str]] = []
+        for family in _BREAKER_FAMILIES:
+            queue = list(family)
+            self._random.shuffle(queue)
+            self._queues.append(queue)
+        self._first_rounds = set(range(len(_BREAKER_FAMILIES)))
         self._interesting: list[frozenset[str]] = []
         self.lines = LineCoverage()
         self.streams = 0
@@ -92,23 +108,20 @@ class Guide:
         """The plan of stream `number` of this search."""
         rng = self._random
         breaker = None
-        untried = [name for name, count in self.breakers.items() if count == 0]
         broken = self._broken
-        if broken is None:
-            broken = rng.random() < (0.75 if untried else 0.5)
+        if broken is None:  # more broken streams until every breaker was drawn once
+            broken = rng.random() < (0.75 if self._first_rounds else 0.5)
         if broken:
-            if untried or rng.random() < 0.75:
-                least = min(self.breakers.values())
-                pool = [name for name, count in self.breakers.items() if count == least]
-                breaker = pool[int(rng.random() * len(pool))]
-            else:
-                breaker = _pick(rng, tuple(self.breakers))
+            breaker = self._next_breaker(rng)
         wanted: frozenset[str] = frozenset()
         roll = rng.random()
         if roll < 0.5:
             wanted = self._wanted(rng)
         elif roll < 0.65 and self._interesting:
-            wanted = _pick(rng, self._interesting) | {_pick(rng, _DRAWABLE)}
+            # two of the features of a stream that ran new reference lines, and one more (all of
+            # them would make a stream as large as that one, at every try)
+            found = sorted(_pick(rng, self._interesting))
+            wanted = frozenset((_pick(rng, found), _pick(rng, found), _pick(rng, _DRAWABLE)))
         modes = self._first
         if self._others:
             least = min(self.modes[m] for m in self._others)
@@ -117,12 +130,30 @@ class Guide:
         seed = int(rng.random() * 2**62)
         return Plan(number, seed, wanted, breaker, modes)
 
+    def _next_breaker(self, rng: random.Random) -> str:
+        """The breaker drawn least so far in a family taken at random (the shape errors of R6
+        and their neighbours, or the type-confusion matrix, each half the broken streams: the
+        matrix's hundreds of cells would crowd out the few dozen other breakers)."""
+        family = int(rng.random() * len(_BREAKER_FAMILIES))
+        queue = self._queues[family]
+        if not queue:
+            if family in self._first_rounds:
+                self._first_rounds.discard(family)
+            queue.extend(_BREAKER_FAMILIES[family])
+            rng.shuffle(queue)
+            queue.reverse()  # popped from the end: in the shuffled order
+        return queue.pop()
+
     def _wanted(self, rng: random.Random) -> frozenset[str]:
         """A feature no stream held yet, else a pair of features never seen together."""
-        for name in _DRAWABLE:
-            if self.features[name] == 0 and self._tries.get(name, 0) < _TRIES:
-                self._tries[name] = self._tries.get(name, 0) + 1
-                return frozenset((name,))
+        unseen = self._unseen
+        while unseen:
+            name = unseen[-1]
+            if self.features[name] or self._tries.get(name, 0) >= _TRIES:
+                unseen.pop()
+                continue
+            self._tries[name] = self._tries.get(name, 0) + 1
+            return frozenset((name,))
         left = self._pairs_left
         while left:
             at = int(rng.random() * len(left))

@@ -144,8 +144,8 @@ class Search:
         best, best_results = stream, checked.failed
         try:
             for _ in range(self.request.reruns):
-                runs += 1
                 again = checker.check(stream, failing).failed
+                runs += 1  # (a run cut short by Ctrl-C is no run)
                 reproduced += bool(again) and signature(again[0]) == signature(first)
             if reproduced < runs:
                 return self._finding(

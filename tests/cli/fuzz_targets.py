@@ -31,8 +31,8 @@ class FlakyServerMessage(DropsServerMessage):
 
 class InterruptedWhileShrinking(DropsServerMessage):
     """Sends Ctrl-C (SIGINT to its own process, as a terminal does) while conform shrinks the
-    difference it found: at the tenth assembler made after its first wrong answer (the finding is
-    then checked again five times, and shrinking has begun)."""
+    difference it found: at the twentieth assembler made after its first wrong answer (the
+    finding is checked again four times first, then shrinking begins)."""
 
     wrong = 0
     after = 0
@@ -41,7 +41,7 @@ class InterruptedWhileShrinking(DropsServerMessage):
         super().__init__()
         if InterruptedWhileShrinking.wrong:
             InterruptedWhileShrinking.after += 1
-            if InterruptedWhileShrinking.after == 10:
+            if InterruptedWhileShrinking.after == 20:
                 os.kill(os.getpid(), signal.SIGINT)
 
     def push(self, data: str) -> list[object]:

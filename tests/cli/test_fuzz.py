@@ -65,9 +65,9 @@ def test_a_target_taking_another_allowed_outcome_is_never_flagged(point: str, ou
     # Each point's features are asked for early (the guide wants every feature within the
     # first streams), and such a target fails the reference's own outcome: its alternatives
     # are then worked out, and it passes one.
-    record = fuzz(f"{FAIR}:{point}_{outcome}", seed=1, examples=150)
+    record = fuzz(f"{FAIR}:{point}_{outcome}", seed=1, examples=400)
     assert record.finding is None, record.finding.results if record.finding else None
-    assert record.streams == 150
+    assert record.streams == 400
     assert record.points.get(point, 0) >= 1, f"no stream of the seed touches {point}: {record}"
 
 
@@ -94,7 +94,8 @@ def test_a_planted_bug_is_found_and_shrunk(name: str) -> None:
 
 
 def test_no_shrinking_reports_the_stream_as_found() -> None:
-    args = ("fuzz", f"{MINIATURES}:LastToolCallIdWins", "--in-process", "--seed", "1", "--shrink")
+    args = ("fuzz", f"{MINIATURES}:LastToolCallIdWins", "--in-process", "--seed", "1")
+    args += ("--examples", "3000", "--shrink")
     code, raw = conform(*args, "0")
     assert code == 1, raw
     code, shrunk = conform(*args, "300")

@@ -24,7 +24,7 @@ MINIATURES = str(Path(__file__).resolve().parents[1] / "miniatures.py")
 @pytest.fixture(scope="module")
 def finding() -> Finding:
     options = RunOptions(target=f"{MINIATURES}:DropsServerMessage", in_process=True, seed=1)
-    record = run_fuzz(FuzzRequest(options, examples=50, shrink_steps=30))
+    record = run_fuzz(FuzzRequest(options, examples=400, shrink_steps=30))
     assert record.finding is not None
     return record.finding
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from harness.fuzz.model.draw import Draw
 from harness.fuzz.model.jsonwrite import Dup, Raw
+from harness.suite.confusion import READ_FIELDS, confused
 
 # --- values spelled the way some servers or libraries spell them ----------------------------
 
@@ -280,8 +281,90 @@ WRONG_SHAPES: tuple[Breaker, ...] = (
     _shape("timings_empty", "empty_objects", _set(_top, "timings", {})),
 )
 
+# --- the type-confusion matrix: every read field holding each value a lax decoder coerces ------
+
+
+def _holder(path: str) -> Callable[[dict[str, Any]], tuple[dict[str, Any] | list[Any], Any]]:
+    """Where the read field at `path` stands in a chunk: the object (or list) that holds it,
+    made where the chunk has none, and its key (or index)."""
+    level, _, name = path.rpartition(".")
+    if path in ("choices[]", "tool_calls[]"):
+        array = "choices" if path == "choices[]" else "tool_calls"
+
+        def element(chunk: dict[str, Any]) -> tuple[list[Any], Any]:
+            items: list[Any] = []
+            (_top(chunk) if array == "choices" else _delta(chunk))[array] = items
+            items.append(None)
+            return items, 0
+
+        return element
+    makers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        "": _top,
+        "choice": _choice,
+        "delta": _delta,
+        "tool_call": lambda chunk: _call_of(chunk),
+        "function": lambda chunk: _call_of(chunk)["function"],
+        "timings": lambda chunk: _object(chunk, "timings"),
+        "prompt_progress": lambda chunk: _object(chunk, "prompt_progress"),
+        "error": lambda chunk: _object(chunk, "error"),
+    }
+    make = makers[level]
+    return lambda chunk: (make(chunk), name)
+
+
+def _call_of(chunk: dict[str, Any]) -> dict[str, Any]:
+    call = _call()[0]
+    _delta(chunk)["tool_calls"] = [call]
+    return call
+
+
+def _object(chunk: dict[str, Any], name: str) -> dict[str, Any]:
+    found = chunk.get(name)
+    found = dict(found) if isinstance(found, dict) else {}
+    chunk[name] = found
+    return found
+
+
+def _confusion_feature(read_path: str, text: str) -> str:
+    value = json.loads(text)
+    if value is None:
+        return "missing_index" if read_path.endswith("index") else "null_element"
+    kinds = (
+        (bool, "confused_boolean"),
+        ((int, float), "confused_number"),
+        (str, "confused_string"),
+        (list, "confused_array"),
+        (dict, "confused_object"),
+    )
+    return next(feature for kind, feature in kinds if isinstance(value, kind))
+
+
+def _confused(read_path: str, text: str) -> Callable[[Draw, dict[str, Any]], None]:
+    hold = _holder(read_path)
+
+    def change(draw: Draw, chunk: dict[str, Any]) -> None:
+        holder, key = hold(chunk)
+        holder[key] = Raw(text)
+
+    return change
+
+
+#: How the name of a breaker of the type-confusion matrix starts.
+CONFUSED_PREFIX = "confused "
+#: One breaker per read field and value of `harness.suite.confusion`'s matrix (`confused
+#: delta_content one_key_map`): the corpus has one case of each, the model draws them all.
+CONFUSED: tuple[Breaker, ...] = tuple(
+    _shape(
+        f"{CONFUSED_PREFIX}{read.slug} {coercion.name}",
+        _confusion_feature(read.path, text),
+        _confused(read.path, text),
+    )
+    for read in READ_FIELDS
+    for coercion, text in confused(read)
+)
+
 #: Every way a stream is broken in one place, by name.
-BREAKERS: dict[str, Breaker] = {b.name: b for b in (*WRONG_SHAPES, *NOT_JSON)}
+BREAKERS: dict[str, Breaker] = {b.name: b for b in (*WRONG_SHAPES, *NOT_JSON, *CONFUSED)}
 
 
 def break_chunk(draw: Draw, breaker: Breaker, chunk: dict[str, Any]) -> None:

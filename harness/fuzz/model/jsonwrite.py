@@ -19,12 +19,26 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any
 
+import msgspec
 
-@dataclass(frozen=True, slots=True)
+
 class Raw:
-    """A JSON value written exactly as `text` (a number's own spelling, deep nesting)."""
+    """A JSON value written exactly as `text` (a number's own spelling, deep nesting). A plain
+    class, not a dataclass: msgspec would write a dataclass as an object of its fields."""
 
-    text: str
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Raw) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Raw({self.text!r})"
 
 
 class Dup(str):
@@ -56,8 +70,12 @@ COMPACT = Style()
 
 
 def dump(value: Any, style: Style = COMPACT) -> str:
-    """`value` as JSON text in `style`: written by the json module's C encoder, each `Raw`
-    standing in as a marked string that its own text then replaces."""
+    """`value` as JSON text in `style`. The compact style, the usual one, is written by msgspec
+    (about six times faster than the json module; it spells a float's exponent `1e20`, the json
+    module `1e+20`: both JSON); the others by the json module's C encoder, each `Raw` standing in
+    as a marked string that its own text then replaces."""
+    if style is COMPACT:
+        return _compact(value).decode("utf-8")
     raws = _RAWS
     raws.clear()
     text = _encoder(style)(value)
@@ -71,6 +89,15 @@ _RAWS: list[str] = []
 #: What a `Raw` is written as, before its text replaces it: a NUL is escaped in every style.
 _MARK = "\x00conform raw\x00"
 _MARK_WRITTEN = "\\u0000conform raw\\u0000"
+
+
+def _raw_bytes(value: Any) -> msgspec.Raw:
+    if isinstance(value, Raw):
+        return msgspec.Raw(value.text.encode("utf-8"))
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+_compact = msgspec.json.Encoder(enc_hook=_raw_bytes).encode
 
 
 def _raw(value: Any) -> str:

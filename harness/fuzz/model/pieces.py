@@ -26,38 +26,51 @@ class Piece:
 _IDS = ("call_0", "call_abc", "toolu_01", "7", "\u00e9")
 _NAMES = ("read_file", "get_weather", "search", "f", "\u540d")
 #: Ids and names a client may take for missing or cut: white space only, very long (issue 34).
-_ODD_IDS = (" ", "\t", "call_" + "x" * 300, "call 0", "0")
-_ODD_NAMES = (" ", "\n", "read_file" * 40, "get-weather.v2", "0")
+#: White space only (an id all the same: R2, R5), and thousands of characters.
+BLANK_IDS = (" ", "\t", "\n ", "\u200b ")
+LONG_ID = "call_" + "x7" * 1500
+LONG_NAME = "read_file_" * 200
 
 
 def _call_count(draw: Draw) -> int:
     if draw.rarely(40, "tool_calls_many"):
         return draw.between(11, 14)
-    if draw.wants("tool_calls_parallel") or draw.wants("tool_calls_interleaved"):
+    if draw.wanted & _SEVERAL_CALLS:
         return draw.between(2, 5)
     if draw.wants("tool_calls_out_of_order"):
         return draw.between(2, 4)
-    if any(draw.wants(name) for name in _NEEDS_A_CALL):
+    if draw.wanted & _NEEDS_A_CALL:
         return draw.between(1, 3)
     if draw.rarely(25):
         return draw.between(4, 10)
     return draw.pick((0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3))
 
 
-_NEEDS_A_CALL = (
-    "tool_call",
-    "huge_payload",
-    "edge_text_and_ids",
-    "tool_call_split_anywhere",
-    "tool_call_repeated_id_name",
-    "tool_call_late_id_name",
-    "tool_call_cut_by_length",
-    "tool_call_never_named",
-    "tool_call_without_function",
-    "arguments_absent_or_null",
-    "tool_call_type",
-    "text_between_tool_calls",
-    "reasoning_between_tool_calls",
+_MIXED = frozenset(("tool_calls_interleaved", "tool_calls_out_of_order"))
+_SEVERAL_CALLS = frozenset(
+    (
+        "tool_calls_parallel",
+        "tool_calls_interleaved",
+        "edge_text_and_ids",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+    )
+)
+_NEEDS_A_CALL = frozenset(
+    (
+        "tool_call",
+        "huge_payload",
+        "tool_call_split_anywhere",
+        "tool_call_repeated_id_name",
+        "tool_call_late_id_name",
+        "tool_call_cut_by_length",
+        "tool_call_never_named",
+        "tool_call_without_function",
+        "arguments_absent_or_null",
+        "tool_call_type",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+    )
 )
 
 
@@ -70,11 +83,14 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
         used.add("tool_calls_parallel")
     if count > 10:
         used.add("tool_calls_many")
-    odd = draw.rarely(10, "edge_text_and_ids")
+    blank = draw.rarely(20, "edge_text_and_ids")
+    long = draw.rarely(30, "edge_text_and_ids")
     calls: list[list[Piece]] = []
     for index in range(count):
         whole = arguments(draw, used)
-        pieces = draw.between(1, 3) if whole and count < 4 else draw.between(1, 2)
+        pieces = draw.pick((1, 1, 2, 2, 3)) if whole and count < 4 else draw.between(1, 2)
+        if draw.wanted & _MIXED:  # pieces to mix: two a call at least
+            pieces = max(pieces, 2)
         parts = split_text(draw, whole, pieces)
         if len(parts) == 1 and draw.wants("tool_call_split_anywhere"):
             parts = split_text(draw, whole + "{}", 3)
@@ -82,9 +98,21 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
             used.add("tool_call_split_anywhere")
         call_id = draw.pick(_IDS) + str(index)
         name = draw.pick(_NAMES)
-        if odd and draw.coin():
-            call_id, name = draw.pick(_ODD_IDS), draw.pick(_ODD_NAMES)
+        if blank and (index == 0 or draw.coin()):
+            if draw.coin():
+                call_id = draw.pick(BLANK_IDS)
+            else:
+                name = draw.pick(BLANK_IDS)
             used.add("edge_text_and_ids")
+        elif long and (index == 0 or draw.coin()):
+            call_id, name = (LONG_ID, name) if draw.coin() else (call_id, LONG_NAME)
+            used.add("edge_text_and_ids")
+        if index == 1 and draw.rarely(20, "edge_text_and_ids"):
+            # call 0's id in another case: two calls all the same (a case-blind map merges them)
+            first = calls[0][0].call.get("id") or calls[0][-1].call.get("id")
+            if isinstance(first, str) and first.lower() != first.upper():
+                call_id = first.swapcase()
+                used.add("edge_text_and_ids")
         late = len(parts) > 1 and draw.rarely(7, "tool_call_late_id_name")
         calls.append(_pieces_of(draw, used, index, parts, call_id, name, late=late))
     if count and draw.rarely(6, "tool_call_never_named"):
@@ -154,16 +182,15 @@ def text_runs(draw: Draw, used: set[str]) -> list[Piece]:
     """Runs of reasoning or answer text, each piece a chunk's worth."""
     runs: list[Piece] = []
     kinds = [draw.pick(("reasoning", "content")) for _ in range(draw.pick(_RUN_COUNTS))]
-    if not kinds and any(draw.wants(name) for name in _NEEDS_TEXT):
+    if not kinds and draw.wanted & _NEEDS_TEXT:
         kinds = [draw.pick(("reasoning", "content")) for _ in range(draw.between(1, 3))]
     for wanted, order in _ORDERS:
         if draw.wants(wanted):
             at = draw.below(len(kinds) + 1)
             kinds[at:at] = order
-    if draw.wants("reasoning_run") and "reasoning" not in kinds:
-        kinds.append("reasoning")
-    if draw.wants("content_run") and "content" not in kinds:
-        kinds.append("content")
+    for feature, kind in (*_BETWEEN, ("reasoning_run", "reasoning"), ("content_run", "content")):
+        if draw.wants(feature) and kind not in kinds:
+            kinds.append(kind)
     for kind in kinds:
         so_far = ""
         for _ in range(draw.pick(_RUN_PIECES)):
@@ -194,34 +221,36 @@ def text_runs(draw: Draw, used: set[str]) -> list[Piece]:
 #: How many runs of text a stream has, and pieces a run: small streams mostly (a bug shows in a
 #: few chunks, and a small stream costs little), sometimes more.
 _RUN_COUNTS = (0, 1, 1, 1, 1, 2, 2, 3)
-_RUN_PIECES = (1, 1, 1, 2, 2, 3)
+_RUN_PIECES = (1, 1, 1, 1, 2, 2, 3)
 
 #: Runs in an order a feature needs, put among the others when it is wanted.
 _ORDERS = (
     ("reasoning_then_content", ["reasoning", "content"]),
     ("reasoning_after_content", ["content", "reasoning"]),
+    ("reasoning_and_content_in_one_chunk", ["reasoning", "content"]),
 )
 
 
-_NEEDS_TEXT = (
-    "reasoning_run",
-    "content_run",
-    "reasoning_then_content",
-    "reasoning_after_content",
-    "reasoning_and_content_in_one_chunk",
-    "empty_text",
-    "empty_reasoning_after_content",
-    "repeated_text",
-    "edge_text_and_ids",
-    "unicode_text",
-    "nul_in_text",
-    "long_text",
-    "escaped_text",
-    "text_between_tool_calls",
-    "reasoning_between_tool_calls",
-    "predicted_n_zero_later",
-    "role_chunk_later",
-    "id_changes",
+_NEEDS_TEXT = frozenset(
+    (
+        "reasoning_run",
+        "content_run",
+        "reasoning_then_content",
+        "reasoning_after_content",
+        "reasoning_and_content_in_one_chunk",
+        "empty_text",
+        "empty_reasoning_after_content",
+        "repeated_text",
+        "unicode_text",
+        "nul_in_text",
+        "long_text",
+        "escaped_text",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+        "predicted_n_zero_later",
+        "role_chunk_later",
+        "id_changes",
+    )
 )
 
 
@@ -250,14 +279,32 @@ def interleave(draw: Draw, sequences: list[list[Piece]], used: set[str]) -> list
                 used.add("tool_calls_interleaved")
         merged.append(piece)
         heads = [seq for seq in heads if seq]
+    for feature, kind in _BETWEEN:
+        if draw.wants(feature):
+            _put_between(merged, kind)
     return merged
+
+
+#: The features of text between two tool-call pieces, and the kind of text each moves there.
+_BETWEEN = (("text_between_tool_calls", "content"), ("reasoning_between_tool_calls", "reasoning"))
+
+
+def _put_between(merged: list[Piece], kind: str) -> None:
+    """Move a text piece of `kind` between the first two tool-call pieces (when there are two)."""
+    tools = [n for n, piece in enumerate(merged) if piece.kind == "tool"]
+    texts = [n for n, piece in enumerate(merged) if piece.kind == kind and piece.text]
+    if len(tools) < 2 or not texts or any(tools[0] < n < tools[-1] for n in texts):
+        return
+    piece = merged.pop(texts[0])
+    tools = [n for n, p in enumerate(merged) if p.kind == "tool"]
+    merged.insert(tools[0] + 1, piece)
 
 
 def group_pieces(draw: Draw, pieces: list[Piece], used: set[str]) -> list[list[Piece]]:
     """Cut the pieces into chunks: a chunk holds at most one reasoning and one answer text."""
     chunks: list[list[Piece]] = []
     current: list[Piece] = []
-    apart = 0.3 if draw.wants("reasoning_and_content_in_one_chunk") else 0.55
+    apart = 0.3 if draw.wants("reasoning_and_content_in_one_chunk") else 0.45
     for piece in pieces:
         kinds = {p.kind for p in current}
         clash = piece.kind in ("reasoning", "content") and piece.kind in kinds

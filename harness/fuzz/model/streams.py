@@ -24,6 +24,7 @@ from harness.fuzz.model.draw import Draw
 from harness.fuzz.model.features import BY_NAME, FEATURES
 from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
 from harness.fuzz.model.pieces import (
+    BLANK_IDS,
     delta_of,
     group_pieces,
     interleave,
@@ -47,8 +48,11 @@ _HEAD = {
 def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     """The id each chunk carries."""
     cid = f"chatcmpl-{draw.below(1 << draw.pick((16, 32, 64, 96))):x}"
-    if draw.wants("edge_text_and_ids") and draw.coin():
-        cid = draw.pick((" ", "\t", "chatcmpl-" + "x" * 400))
+    if draw.rarely(40, "edge_text_and_ids") and draw.coin():
+        cid = draw.pick(BLANK_IDS)
+        used.add("edge_text_and_ids")
+    elif draw.rarely(60, "edge_text_and_ids") and draw.coin():
+        cid = "chatcmpl-" + "x" * 4000
         used.add("edge_text_and_ids")
     policy = draw.pick(("every", "every", "every", "first", "late", "changes", "none", "empty"))
     for feature in ("id_late", "id_changes", "no_id"):
@@ -84,7 +88,7 @@ def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], bool]:
             values.append(
                 {"progress": progress(draw, used), "delta": draw.pick(({}, None, "none"))}
             )
-    if draw.below(3) == 0 or draw.wants("role_chunk"):
+    if draw.below(4) == 0 or draw.wants("role_chunk"):
         used.add("role_chunk")
         values.append({"delta": {"role": "assistant", "content": draw.pick((None, ""))}})
     for group in groups:
@@ -134,7 +138,7 @@ def _finish(draw: Draw, values: list[dict[str, Any]], has_calls: bool, used: set
 def _timings(draw: Draw, values: list[dict[str, Any]], used: set[str]) -> int:
     """Timings on some chunks (each replacing the last), the last ones on the finish chunk;
     the predicted_n reached."""
-    policy = draw.pick(("none", "last", "every", "some"))
+    policy = draw.pick(("none", "none", "last", "last", "every", "some"))
     resets = draw.rarely(12, "predicted_n_resets")
     if resets or draw.wants("timings") or draw.wants("reasoning_without_timings"):
         policy = draw.pick(("every", "some")) if policy in ("none", "last") else policy
@@ -150,6 +154,12 @@ def _timings(draw: Draw, values: list[dict[str, Any]], used: set[str]) -> int:
             used.add("predicted_n_resets")
     if policy != "none" and values:
         values[-1]["timings"] = timings(draw, used, predicted)
+    if draw.wants("reasoning_without_timings"):
+        # a reasoning chunk without timings after one with them
+        timed = [n for n, v in enumerate(values) if v.get("timings")]
+        later = [n for n, v in enumerate(values) if _has_reasoning(v) and timed and n > timed[0]]
+        if later:
+            values[draw.pick(later)].pop("timings", None)
     if any(v.get("timings") for v in values) and draw.rarely(10, "timings_null"):
         at = draw.below(len(values))
         values[at]["timings"] = None
@@ -163,6 +173,9 @@ def _has_reasoning(value: dict[str, Any]) -> bool:
     return isinstance(delta, dict) and bool(delta.get("reasoning_content"))
 
 
+_USAGE = frozenset(("usage_beside_choices", "choices_absent"))
+
+
 def _after(draw: Draw, values: list[dict[str, Any]], predicted: int, used: set[str]) -> None:
     """Chunks after the finish reason, and the usage chunk."""
     if draw.rarely(5, "chunks_after_finish"):
@@ -173,7 +186,7 @@ def _after(draw: Draw, values: list[dict[str, Any]], predicted: int, used: set[s
         else:
             key = "content" if after == "text" else "reasoning_content"
             values.append({"delta": {key: text(draw, used)}})
-    if draw.rarely(3, "usage_chunk") or draw.wants("usage_beside_choices"):
+    if draw.rarely(3, "usage_chunk") or draw.wanted & _USAGE:
         used.add("usage_chunk")
         usage = {
             "completion_tokens": predicted,
@@ -239,6 +252,9 @@ def _levels(chunk: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
                     levels.setdefault("function", []).append(call["function"])
     if isinstance(chunk.get("usage"), dict):
         levels["usage"] = [chunk["usage"]]
+    for name in ("timings", "prompt_progress"):
+        if isinstance(chunk.get(name), dict):
+            levels[name] = [chunk[name]]
     return levels
 
 
@@ -260,6 +276,8 @@ def _add_neighbours(draw: Draw, chunk: dict[str, Any], used: set[str], *, wrong:
             wrong = allowed and draw.rarely(9, "wrong_typed_known_field")
             made = made or wrong
             choices = neighbours.at_level(level, wrong_typed=wrong)
+            if not choices:
+                continue
             if wanted and not wrong:
                 choices = tuple(f for f in choices if f.feature in wanted) or choices
             if not choices:
@@ -281,19 +299,16 @@ def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
     _finish(draw, values, has_calls, used)
     predicted = _timings(draw, values, used)
     _after(draw, values, predicted, used)
-    if any(_has_reasoning(v) and v.get("timings") is None for v in values) and any(
-        v.get("timings") for v in values
-    ):
-        used.add("reasoning_without_timings")
-    if any(
-        _has_reasoning(v)
-        and v.get("timings") is not None
-        and v["timings"].get("predicted_n") is None
-        for v in values
-        if isinstance(v.get("timings"), dict)
-    ):
-        used.add("predicted_n_null")
-    head = _HEAD if draw.below(4) != 0 else {}
+    timed = False
+    for value in values:
+        found = value.get("timings")
+        if _has_reasoning(value):
+            if found is None and timed:
+                used.add("reasoning_without_timings")
+            elif isinstance(found, dict) and found.get("predicted_n") is None:
+                used.add("predicted_n_null")
+        timed = timed or bool(found)
+    head = _HEAD if draw.coin() else {}
     ids = _ids(draw, len(values), used)
     chunks = []
     for value, cid in zip(values, ids, strict=True):

@@ -4,10 +4,10 @@ long runs), tool-call arguments and how they split, timings and prompt progress.
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Any
 
 from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
 
 WORDS = ("Hello", " world", ".", " The", " answer", " is", " 4", "\n", " ", "Let", " me", " think")
 #: Texts that break clients which look inside text: control characters, NUL, surrogate pairs,
@@ -29,18 +29,21 @@ EDGE_TEXT = (
     "</script>",
     "\t",
 )
-#: Texts that look like something else to a client that reads meaning into text: a role prefix,
-#: server-sent-event syntax, think tags, white space only or around the words (issue 34).
-LOOKALIKE_TEXT = (
+#: Texts that look like something else to a client that reads meaning into text (issue 34): a
+#: speaker tag or chat-template token, the event stream's own syntax, think tags, white space.
+LOOKALIKE_TEXT: tuple[str, ...] = (
     "assistant: ",
     "Assistant: Hi",
     "user: hi",
+    "<|im_start|>assistant\n",
+    "### Assistant: ",
+    "<|eot_id|>",
     "[DONE]",
     "data: [DONE]",
     "\n\ndata: {",
-    "data: x",
+    'data: {"x":1}',
+    "\n: ping\n",
     "event: error\n",
-    ": ping",
     "<think>",
     "</think>",
     "<think>Plan.</think>Answer ",
@@ -100,6 +103,15 @@ _ARGUMENT_VALUES: tuple[Any, ...] = (-5, 0, 7, 99, "a.txt", "Paris", "é", "x y"
 HUGE_SIZES = (70_000, 140_000, 1_100_000)
 
 
+#: How models write arguments: compact, or as Python's json.dumps does (spaced), ASCII or not.
+_ARGUMENT_STYLES = (
+    COMPACT,
+    Style(ascii=True),
+    Style(item=", ", key=": "),
+    Style(ascii=True, item=", ", key=": "),
+)
+
+
 def arguments(draw: Draw, used: set[str]) -> str:
     """A tool call's whole arguments text (JSON mostly, as models write it)."""
     if draw.once(600, "huge_payload"):
@@ -112,12 +124,7 @@ def arguments(draw: Draw, used: set[str]) -> str:
         value = {
             draw.pick(_ARGUMENT_KEYS): draw.pick(_ARGUMENT_VALUES) for _ in range(draw.below(4))
         }
-        spaced = draw.coin()
-        return json.dumps(
-            value,
-            ensure_ascii=draw.coin(),
-            separators=(", ", ": ") if spaced else (",", ":"),
-        )
+        return dump(value, draw.pick(_ARGUMENT_STYLES))
     if kind == 3:
         return draw.pick(("", "{}"))
     if kind == 4:
