@@ -10,7 +10,7 @@ correct targets are fuzzed the same way and must not be flagged (the reference, 
 tests/check/fair_targets.py, examples/python's). `--time SECONDS` (default 30) or `--examples N`
 per target; `-k NAME` runs only some; `--seed`.
 
-    python benchmarks/fuzz_miniatures.py                 # about 8 minutes (the correct targets 30 s each)
+    python benchmarks/fuzz_miniatures.py        # about 8 minutes (the correct targets 30 s each)
     python benchmarks/fuzz_miniatures.py -k Jackson --time 5
 """
 
