@@ -4,7 +4,8 @@ generates the golden files: the same results on every input, or the fast one is 
 - Every shipped recording, under every combination of the outcomes of the points it pins (the
   reference's own first, as `reference.choices.combinations` lists them), with the payloads of
   every mode (`harness.check.modes`: plain, and rewritten as each other mode rewrites them).
-- Generated streams: the stream model's (`harness.fuzz.model.streams`, broken ones too) and the
+- Generated streams: the stream model's (`harness.fuzz.model.streams`, broken ones too, as a
+  fuzz search draws them) and the
   property tests' chunks, mutated chunks, JSON values and arbitrary text
   (tests/assembler/test_properties.py), under the reference's own choices and drawn ones.
 
@@ -26,7 +27,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness.check.modes import DEFAULT_SEED, MODES, mutate
-from harness.fuzz.model.streams import Stream, drawing, streams
+from harness.fuzz.guide import Guide
+from harness.fuzz.model.breakers import BREAKERS
+from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.streams import build
 from harness.suite.cases import Case, Suite
 from harness.suite.recording import iter_payloads, read_info
 from reference import choices as choices_of
@@ -142,10 +146,13 @@ def test_generated_valid_streams(payloads: list[str], choices: Choices) -> None:
 
 
 def test_the_stream_models_streams_broken_or_not() -> None:
-    @settings(BUDGET, max_examples=50)
-    @given(streams(broken=None), some_choices)
-    def check(stream: Stream, choices: Choices) -> None:
-        assert differs(stream.payloads, choices, stream.thinking_capped) is None
-
-    with drawing():
-        check()
+    # The first streams of a `conform fuzz` search (its guide asks for every feature and every
+    # breaker early), each under the reference's own choices or, every other one, drawn ones.
+    guide = Guide(DEFAULT_SEED, modes=MODES, broken=None)
+    for number in range(400):
+        plan = guide.plan(number)
+        stream = build(Draw(plan.seed, plan.wanted), BREAKERS.get(plan.breaker or ""))
+        guide.note(plan, stream.features)
+        choices = EVERY_CHOICE[number % len(EVERY_CHOICE)] if number % 2 else choices_of.REFERENCE
+        found = differs(stream.payloads, choices, stream.thinking_capped)
+        assert found is None, (number, found, stream.payloads)
