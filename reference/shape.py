@@ -12,6 +12,7 @@ its type, or raises `InferError(protocol)` (R6). The table, in the spec's order:
 | top | `error` | object: `message` (string) |
 | choice | `delta` | object |
 | choice | `finish_reason` | `"stop"`, `"tool_calls"` or `"length"` |
+| choice | `index` | not read, but whether it is 0 (I7) |
 | delta | `content`, `reasoning_content` | string |
 | delta | `tool_calls` | array of objects |
 | tool call | `index` | integer, required, not negative |
@@ -19,8 +20,9 @@ its type, or raises `InferError(protocol)` (R6). The table, in the spec's order:
 | tool call | `function` | object: `name`, `arguments` (strings) |
 
 Every other member, at every level, is ignored whatever its value (R7), except that an OpenAI
-member of a type OpenAI's schema does not allow may be refused (I5). `null` means the same as an
-absent member, and never stands for an array element. One function per level of the table.
+member of a type OpenAI's schema does not allow, or one it requires left out, may be refused
+(I5). `null` means the same as an absent member, and never stands for an array element. One
+function per level of the table.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from reference.choices import Choices
 from reference.json_text import Number, protocol, read_json
-from reference.openai import wrong_type
+from reference.openai import is_openai_integer, missing_member, wrong_type
 from reference.types import MAX_SAFE_INTEGER, FinishReason, Progress, Timings
 
 
@@ -68,6 +70,7 @@ class Choice:
 
     delta: Delta | None
     finish_reason: FinishReason | None
+    index_is_zero: bool  # I7
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ def read_chunk(data: object, choices: Choices) -> Chunk:
         raise protocol(f"a payload must be a JSON object, not {_json_type(value)}")
     if choices.I5 == "protocol" and (wrong := wrong_type(value)) is not None:
         raise protocol(f"{wrong} has a type OpenAI's chunk schema does not allow (I5)")
+    if choices.I5 == "protocol" and (missing := missing_member(value)) is not None:
+        raise protocol(f"{missing} is required by OpenAI's chunk schema (I5)")
     return top_of(value, choices)
 
 
@@ -113,14 +118,18 @@ def top_of(top: dict[str, Any], choices: Choices) -> Chunk:
 
 
 def choice_of(choice: dict[str, Any], choices: Choices) -> Choice:
-    """A choice: `delta`, and `finish_reason`, one of the three."""
+    """A choice: `delta`, `finish_reason` (one of the three), and whether its `index` is 0 (I7):
+    an integer equal to 0, or no index at all (absent, null, or of a type OpenAI's schema does
+    not allow, which I5 `ignore` ignores): a chunk's one choice is the completion's."""
     delta = optional(choice, "delta", dict)
     reason = optional(choice, "finish_reason", str)
     if reason is not None and reason not in _FINISH_REASONS:
         raise protocol(f"finish_reason {reason!r} is not stop, tool_calls or length")
+    index = choice.get("index")
     return Choice(
         delta=None if delta is None else delta_of(delta, choices),
         finish_reason=None if reason is None else FinishReason(reason),
+        index_is_zero=not is_openai_integer(index) or Decimal(index.text) == 0,
     )
 
 

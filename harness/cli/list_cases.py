@@ -24,7 +24,7 @@ def list_command(
     exclude: tuple[str, ...],
     ids_only: bool,
 ) -> None:
-    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I6, SSE).
+    """List the suites' cases, one a line: its id and what it pins (R1..R9, I1..I9, SSE).
 
     Golden files without a recording are named on stderr.
     """
