@@ -250,7 +250,7 @@ class AcceptsNamelessToolCall(_Base):
             for call in self.inner._calls:
                 if call.id is None:
                     raise
-                calls.append(ToolCall(call.id, call.name or "", "".join(call.parts)))
+                calls.append(ToolCall(call.id, call.name or "", "".join(call.arguments)))
             inner = self.inner
             assert inner._finish_reason is not None and inner._id is not None
             return Completion(
@@ -272,7 +272,7 @@ class SkipsAheadSilently(_Base):
         try:
             return super().push(data)
         except InferError as error:
-            if "out of order" not in error.message or "index -" in error.message:
+            if "skips ahead" not in error.message:
                 raise
             chunk = _json(data)
             return [
@@ -1597,6 +1597,51 @@ class PredictedNTruthy(_Base):
 
     def finish(self, thinking_capped: bool) -> Completion:
         return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
+
+
+class AcceptsInvalidInput(_Base):
+    """Section 10 of the spec: every valid stream right, every invalid input accepted. The
+    reference under the outcomes that refuse nothing at an implementation-defined point, its
+    `protocol` errors swallowed: a refused payload is skipped, a refused finish returns what the
+    stream made so far. The verdict must say exactly that, not that it fails like a target
+    that loses tool calls."""
+
+    def __init__(self) -> None:
+        accepting = {"I1": "integer", "I2": "exact", "I3": "ignore", "I4": "last"}
+        self.inner = reference.Assembler(reference.choices.REFERENCE.replace(accepting))
+        self.texts: dict[str, list[str]] = {"content": [], "reasoning": []}
+
+    def push(self, data: str) -> list[Any]:
+        try:
+            events = self.inner.push(data)
+        except InferError as exc:
+            if exc.kind != ErrorKind.PROTOCOL:
+                raise
+            return []
+        for event in events:
+            if isinstance(event, Content | Reasoning):
+                self.texts["content" if isinstance(event, Content) else "reasoning"].append(
+                    event.text
+                )
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        try:
+            return self.inner.finish(thinking_capped)
+        except InferError as exc:
+            if exc.kind != ErrorKind.PROTOCOL:
+                raise
+        content, reasoning = ("".join(t) or None for t in self.texts.values())
+        return Completion(
+            id=self.inner.id or "",
+            content=content,
+            reasoning_content=reasoning,
+            tool_calls=(),
+            finish_reason=FinishReason.STOP,
+            timings=None,
+            reasoning_tokens=self.inner.reasoning_tokens,
+            thinking_capped=thinking_capped,
+        )
 
 
 #: Each miniature, the mode that catches it, and a pattern the mismatch report must contain.

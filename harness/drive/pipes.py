@@ -107,19 +107,24 @@ class _ProcessGroups:
     """The process groups of every program this process started and has not yet killed.
 
     `kill_all` kills them all and, with `close`, makes any later start fail at once: once a run
-    is being stopped, a worker thread must not start a program that nothing would kill.
+    is being stopped, a worker thread must not start a program that nothing would kill. It runs
+    at exit too, from the first program started on (importing this module registers nothing).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: set[int] = set()
         self._closed = False
+        self._at_exit = False
 
     def __contains__(self, pgid: int) -> bool:
         return pgid in self._groups
 
     def add(self, pgid: int) -> None:
         with self._lock:
+            if not self._at_exit:
+                atexit.register(self.kill_all, close=True)
+                self._at_exit = True
             self._groups.add(pgid)
             if not self._closed:
                 return
@@ -152,7 +157,6 @@ def _kill_group(pgid: int) -> None:
 
 
 _GROUPS = _ProcessGroups()
-atexit.register(_GROUPS.kill_all, close=True)
 
 
 def new_family() -> str:
@@ -739,12 +743,13 @@ class Worker:
             # Without a pidfd, look at the program now and then: it may have died.
             self._drain(remaining if self._pidfd is not None else min(remaining, 0.1))
 
-    def exit_status(self) -> str:
-        """How the program ended, after it closed its stdout (waiting a moment for it to exit)."""
+    def exit_status(self, *, writing: bool = False) -> str:
+        """How the program ended, after it closed its stdout, or with `writing` its stdin (a
+        write to it failed), waiting a moment for it to exit."""
         try:
             code = self.proc.wait(GRACE)
         except subprocess.TimeoutExpired:
-            return "closed its stdout"
+            return "closed its stdin" if writing else "closed its stdout"
         _kill_group(self._group)  # what it started would hold stderr open
         self._drain_stderr_to_end()
         if code < 0:

@@ -279,10 +279,10 @@ class ProcessDriver:
                 ) from None
             except TargetCrash as exc:
                 self._discard()
-                details = f"\n{exc.details}" if exc.details else ""
                 raise TargetError(
-                    f"{self.label} failed the handshake: {exc.message}{details}",
+                    f"{self.label} failed the handshake: {exc.message}",
                     hint="see docs/protocol.md",
+                    details=exc.details,
                 ) from None
         assert self.program is not None
         return self.program
@@ -614,7 +614,7 @@ class ProcessDriver:
             mark = worker.queue(*parts, now=now)
         except OSError:
             self._last = _Sent(seq, op, data, fields, 0)
-            status = worker.exit_status()
+            status = worker.exit_status(writing=True)
             raise self._broken(f"the program {status} before answering {op}") from None
         return _Sent(seq, op, data, fields, mark)
 
@@ -692,8 +692,8 @@ class ProcessDriver:
             self._release()
         try:
             reply_line = worker.receive(deadline, sent.mark)
-        except (OSError, EOFError):
-            status = worker.exit_status()
+        except (OSError, EOFError) as exc:  # OSError: a request could not be written
+            status = worker.exit_status(writing=isinstance(exc, OSError))
             raise self._broken(f"the program {status} before answering {op}") from None
         if held and reply_line is not None:
             self._release(reply_line)

@@ -4,7 +4,7 @@ generates the golden files: the same results on every input, or the fast one is 
 - Every shipped recording, under every combination of the outcomes of the points it pins (the
   reference's own first, as `reference.choices.combinations` lists them), with the payloads of
   every mode (`harness.check.modes`: plain, and rewritten as each other mode rewrites them).
-- Generated streams: the stream model's (`harness.model.streams`, broken ones too) and the
+- Generated streams: the stream model's (`harness.fuzz.model.streams`, broken ones too) and the
   property tests' chunks, mutated chunks, JSON values and arbitrary text
   (tests/assembler/test_properties.py), under the reference's own choices and drawn ones.
 
@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness.check.modes import DEFAULT_SEED, MODES, mutate
-from harness.model.streams import Stream, drawing, streams
+from harness.fuzz.model.streams import Stream, drawing, streams
 from harness.suite.cases import Case, Suite
 from harness.suite.recording import iter_payloads, read_info
 from reference import choices as choices_of
