@@ -86,12 +86,13 @@ class Assembler:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         chunk = read_chunk(data, self._choices)  # section 3, R6: the whole shape first
         self._raise_server_error(chunk)
+        folded = self._choices_folded(chunk)
         self._keep_first_id(chunk)
         self._replace_timings(chunk)
         events: list[ChatEvent] = []
         if chunk.prompt_progress is not None:
             events.append(chunk.prompt_progress)  # R1: progress first
-        for choice in self._choices_folded(chunk):
+        for choice in folded:
             events += self._read_choice(choice)
         return events
 
