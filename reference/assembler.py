@@ -14,7 +14,7 @@ one. No I/O; the only exception either raises is `InferError`.
 
 from __future__ import annotations
 
-from reference.choices import REFERENCE, Choices
+from reference.choices import DEFAULT_MESSAGE, REFERENCE, Choices
 from reference.json_text import MAX_DEPTH, protocol
 from reference.shape import Choice, Chunk, Delta, ToolCallPiece, integer_of, read_chunk
 from reference.types import (
@@ -86,24 +86,41 @@ class Assembler:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
         chunk = read_chunk(data, self._choices)  # section 3, R6: the whole shape first
         self._raise_server_error(chunk)
+        folded = self._choices_folded(chunk)
         self._keep_first_id(chunk)
         self._replace_timings(chunk)
         events: list[ChatEvent] = []
         if chunk.prompt_progress is not None:
             events.append(chunk.prompt_progress)  # R1: progress first
-        for choice in chunk.choices:
+        for choice in folded:
             events += self._read_choice(choice)
         return events
 
     def _raise_server_error(self, chunk: Chunk) -> None:
-        """R8: an `error` object fails the push with kind `server` and the server's message."""
-        if chunk.error is not None:
+        """R8: an `error` object fails the push with kind `server` and the server's message; I8
+        for one without a message (absent, null or empty): `""`, or the reference's own text."""
+        if chunk.error is None:
+            return
+        if chunk.error.message or self._choices.I8 == "empty":
             raise InferError(ErrorKind.SERVER, chunk.error.message or "")
+        raise InferError(ErrorKind.SERVER, DEFAULT_MESSAGE)
 
     def _keep_first_id(self, chunk: Chunk) -> None:
-        """R9: the id is the first non-empty id seen; later ones are ignored."""
-        if self._id is None and chunk.id:
+        """R9: the id is the first non-empty id seen; I9 for a later, different one: ignored,
+        or the latest."""
+        if chunk.id and (self._id is None or self._choices.I9 == "latest"):
             self._id = chunk.id
+
+    def _choices_folded(self, chunk: Chunk) -> list[Choice]:
+        """R1, I7: the choices folded into the completion, in order: every one, or only those
+        whose index is 0; or protocol for more than one choice, or another index."""
+        if self._choices.I7 == "index0":
+            return [choice for choice in chunk.choices if choice.index_is_zero]
+        if self._choices.I7 == "protocol" and (
+            len(chunk.choices) > 1 or not all(choice.index_is_zero for choice in chunk.choices)
+        ):
+            raise protocol("a chunk holds more than one choice, or a choice index other than 0")
+        return chunk.choices
 
     def _replace_timings(self, chunk: Chunk) -> None:
         """R3: the latest `timings` object replaces the last, whole (before R4 reads it)."""

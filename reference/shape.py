@@ -12,6 +12,7 @@ its type, or raises `InferError(protocol)` (R6). The table, in the spec's order:
 | top | `error` | object: `message` (string) |
 | choice | `delta` | object |
 | choice | `finish_reason` | `"stop"`, `"tool_calls"` or `"length"` |
+| choice | `index` | not read, but whether it is 0 (I7) |
 | delta | `content`, `reasoning_content` | string |
 | delta | `tool_calls` | array of objects |
 | tool call | `index` | integer, required, not negative |
@@ -19,8 +20,9 @@ its type, or raises `InferError(protocol)` (R6). The table, in the spec's order:
 | tool call | `function` | object: `name`, `arguments` (strings) |
 
 Every other member, at every level, is ignored whatever its value (R7), except that an OpenAI
-member of a type OpenAI's schema does not allow may be refused (I5). `null` means the same as an
-absent member, and never stands for an array element. One function per level of the table.
+member of a type OpenAI's schema does not allow, or one it requires left out, may be refused
+(I5). `null` means the same as an absent member, and never stands for an array element. One
+function per level of the table.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from typing import Any
 
 from reference.choices import Choices
 from reference.json_text import Number, protocol, read_json
-from reference.openai import wrong_type
+from reference.openai import is_openai_integer, missing_member, wrong_type
 from reference.types import MAX_SAFE_INTEGER, FinishReason, Progress, Timings
 
 
@@ -68,6 +70,7 @@ class Choice:
 
     delta: Delta | None
     finish_reason: FinishReason | None
+    index_is_zero: bool  # I7
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,8 @@ def read_chunk(data: object, choices: Choices) -> Chunk:
         raise protocol(f"a payload must be a JSON object, not {_json_type(value)}")
     if choices.I5 == "protocol" and (wrong := wrong_type(value)) is not None:
         raise protocol(f"{wrong} has a type OpenAI's chunk schema does not allow (I5)")
+    if choices.I5 == "protocol" and (missing := missing_member(value)) is not None:
+        raise protocol(f"{missing} is required by OpenAI's chunk schema (I5)")
     return top_of(value, choices)
 
 
@@ -105,53 +110,64 @@ def top_of(top: dict[str, Any], choices: Choices) -> Chunk:
     """The top level: `id`, `choices`, `timings`, `prompt_progress`, `error`."""
     return Chunk(
         id=optional(top, "id", str),
-        choices=[choice_of(choice, choices) for choice in objects(top, "choices")],
+        choices=[
+            choice_of(choice, f"choices[{number}]", choices)
+            for number, choice in enumerate(objects(top, "choices"))
+        ],
         timings=timings_of(optional(top, "timings", dict), choices),
         prompt_progress=progress_of(optional(top, "prompt_progress", dict), choices),
         error=error_of(optional(top, "error", dict)),
     )
 
 
-def choice_of(choice: dict[str, Any], choices: Choices) -> Choice:
-    """A choice: `delta`, and `finish_reason`, one of the three."""
-    delta = optional(choice, "delta", dict)
-    reason = optional(choice, "finish_reason", str)
+def choice_of(choice: dict[str, Any], where: str, choices: Choices) -> Choice:
+    """A choice: `delta`, `finish_reason` (one of the three), and whether its `index` is 0 (I7):
+    an integer equal to 0, or no index at all (absent, null, or of a type OpenAI's schema does
+    not allow, which I5 `ignore` ignores): a chunk's one choice is the completion's."""
+    delta = optional(choice, "delta", dict, where)
+    reason = optional(choice, "finish_reason", str, where)
     if reason is not None and reason not in _FINISH_REASONS:
-        raise protocol(f"finish_reason {reason!r} is not stop, tool_calls or length")
+        raise protocol(f"{where}.finish_reason {reason!r} is not stop, tool_calls or length")
+    index = choice.get("index")
     return Choice(
-        delta=None if delta is None else delta_of(delta, choices),
+        delta=None if delta is None else delta_of(delta, f"{where}.delta", choices),
         finish_reason=None if reason is None else FinishReason(reason),
+        index_is_zero=not is_openai_integer(index) or Decimal(index.text) == 0,
     )
 
 
-def delta_of(delta: dict[str, Any], choices: Choices) -> Delta:
+def delta_of(delta: dict[str, Any], where: str, choices: Choices) -> Delta:
     """A delta: `content` and `reasoning_content` (strings), `tool_calls`."""
     return Delta(
-        content=optional(delta, "content", str),
-        reasoning_content=optional(delta, "reasoning_content", str),
-        tool_calls=[tool_call_of(call, choices) for call in objects(delta, "tool_calls")],
+        content=optional(delta, "content", str, where),
+        reasoning_content=optional(delta, "reasoning_content", str, where),
+        tool_calls=[
+            tool_call_of(call, f"{where}.tool_calls[{number}]", choices)
+            for number, call in enumerate(objects(delta, "tool_calls", where))
+        ],
     )
 
 
-def tool_call_of(call: dict[str, Any], choices: Choices) -> ToolCallPiece:
+def tool_call_of(call: dict[str, Any], where: str, choices: Choices) -> ToolCallPiece:
     """A tool call: `index` (required, an integer, not negative), `id`, `function`."""
     if call.get("index") is None:
-        raise protocol("a tool call has no index")
-    index = read_integer(call["index"], "tool_calls[].index", choices)
+        raise protocol(f"{where}.index is missing: a tool call's index is required")
+    index = read_integer(call["index"], f"{where}.index", choices)
     if index < 0:
-        raise protocol(f"tool call index {index} is negative")
-    function = optional(call, "function", dict)
+        raise protocol(f"{where}.index is negative: {index}")
+    function = optional(call, "function", dict, where)
     return ToolCallPiece(
         index=index,
-        id=optional(call, "id", str),
-        function=None if function is None else function_of(function),
+        id=optional(call, "id", str, where),
+        function=None if function is None else function_of(function, f"{where}.function"),
     )
 
 
-def function_of(function: dict[str, Any]) -> Function:
+def function_of(function: dict[str, Any], where: str) -> Function:
     """A tool call's function: `name` and `arguments` (strings)."""
     return Function(
-        name=optional(function, "name", str), arguments=optional(function, "arguments", str)
+        name=optional(function, "name", str, where),
+        arguments=optional(function, "arguments", str, where),
     )
 
 
@@ -180,26 +196,29 @@ def progress_of(progress: dict[str, Any] | None, choices: Choices) -> Progress |
 
 def error_of(error: dict[str, Any] | None) -> ServerError | None:
     """`error`: an object whose `message` is a string (R8)."""
-    return None if error is None else ServerError(message=optional(error, "message", str))
+    return None if error is None else ServerError(message=optional(error, "message", str, "error"))
 
 
 # --- the types of the table -----------------------------------------------------------------------
 
 
-def optional(level: dict[str, Any], name: str, kind: type) -> Any:
-    """The member `name` of `level` if it is of `kind`; None when absent or null; else protocol."""
+def optional(level: dict[str, Any], name: str, kind: type, where: str = "") -> Any:
+    """The member `name` of `level` (at path `where`) if it is of `kind`; None when absent or
+    null; else protocol."""
     value = level.get(name)
     if value is not None and not isinstance(value, kind):
-        raise protocol(f"{name} must be {_TYPE_NAMES[kind]}, not {_json_type(value)}")
+        path = f"{where}.{name}" if where else name
+        raise protocol(f"{path} must be {_TYPE_NAMES[kind]}, not {_json_type(value)}")
     return value
 
 
-def objects(level: dict[str, Any], name: str) -> list[dict[str, Any]]:
+def objects(level: dict[str, Any], name: str, where: str = "") -> list[dict[str, Any]]:
     """The member `name` of `level` as an array of objects (none when absent or null)."""
-    items = optional(level, name, list) or []
-    for item in items:
+    items = optional(level, name, list, where) or []
+    for number, item in enumerate(items):
         if not isinstance(item, dict):
-            raise protocol(f"{name} must hold objects, not {_json_type(item)}")
+            path = f"{where}.{name}" if where else name
+            raise protocol(f"{path}[{number}] must be an object, not {_json_type(item)}")
     return items
 
 

@@ -399,8 +399,9 @@ class DropsServerMessage(_Base):
             raise
 
 
-class LastIdWins(_Base):
-    """R9: the completion id is the last id seen, not the first."""
+class EmptyIdWins(_Base):
+    """R9: the completion id is the latest id seen, an empty one included (`""` is no id; the
+    latest non-empty id is I9's other outcome, allowed)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -409,7 +410,7 @@ class LastIdWins(_Base):
     def push(self, data: str) -> list[Any]:
         events = super().push(data)
         chunk = _json(data)
-        if isinstance(chunk, dict) and isinstance(chunk.get("id"), str) and chunk["id"]:
+        if isinstance(chunk, dict) and isinstance(chunk.get("id"), str):
             self.last = chunk["id"]
         return events
 
@@ -1336,7 +1337,8 @@ class ElifContentToolCalls(_Reads):
 
 
 class FirstChoiceOnly(_Reads):
-    """Clients that read `chunk.choices[0]` only (most hand-written loops, go-openai examples)."""
+    """Clients that read `chunk.choices[0]` only (most hand-written loops, go-openai examples):
+    the first choice, whatever its index (I7 allows keeping the one with index 0)."""
 
     def adjust(self, chunk: Any) -> Any:
         if isinstance(chunk, dict) and isinstance(chunk.get("choices"), list):
@@ -1667,7 +1669,7 @@ BATTERY: dict[str, tuple[str, str]] = {
     "RejectsUnknownFields": ("unknown-fields", r"steps\[\d+\]\.(error|events)"),
     "ServerErrorAsProtocol": ("plain", r"steps\[\d+\]\.error\.kind"),
     "DropsServerMessage": ("plain", r"steps\[\d+\]\.error\.message"),
-    "LastIdWins": ("plain", r"state\.id"),
+    "EmptyIdWins": ("plain", r"state\.id"),
     "ForgetsThinkingCapped": ("plain", r"finish\.completion\.thinking_capped"),
 }
 
@@ -1959,8 +1961,8 @@ REAL_CLIENTS: dict[str, tuple[str, str]] = {
         r'steps\[1\]\.events\[1\] .*"type": "tool_call_delta".*got \(absent\)',
     ),
     "FirstChoiceOnly": (
-        "r1_chunk_content_twice",
-        r'steps\[1\]\.events\[1\] .*"text": "lo"\}, got \(absent\)',
+        "i7_choice_index_0_listed_second",
+        r'steps\[1\]\.events\[1\] .*"text": "A"\}, got \(absent\)',
     ),
     "DropsTextAfterToolCalls": (
         "r1_seq_tool_call_then_content",

@@ -39,7 +39,7 @@ class TargetType(click.ParamType[str]):
 
 
 class PinTag(click.ParamType[str]):
-    """A rule or implementation-defined point a case may pin: R1..R9, I1..I6, SSE."""
+    """A rule or implementation-defined point a case may pin: R1..R9, I1..I9, SSE."""
 
     name = "rule"
 

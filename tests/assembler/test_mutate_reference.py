@@ -72,8 +72,8 @@ def test_a_mutant_on_a_path_only_another_choice_takes_is_killed_under_that_choic
 def test_a_changed_default_choice_is_not_what_a_mutant_is_run_under(mutate: Any) -> None:
     tree = mutate.ast.parse(mutate._source("choices"))
     for node in mutate.ast.walk(tree):
-        if isinstance(node, mutate.ast.Constant) and node.value == "last" and node.lineno > 40:
-            node.value = "protocol"  # Choices.I4's default
+        if isinstance(node, mutate.ast.AnnAssign) and mutate.ast.unparse(node.target) == "I4":
+            node.value = mutate.ast.Constant("protocol")  # Choices.I4's default
     loaded = mutate.load_mutant("choices", tree, "default")
     assert loaded.REFERENCE.I4 == "protocol" and reference.Assembler()._choices.I4 == "last"
     told = loaded.REFERENCE.replace(mutate.CONFIGS[0])

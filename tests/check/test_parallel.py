@@ -24,10 +24,10 @@ TESTS = Path(__file__).resolve().parents[1]
 UNEVEN = """
 import os
 
-from tests.miniatures import LastIdWins
+from tests.miniatures import EmptyIdWins
 
 
-class Uneven(LastIdWins):
+class Uneven(EmptyIdWins):
     def push(self, data):
         if '"tool_calls":[{' in data.replace(" ", ""):
             raise RuntimeError("tool calls are not done yet")

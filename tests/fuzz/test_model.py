@@ -135,8 +135,8 @@ def test_a_stream_touching_a_point_has_each_outcome() -> None:
     # `1.0` where an integer is read: I1 `integer` reads it, I1 `protocol` fails the payload.
     stream = Stream(
         payloads=(
-            '{"id":"c","choices":[{"delta":{"content":"a"}}],"prompt_progress":{"total":1.0}}',
-            '{"choices":[{"delta":{},"finish_reason":"stop"}]}',
+            '{"id":"c","choices":[{"index":0,"delta":{"content":"a"}}],"prompt_progress":{"total":1.0}}',
+            '{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
         ),
         features=("integral_fraction",),
     )
@@ -150,7 +150,9 @@ def test_a_stream_touching_a_point_has_each_outcome() -> None:
 
 def test_a_plain_stream_touches_no_point() -> None:
     stream = Stream(
-        payloads=('{"id":"c","choices":[{"delta":{"content":"a"},"finish_reason":"stop"}]}',),
+        payloads=(
+            '{"id":"c","choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}]}',
+        ),
         features=("content_run",),
     )
     payloads = stream.payload_records()
@@ -168,7 +170,9 @@ def test_a_point_that_matters_only_beside_another_is_pinned_too() -> None:
     stream = Stream(
         payloads=(
             '{"id":"c","prompt_progress":{"total":9007199254740993}}',
-            '{"choices":[{"delta":{"content":"a"},"finish_reason":"stop"}],"x":' + _DEEP + "}",
+            '{"choices":[{"index":0,"delta":{"content":"a"},"finish_reason":"stop"}],"x":'
+            + _DEEP
+            + "}",
         ),
         features=("big_integer", "deep_ignored_value"),
     )

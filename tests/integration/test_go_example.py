@@ -94,7 +94,7 @@ def test_the_example_passes_every_case_by_default(every_mode: EveryMode, mode: s
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
-    # --strict requires the reference's own outcome at I1..I6; encoding/json takes others (the
+    # --strict requires the reference's own outcome at I1..I9; encoding/json takes others (the
     # list in examples/go/conform.xfail, the example's --strict baseline, checked in every mode).
     code, output = conform("run", "--exec", binary, "--mode", "plain", "--strict")
     assert code == 1

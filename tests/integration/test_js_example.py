@@ -64,7 +64,8 @@ def test_it_speaks_both_versions_of_the_protocol() -> None:
 
 
 def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None:
-    # R9: the id is the first one seen. The copy keeps the latest instead.
+    # R9: the id is the first non-empty one seen. The copy takes "" for an id too (keeping the
+    # latest would be I9's other outcome, which passes).
     first_id_wins = "if (this.#id === null && chunk.id) this.#id = chunk.id;"
     source = EXAMPLE.read_text(encoding="utf-8")
     assert source.count(first_id_wins) == 1
@@ -74,13 +75,14 @@ def test_a_copy_with_one_rule_broken_fails_at_that_field(tmp_path: Path) -> None
     shutil.copy(KIT, kit / KIT.name)
     (tmp_path / "js").mkdir()
     broken = tmp_path / "js" / "assembler.mjs"
-    broken.write_text(source.replace(first_id_wins, "if (chunk.id) this.#id = chunk.id;"))
+    taken = "if (this.#id === null && typeof chunk.id === 'string') this.#id = chunk.id;"
+    broken.write_text(source.replace(first_id_wins, taken))
 
     code, output = conform("run", "--exec", node(broken), "--mode", "plain")
     assert code == 1, output
-    assert "FAIL synthetic/r9_id_changes_midstream [plain]" in output
-    assert re.search(r'steps\[\d+\]\.state\.id \(line \d+\): expected "[^"]+", got "[^"]+"', output)
-    assert re.search(r'finish\.completion\.id \(finish\): expected "[^"]+", got "[^"]+"', output)
+    assert "FAIL synthetic/r9_empty_id_before_real [plain]" in output
+    assert re.search(r'steps\[\d+\]\.state\.id \(line \d+\): expected null, got ""', output)
+    assert re.search(r'finish\.completion\.id \(finish\): expected "[^"]+", got ""', output)
 
 
 def test_the_adapter_kit_passes_its_own_tests() -> None:

@@ -130,7 +130,7 @@ def test_the_example_passes_every_case_by_default(every_mode: EveryMode, mode: s
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
-    # --strict requires the reference's own outcome at I1..I6; serde takes others (the list in
+    # --strict requires the reference's own outcome at I1..I9; serde takes others (the list in
     # examples/rust/conform.xfail, the example's --strict baseline, checked in every mode).
     code, output = conform("run", "--exec", shlex.quote(binary), "--mode", "plain", "--strict")
     assert code == 1
@@ -159,7 +159,8 @@ def test_it_speaks_both_versions_of_the_protocol(binary: str) -> None:
 
 # Each pitfall, and the cases of the suite that catch it (the rust-named ones were written for it).
 PITFALLS = {
-    "default_vs_null": ["synthetic/r7_choices_null", "synthetic/r1_tool_calls_empty_or_null"],
+    # (`choices: null` refused is I5's other outcome since contract v4: r7_choices_null passes.)
+    "default_vs_null": ["synthetic/r1_tool_calls_empty_or_null"],
     "u64_counts": [
         "synthetic/r9_rust_u64_counts",
         "synthetic/r3_timings_fraction_predicted_n_without_reasoning",
