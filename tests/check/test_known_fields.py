@@ -168,10 +168,10 @@ def test_the_reference_under_i5_protocol_finds_each_wrong_type(payload: str, wro
 @pytest.mark.parametrize(
     "payload",
     [
-        '{"model": null, "created": 12345678901234567890123, "usage": {"total_tokens": 3}}',
+        '{"model": null, "created": 12345678901234567890, "usage": {}, "choices": []}',
         '{"choices": [{"index": 0, "logprobs": null, "delta": {"role": "tool", "refusal": "no"}}]}',
-        '{"choices": [{"delta": {"function_call": {"name": "f", "arguments": "{}"}}}]}',
-        '{"service_tier": "flex", "x_model": 7, "choices": [{"delta": {"x_role": 7}}]}',
+        '{"choices": [{"index": 0, "delta": {"function_call": {"name": "f", "arguments": "{}"}}}]}',
+        '{"service_tier": "flex", "x_model": 7, "choices": [{"index": 0, "delta": {"x_role": 7}}]}',
     ],
 )
 def test_right_types_and_other_names_pass_i5_protocol(payload: str) -> None:

@@ -219,7 +219,7 @@ def test_ctrl_c_while_shrinking_keeps_the_finding(tmp_path: Path) -> None:
 def test_the_seed_printed_with_j2_reproduces_the_stream_it_names() -> None:
     # Search K of `-j N` draws with seed + K: the finding names that seed and its stream, and
     # the command printed (-j 1) draws the same stream and finds the same difference there.
-    target = f"{MINIATURES}:LastIdWins"
+    target = f"{MINIATURES}:EmptyIdWins"
     code, output = conform(
         "fuzz", target, "--in-process", "-j", "2", "--seed", "7", "--shrink", "0", "--time", "20"
     )

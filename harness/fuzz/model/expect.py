@@ -24,31 +24,23 @@ from dataclasses import dataclass
 from typing import Any
 
 import reference
-from harness.drive.inprocess import finish_step, push_step
 from harness.fuzz.model.features import BY_NAME
 from harness.fuzz.model.stream import Stream
+from harness.suite.golden import store as golden_store
 from harness.suite.recording import PIN_TAGS
 from harness.suite.sse import Payload
 from reference import choices as choices_of
 
-#: The golden file schema the documents are built in (`harness.suite.golden.SCHEMA`).
-SCHEMA = 2
+#: The golden file schema the documents are built in.
+SCHEMA = golden_store.SCHEMA
 
 
 def outcome(
     payloads: Sequence[Payload], capped: bool, choices: choices_of.Choices = choices_of.REFERENCE
 ) -> dict[str, Any]:
-    """The steps and finish the reference makes of `payloads` under `choices`."""
-    assembler = reference.Assembler(choices)
-    steps: list[dict[str, Any]] = []
-    found: dict[str, Any] = {"steps": steps}
-    for payload in payloads:
-        step = push_step(assembler, payload.data, payload.line)
-        steps.append(step)
-        if "error" in step:
-            return found
-    found["finish"] = finish_step(assembler, capped)
-    return found
+    """The steps and finish the (fast) reference makes of `payloads` under `choices`, as a golden
+    file holds them."""
+    return golden_store.outcome(payloads, capped, choices, assembler=reference.Assembler)
 
 
 def expected(payloads: Sequence[Payload], capped: bool, recording: str) -> dict[str, Any]:
@@ -131,14 +123,9 @@ def with_alternatives(
     points = [p for p in document["pins"] if p in choices_of.OUTCOMES]
     if not points:
         return document | outcome(payloads, capped)
-    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
-    for combination in choices_of.combinations(points):
-        found = outcome(payloads, capped, choices_of.REFERENCE.replace(combination))
-        outcomes.setdefault(_key(found), ([], found))[0].append(combination)
-    own, *others = outcomes.values()
-    document["choices"] = own[0]
-    document["alternatives"] = [{"choices": combos, **found} for combos, found in others]
-    return document | own[1]
+    return document | golden_store.with_alternatives(
+        points, lambda choices: outcome(payloads, capped, choices)
+    )
 
 
 def comments(stream: Stream, *, pins: Sequence[str], notes: Sequence[str] = ()) -> tuple[str, ...]:

@@ -195,7 +195,12 @@ FEATURES: tuple[Feature, ...] = (
         ("R7",),
         "structure",
     ),
-    _F("choices_absent", "a chunk without choices (timings or usage only)", ("R7", "I5"), "structure"),
+    _F(
+        "choices_absent",
+        "a chunk without choices (timings or usage only)",
+        ("R7", "I5"),
+        "structure",
+    ),
     _F(
         "several_choices",
         "a chunk with more than one choice, or a choice whose index is not 0 (OpenAI's n)",

@@ -10,7 +10,7 @@ extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
 from harness.suite.golden.types import decode_typed
 from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
+from harness.suite.sse import Payload
 from reference import choices as choices_of
 from reference.choices import Choices
 
@@ -35,19 +36,45 @@ from reference.choices import Choices
 SCHEMA = 2
 
 
-def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
-    """The steps and finish the reference makes of `case` under `choices`."""
-    assembler = reference.PlainAssembler(choices)
+def outcome(
+    payloads: Iterable[Payload],
+    capped: bool,
+    choices: Choices = choices_of.REFERENCE,
+    *,
+    assembler: Callable[[Choices], Any] = reference.PlainAssembler,
+) -> dict[str, Any]:
+    """The steps and finish the reference makes of `payloads` under `choices`.
+
+    conform fuzz passes the fast reference (`reference.Assembler`), held to the plain one by
+    tests/assembler/test_differential.py; golden files are built by the plain one.
+    """
+    machine = assembler(choices)
     steps: list[dict[str, Any]] = []
-    outcome: dict[str, Any] = {"steps": steps}
-    for payload in iter_payloads(case.recording):
-        step = push_step(assembler, payload.data, payload.line)
+    found: dict[str, Any] = {"steps": steps}
+    for payload in payloads:
+        step = push_step(machine, payload.data, payload.line)
         steps.append(step)
         if "error" in step:
             _any_message(step["error"], choices)
-            return outcome
-    outcome["finish"] = finish_step(assembler, capped)
-    return outcome
+            return found
+    found["finish"] = finish_step(machine, capped)
+    return found
+
+
+def with_alternatives(
+    points: list[str], outcome_of: Callable[[Choices], dict[str, Any]]
+) -> dict[str, Any]:
+    """The outcome under the reference's own choices, with `choices` and one `alternatives`
+    entry per other distinct outcome of the combinations of `points` (docs/golden-files.md)."""
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
+    for combination in choices_of.combinations(points):
+        found = outcome_of(choices_of.REFERENCE.replace(combination))
+        outcomes.setdefault(_key(found), ([], found))[0].append(combination)
+    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
+    return {
+        "choices": own[0],
+        "alternatives": [{"choices": combos, **found} for combos, found in others],
+    } | own[1]
 
 
 def _any_message(error: dict[str, Any], choices: Choices) -> None:
@@ -69,46 +96,37 @@ def build_golden(case: Case) -> dict[str, Any]:
     other distinct one an entry of `alternatives`, each with the `choices` that give it.
     """
     info = read_info(case.recording)
-    capped = info.thinking_capped
     golden = golden_stream.document_header(case, info, schema=SCHEMA)
     points = [pin for pin in info.pins if pin in choices_of.OUTCOMES]
+
+    def outcome_of(choices: Choices) -> dict[str, Any]:
+        return outcome(iter_payloads(case.recording), info.thinking_capped, choices)
+
     if not points:
-        return golden | _outcome(case, capped, choices_of.REFERENCE)
-    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
-    for combination in choices_of.combinations(points):
-        outcome = _outcome(case, capped, choices_of.REFERENCE.replace(combination))
-        outcomes.setdefault(_key(outcome), ([], outcome))[0].append(combination)
-    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
-    _check_pins(case, points, own[0][0], outcomes)
-    golden["choices"] = own[0]
-    golden["alternatives"] = [{"choices": combos, **outcome} for combos, outcome in others]
-    return golden | own[1]
+        return golden | outcome_of(choices_of.REFERENCE)
+    document = with_alternatives(points, outcome_of)
+    _check_pins(case, points, document)
+    return golden | document
 
 
-def _check_pins(
-    case: Case,
-    points: list[str],
-    own: dict[str, str],
-    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]],
-) -> None:
+def _check_pins(case: Case, points: list[str], document: dict[str, Any]) -> None:
     """RecordingError unless each pinned point changes the outcome: a tag must mean something.
 
     A point may matter only beside another point's other outcome (an integer beyond 2^53 read
     exactly, and only then a deep value ignored further on), so a point counts when some two
     combinations that differ only there give different outcomes.
     """
-    del own  # the reference's own combination is one of them
     which = {
-        json.dumps(combination, sort_keys=True): key
-        for key, (combinations, _) in outcomes.items()
-        for combination in combinations
+        json.dumps(combination, sort_keys=True): number
+        for number, entry in enumerate([document, *document["alternatives"]])
+        for combination in entry["choices"]
     }
     for point in points:
-        seen: dict[str, set[str]] = {}
-        for text, key in which.items():
+        seen: dict[str, set[int]] = {}
+        for text, number in which.items():
             others = {p: v for p, v in json.loads(text).items() if p != point}
-            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(key)
-        if all(len(keys) < 2 for keys in seen.values()):
+            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(number)
+        if all(len(numbers) < 2 for numbers in seen.values()):
             raise RecordingError(
                 case.recording,
                 f"pins {point}, but every outcome of {point} gives the same result",
