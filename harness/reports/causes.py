@@ -137,16 +137,20 @@ def shape(message: str) -> str:
 
 
 _AT = re.compile(r" - at `(\$[^`]*)`")
+_MUST = re.compile(r"^(?P<what>.+? must (?:be|hold) .+?), (?:not|got) .+$", re.DOTALL)
 
 
 def refusal_kind(reason: str) -> str:
-    """The kind of invalid input the reference's `reason` names: a wrong type or value at a field
-    the rules read (`a wrong type or value at $.choices[].delta.tool_calls[].index`, whatever
-    type it was: a target that does not check one field's type lets every wrong one through),
-    else the reason with its particulars taken out."""
+    """The kind of invalid input the reference's `reason` names: what a field must be, whatever
+    wrong type or value it had (`tool_calls[].index must be an integer`, or `a wrong type or
+    value at $.choices[].delta.tool_calls[].index`: a target that does not check one field lets
+    every wrong value through), else the reason with its particulars taken out."""
     found = _AT.search(reason)
     if found is not None:
         return f"a wrong type or value at `{_INDEX.sub('[]', found.group(1))}`"
+    must = _MUST.match(reason)
+    if must is not None:
+        return shape(must.group("what"))
     return shape(reason)
 
 

@@ -207,6 +207,15 @@ def test_invalid_input_accepted_groups_by_what_the_rules_refuse_in_it() -> None:
         p.title == "accepts invalid input: a wrong type or value at `$.choices[].index`"
         for p in problems
     )
+    # The plain reference's words: what the field must be, whatever wrong value it had.
+    from harness.reports.causes import refusal_kind
+
+    assert refusal_kind("id must be a string, not a number") == refusal_kind(
+        "id must be a string, not a boolean"
+    )
+    assert refusal_kind("tool_calls[].index must be an integer, got 1.5") == (
+        "tool_calls[].index must be an integer"
+    )
 
 
 def test_an_adapter_fault_is_apart_and_never_the_clients() -> None:
