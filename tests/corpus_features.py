@@ -402,6 +402,25 @@ def _body(v: View) -> list[str]:
 
 _UNICODE = re.compile("[\U00010000-\U0010ffff\u0300-\u036f\u0590-\u08ff\uffff]")
 
+_ROLE_PREFIX = re.compile(
+    r"^\s*(?:assistant|user|system)\s*:|<\|im_start\|>|<\|eot_id\|>|^### Assistant", re.I | re.M
+)
+_SSE_IN_TEXT = re.compile(r"data: ?[\[{]|\[DONE\]|^: |^event: ", re.M)
+
+
+def _id_names(v: View) -> list[str]:
+    """Every id (the chunks' and the tool calls') and tool name the case's chunks hold."""
+    found = [i for i in _ids(v) if isinstance(i, str)]
+    for _, piece in v.pieces():
+        found += [x for x in (piece.get("id"), _name(piece)) if isinstance(x, str)]
+    return found
+
+
+def _ids_differ_in_case(v: View) -> bool:
+    ids = {p["id"] for _, p in v.pieces() if isinstance(p.get("id"), str) and p["id"]}
+    return len({i.lower() for i in ids}) < len(ids)
+
+
 #: Each feature's detector, by feature name.
 DETECTORS: dict[str, Callable[[View], bool]] = {
     # structure
@@ -564,6 +583,11 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "negative_predicted_n": lambda v: _predicted_n(
         v, lambda x: _is_number(x) and (x < 0 or (isinstance(x, float) and not x.is_integer()))
     ),
+    "role_prefix_text": lambda v: any(_ROLE_PREFIX.search(t) for t in v.texts()),
+    "sse_syntax_in_text": lambda v: any(_SSE_IN_TEXT.search(t) for t in v.texts()),
+    "blank_id_or_name": lambda v: any(i and not i.strip("\u200b").strip() for i in _id_names(v)),
+    "long_id_or_name": lambda v: any(len(i) >= 1000 for i in _id_names(v)),
+    "ids_differ_in_case": _ids_differ_in_case,
     "confused_boolean": lambda v: _confused(v, bool),
     "confused_number": lambda v: _confused(v, int) or _confused(v, float),
     "confused_string": lambda v: _confused(v, str),

@@ -311,6 +311,43 @@ FEATURES: tuple[Feature, ...] = (
     _F("empty_objects", "prompt_progress, timings or error as {}", ("R1", "R3", "R8"), "value"),
     _F("minus_zero_index", "a tool-call index written -0", ("R6",), "value"),
     _F(
+        "role_prefix_text",
+        "text that starts like a speaker tag or a chat-template token (assistant: , "
+        "<|im_start|>assistant, ### Assistant:)",
+        ("R1", "R2"),
+        "value",
+        drawn=False,
+    ),
+    _F(
+        "sse_syntax_in_text",
+        "text holding the event stream's syntax: data: [DONE], a blank line and data: {, : ping, "
+        "event: error",
+        ("R1", "R2"),
+        "value",
+        drawn=False,
+    ),
+    _F(
+        "blank_id_or_name",
+        "an id or a tool name of white space only (an id all the same)",
+        ("R2", "R5", "R9"),
+        "value",
+        drawn=False,
+    ),
+    _F(
+        "long_id_or_name",
+        "an id or a tool name of thousands of characters",
+        ("R2", "R9"),
+        "value",
+        drawn=False,
+    ),
+    _F(
+        "ids_differ_in_case",
+        "tool calls whose ids differ only in case (two calls)",
+        ("R2",),
+        "value",
+        drawn=False,
+    ),
+    _F(
         "json_whitespace",
         "insignificant JSON white space around and inside the payload",
         ("R6",),
