@@ -416,6 +416,35 @@ def _id_names(v: View) -> list[str]:
     return found
 
 
+def _ids_out_of_index_order(v: View) -> bool:
+    arrived: list[Any] = []
+    for _, piece in v.pieces():
+        index = piece.get("index")
+        if isinstance(piece.get("id"), str) and piece["id"] and index not in arrived:
+            arrived.append(index)
+    numbers = [i for i in arrived if isinstance(i, int) and not isinstance(i, bool)]
+    return numbers != sorted(numbers)
+
+
+def _pieces_after_finish(v: View) -> bool:
+    finished = False
+    for _, choice in v.choices():
+        delta = choice.get("delta")
+        calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if finished and isinstance(calls, list) and calls:
+            return True
+        finished = finished or choice.get("finish_reason") is not None
+    return False
+
+
+def _length_after_named_piece(v: View) -> bool:
+    completion = v.completion or {}
+    return completion.get("finish_reason") == "length" and any(
+        call.get("name") and call.get("arguments") == ""
+        for call in completion.get("tool_calls", ())
+    )
+
+
 def _ids_differ_in_case(v: View) -> bool:
     ids = {p["id"] for _, p in v.pieces() if isinstance(p.get("id"), str) and p["id"]}
     return len({i.lower() for i in ids}) < len(ids)
@@ -583,6 +612,9 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "negative_predicted_n": lambda v: _predicted_n(
         v, lambda x: _is_number(x) and (x < 0 or (isinstance(x, float) and not x.is_integer()))
     ),
+    "ids_out_of_index_order": _ids_out_of_index_order,
+    "pieces_after_finish": _pieces_after_finish,
+    "length_after_named_piece": _length_after_named_piece,
     "role_prefix_text": lambda v: any(_ROLE_PREFIX.search(t) for t in v.texts()),
     "sse_syntax_in_text": lambda v: any(_SSE_IN_TEXT.search(t) for t in v.texts()),
     "blank_id_or_name": lambda v: any(i and not i.strip("\u200b").strip() for i in _id_names(v)),

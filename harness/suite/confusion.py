@@ -351,6 +351,25 @@ COERCIONS: tuple[Coercion, ...] = (
         _unless("string", text='"1"'),
     ),
     Coercion(
+        "padded_enum",
+        "a valid finish reason padded with white space",
+        {
+            "*": "a decoder that trims before matching (Python's `.strip()`, Go's "
+            "strings.TrimSpace, a lenient enum converter) reads it as the valid value",
+        },
+        _only("enum", text='" stop"'),
+    ),
+    Coercion(
+        "nan_text",
+        "NaN written as a string",
+        {
+            "*": "number fields read from strings take the names of the non-finite values too: "
+            "Swift's nonConformingFloatDecodingStrategy .convertFromString, pydantic's "
+            "allow_inf_nan, C#'s AllowNamedFloatingPointLiterals, Python's float(x)",
+        },
+        _only("number", text='"NaN"'),
+    ),
+    Coercion(
         "enum_text",
         "a valid enum text where it does not belong",
         {

@@ -14,7 +14,11 @@ from harness.suite.confusion import COERCIONS, KINDS, READ_FIELDS, SAMPLE, confu
 from harness.suite.recording import iter_payloads
 from tests.tools.corpus_cases import ROOT, write_all
 
-GENERATORS = ("tests.tools.grow_confusion", "tests.tools.grow_edges")
+GENERATORS = (
+    "tests.tools.grow_confusion",
+    "tests.tools.grow_edges",
+    "tests.tools.grow_tool_pairs",
+)
 
 
 def _generator(name: str) -> ModuleType:

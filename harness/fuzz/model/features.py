@@ -145,6 +145,27 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F(
+        "ids_out_of_index_order",
+        "a tool call's id arrives after the id of a call with a higher index",
+        ("R2",),
+        "structure",
+        drawn=False,
+    ),
+    _F(
+        "pieces_after_finish",
+        "tool-call pieces after the finish reason (still part of their calls)",
+        ("R2", "R7"),
+        "structure",
+        drawn=False,
+    ),
+    _F(
+        "length_after_named_piece",
+        'finish reason "length" while a named call has no arguments yet',
+        ("R2", "R5"),
+        "structure",
+        drawn=False,
+    ),
+    _F(
         "finish_chunk_with_text",
         "text or a tool-call piece in the chunk with finish_reason",
         ("R1", "R5"),
