@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.suite.confusion import READ_FIELDS
+from harness.suite.read_fields import READ_FIELDS
 from reference.openai import MEMBERS
 
 __all__ = ["LEVELS", "NEAR_NAMES", "READ_AT", "NearName", "near_value"]
@@ -33,7 +33,7 @@ __all__ = ["LEVELS", "NEAR_NAMES", "READ_AT", "NearName", "near_value"]
 #: The levels members are added at, in the order a chunk is walked.
 LEVELS = ("top", "choice", "delta", "tool_call", "function", "timings", "prompt_progress", "error")
 
-#: The names each level reads, with their JSON kind (`harness.suite.confusion`'s).
+#: The names each level reads, with their JSON kind (`harness.suite.read_fields`).
 READ_AT: dict[str, dict[str, str]] = {level: {} for level in LEVELS}
 for _field in READ_FIELDS:
     if "[]" not in _field.path:
@@ -94,8 +94,8 @@ _S = "string"
 #: Names other servers and APIs use for a meaning the rules take from a read field only.
 _MEANINGS: tuple[NearName, ...] = (
     NearName("top", "message", "choice.delta", "meaning", "Ollama's native stream sends the text "
-             "as a top-level message, and many error bodies have a message: a client that reads "
-             "either", {"role": "assistant", "content": "(message)"}),
+             "as a top-level message (an object), and error bodies a message beside the error "
+             "(a string: the value beside an `error` member): a client that reads either"),
     NearName("top", "detail", "error.message", "meaning", "FastAPI's error body "
              "(`{\"detail\": ...}`), read as an error"),
     NearName("top", "errors", "top.error", "meaning", "GraphQL-style and Azure error lists",
@@ -195,6 +195,9 @@ def _another_number(current: Any, kind: str) -> int | float:
 
 def _maker(near: NearName) -> Callable[[dict[str, Any]], Any]:
     """How `near_value` makes `near`'s value, decided once per near-name."""
+    if (near.level, near.name) == ("top", "message"):
+        said = {"role": "assistant", "content": "(message)"}
+        return lambda obj: "(message)" if "error" in obj else said
     if near.value is not None:
         fixed = near.value
         return lambda obj: fixed

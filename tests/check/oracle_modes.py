@@ -433,6 +433,8 @@ class _Injector:
 
 
 def _near_value(near: Any, obj: dict[str, Any]) -> Any:
+    if (near.level, near.name) == ("top", "message"):
+        return "(message)" if "error" in obj else {"role": "assistant", "content": "(message)"}
     if near.value is not None:
         return near.value
     level, name = near.stands_for.split(".")

@@ -42,6 +42,12 @@ GROUPS: tuple[str, ...] = ("structure", "field", "value", "sse", "broken")
 
 _F = Feature
 
+
+def _C(name: str, description: str, rules: tuple[str, ...], group: str) -> Feature:
+    """A feature the shipped corpus holds and the model does not draw yet."""
+    return Feature(name, description, rules, group, drawn=False)
+
+
 #: Every feature the model knows, grouped as `GROUPS` orders them.
 FEATURES: tuple[Feature, ...] = (
     # --- structure
@@ -144,26 +150,23 @@ FEATURES: tuple[Feature, ...] = (
         ("R2", "R5"),
         "structure",
     ),
-    _F(
+    _C(
         "ids_out_of_index_order",
         "a tool call's id arrives after the id of a call with a higher index",
         ("R2",),
         "structure",
-        drawn=False,
     ),
-    _F(
+    _C(
         "pieces_after_finish",
         "tool-call pieces after the finish reason (still part of their calls)",
         ("R2", "R7"),
         "structure",
-        drawn=False,
     ),
-    _F(
+    _C(
         "length_after_named_piece",
         'finish reason "length" while a named call has no arguments yet',
         ("R2", "R5"),
         "structure",
-        drawn=False,
     ),
     _F(
         "finish_chunk_with_text",
@@ -331,42 +334,32 @@ FEATURES: tuple[Feature, ...] = (
     _F("zero_counts", "prompt_progress counts and timings of 0", ("R1", "R9"), "value"),
     _F("empty_objects", "prompt_progress, timings or error as {}", ("R1", "R3", "R8"), "value"),
     _F("minus_zero_index", "a tool-call index written -0", ("R6",), "value"),
-    _F(
+    _C(
         "role_prefix_text",
         "text that starts like a speaker tag or a chat-template token (assistant: , "
         "<|im_start|>assistant, ### Assistant:)",
         ("R1", "R2"),
         "value",
-        drawn=False,
     ),
-    _F(
+    _C(
         "sse_syntax_in_text",
         "text holding the event stream's syntax: data: [DONE], a blank line and data: {, : ping, "
         "event: error",
         ("R1", "R2"),
         "value",
-        drawn=False,
     ),
-    _F(
+    _C(
         "blank_id_or_name",
         "an id or a tool name of white space only (an id all the same)",
         ("R2", "R5", "R9"),
         "value",
-        drawn=False,
     ),
-    _F(
-        "long_id_or_name",
-        "an id or a tool name of thousands of characters",
-        ("R2", "R9"),
-        "value",
-        drawn=False,
-    ),
-    _F(
+    _C("long_id_or_name", "an id or a tool name of thousands of characters", ("R2", "R9"), "value"),
+    _C(
         "ids_differ_in_case",
         "tool calls whose ids differ only in case (two calls)",
         ("R2",),
         "value",
-        drawn=False,
     ),
     _F(
         "json_whitespace",
@@ -462,43 +455,38 @@ FEATURES: tuple[Feature, ...] = (
     ),
     # the type-confusion matrix (harness.suite.confusion): a read field holding a value of another
     # JSON type that some lax decoder coerces, by the JSON type of that value
-    _F(
+    _C(
         "confused_boolean",
         "true or false in a read field (Python's bool is an int, `x || {}` reads false as absent)",
         ("R6",),
         "broken",
-        drawn=False,
     ),
-    _F(
+    _C(
         "confused_number",
         "a number where text, a finish reason, an object or an array belongs (scalar coercion, "
         "enum ordinals, falsy 0)",
         ("R6",),
         "broken",
-        drawn=False,
     ),
-    _F(
+    _C(
         "confused_string",
         'a string where a number, an object or an array belongs ("1", "", " ", "stop", JSON text)',
         ("R6",),
         "broken",
-        drawn=False,
     ),
-    _F(
+    _C(
         "confused_array",
         "an array where a scalar or an object belongs ([x] unwrapped, [x, y] joined, a struct "
         "read from its fields in order, [] read as {})",
         ("R6",),
         "broken",
-        drawn=False,
     ),
-    _F(
+    _C(
         "confused_object",
         'an object where a scalar or an array belongs ({"stop": null} as an enum, a value wrapped '
         'in an object, one element for an array, {"0": x})',
         ("R6",),
         "broken",
-        drawn=False,
     ),
 )
 
