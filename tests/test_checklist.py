@@ -34,9 +34,9 @@ _EXAMPLES = (
     "examples/js/assembler.mjs",
     "examples/go/assembler.go",
     "examples/rust/src/assembler.rs",
-    "examples/clients/_llama.py",
 )
 _KITS = (
+    "harness/clients/llama.py",
     "examples/kits/js/conform-kit.mjs",
     "examples/kits/go/llama.go",
     "examples/kits/rust/src/lib.rs",

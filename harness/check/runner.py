@@ -468,7 +468,7 @@ def _prefix_finishes(
     called mid-stream and the pass goes on (tests/check/test_modes.py checks this against fresh
     runs).
     """
-    assembler = reference.Assembler(choices)
+    assembler = reference.PlainAssembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
     if cut == 0:  # before the first payload: the empty stream
@@ -756,7 +756,9 @@ def run_case(
         yield from candidates
         # Only once the golden outcomes failed: the cut is worked out for refusing targets alone.
         kept = require if "I6" in pins else None
-        yield from proto_outcomes(case, candidates, mode=mode, seed=seed, require=kept)
+        yield from proto_outcomes(
+            case, candidates, mode=mode, seed=seed, require=kept, payloads=payloads
+        )
 
     for combos, expected in lazily():
         tried += 1

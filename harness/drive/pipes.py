@@ -150,6 +150,12 @@ class _ProcessGroups:
         with self._lock:
             self._closed = False
 
+    def forget(self) -> None:
+        """Start empty: in a forked child, the parent's programs are not this process's."""
+        self._lock = threading.Lock()
+        self._groups = set()
+        self._closed = False
+
 
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -157,6 +163,16 @@ def _kill_group(pgid: int) -> None:
 
 
 _GROUPS = _ProcessGroups()
+
+
+def a_run_of_its_own() -> None:
+    """In a process forked from conform (`conform fuzz -j N`'s searches): mark the programs it
+    starts as a run of its own, so that stopping them never stops its parent's or its siblings'
+    (whose marks start like ours), and forget the parent's programs."""
+    global _RUN, _FAMILIES
+    _RUN = f"{os.getpid()}-{secrets.token_hex(6)}"
+    _FAMILIES = itertools.count(1)
+    _GROUPS.forget()
 
 
 def new_family() -> str:

@@ -95,7 +95,7 @@ _INDEX = re.compile(r"\[\d+\]")
 _CUT = re.compile(r"^prefix\[\d+\]\.")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NUMBER = re.compile(
-    r"-?\b\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|null|true|false|NaN)\b"
+    r"(?<![\w-])-?\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|NaN)\b"
 )
 _CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
 _BYTE = re.compile(r" \(byte \d+\)")
@@ -133,6 +133,20 @@ def shape(message: str) -> str:
     text = _INDEX.sub("[]", text)
     text = _QUOTED.sub("<…>", text)
     return _NUMBER.sub("N", text)
+
+
+_AT = re.compile(r" - at `(\$[^`]*)`")
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of invalid input the reference's `reason` names: a wrong type or value at a field
+    the rules read (`a wrong type or value at $.choices[].delta.tool_calls[].index`, whatever
+    type it was: a target that does not check one field's type lets every wrong one through),
+    else the reason with its particulars taken out."""
+    found = _AT.search(reason)
+    if found is not None:
+        return f"a wrong type or value at `{_INDEX.sub('[]', found.group(1))}`"
+    return shape(reason)
 
 
 def field(path: str) -> str:
@@ -235,9 +249,10 @@ def cause(
             if reason is None:
                 reason = f"{field(m.path)} is a protocol error"
             how = "" if answered in ("events", "completion") else f" (it raises {answered})"
+            kind = refusal_kind(reason)
             return Cause(
-                ("accepts", shape(reason), answered),
-                f"accepts invalid input{how}: {shorten(shape(reason), 160)}",
+                ("accepts", kind, answered),
+                f"accepts invalid input{how}: {shorten(kind, 160)}",
                 refusing,
                 accepted=True,
             )

@@ -18,9 +18,9 @@ from harness.check import parallel, runner
 from harness.check.results import CRASHED, FAILED, PASSED, CaseResult
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
-from harness.suite.golden import store as golden_files
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import Golden, read_golden, serialize
+from harness.suite.golden import store as golden_files
 from harness.suite.recording import read_recording
 from tests.check.test_runner import CrashesAtThirdPush, FailsAtSecondPush
 

@@ -11,10 +11,6 @@ it.
 (a member some real server sends that the rules do not read), `value` (an edge value of a field
 that is read), `sse` (the event-stream framing), or `broken` (the one place a stream is broken:
 each shape error of R6, or a rule that fails the stream on purpose).
-
-`drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
-type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
-issue 34 wrote their cases; the model learns them in its rewrite).
 """
 
 from __future__ import annotations
@@ -24,14 +20,12 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Feature:
-    """One stream feature: its name, what it is in one line, the rules it exercises, and whether
-    the model draws it."""
+    """One stream feature: its name, what it is in one line, and the rules it exercises."""
 
     name: str
     description: str
     rules: tuple[str, ...]
     group: str
-    drawn: bool = True
 
 
 #: The kinds of delta a chunk's choice can carry; the corpus has a case for every pair of them in
@@ -54,6 +48,12 @@ FEATURES: tuple[Feature, ...] = (
     _F(
         "role_chunk",
         'a first chunk with delta.role "assistant" and no text',
+        ("R1", "R7"),
+        "structure",
+    ),
+    _F(
+        "role_chunk_later",
+        'a chunk with delta.role "assistant" after text or tool calls (no new message)',
         ("R1", "R7"),
         "structure",
     ),
@@ -92,6 +92,12 @@ FEATURES: tuple[Feature, ...] = (
         "empty_reasoning_after_content",
         'reasoning_content "" after answer text',
         ("R1", "R4"),
+        "structure",
+    ),
+    _F(
+        "repeated_text",
+        "a text piece equal to the one before, or the whole text so far and more (a snapshot)",
+        ("R1", "R2"),
         "structure",
     ),
     _F(
@@ -135,6 +141,18 @@ FEATURES: tuple[Feature, ...] = (
         "tool_call_late_id_name",
         "the id or name arrives in a later piece than the first",
         ("R2", "R5"),
+        "structure",
+    ),
+    _F(
+        "tool_call_without_function",
+        "a tool-call piece without function (only its index, or its index and id)",
+        ("R1", "R2"),
+        "structure",
+    ),
+    _F(
+        "arguments_absent_or_null",
+        'a tool-call piece whose arguments are absent or null (its event carries "")',
+        ("R1", "R2"),
         "structure",
     ),
     _F("text_between_tool_calls", "answer text between two tool calls", ("R1", "R4"), "structure"),
@@ -181,18 +199,55 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F(
+        "choice_without_delta",
+        "the finish reason in a choice whose delta is null or absent",
+        ("R5", "R7"),
+        "structure",
+    ),
+    _F(
         "chunks_after_finish",
         "chunks after the finish reason (timings, text)",
         ("R3", "R7"),
         "structure",
     ),
     _F("usage_chunk", 'a last chunk with usage and "choices": []', ("R7",), "structure"),
+    _F(
+        "usage_beside_choices",
+        "usage in a chunk that also has choices (and text or the finish reason)",
+        ("R7",),
+        "structure",
+    ),
     _F("choices_absent", "a chunk without choices (timings or usage only)", ("R7",), "structure"),
+    _F(
+        "several_choices",
+        "a chunk with more than one choice, or a choice whose index is not 0 (OpenAI's n)",
+        ("R1",),
+        "structure",
+    ),
+    _F(
+        "null_fields",
+        'a read field that may be absent written null ("error", "prompt_progress", "id", '
+        '"tool_calls", "choices")',
+        ("R7",),
+        "structure",
+    ),
     _F("timings", "timings objects, each replacing the last", ("R3", "R9"), "structure"),
     _F(
         "timings_partial",
         "a timings object with some of its fields absent or null",
         ("R3", "R9"),
+        "structure",
+    ),
+    _F(
+        "timings_null",
+        'a chunk with "timings": null after timings (absent: the latest stays)',
+        ("R3",),
+        "structure",
+    ),
+    _F(
+        "predicted_n_resets",
+        "reasoning beside timings whose predicted_n is 0 after a larger one",
+        ("R4",),
         "structure",
     ),
     _F(
@@ -273,7 +328,11 @@ FEATURES: tuple[Feature, ...] = (
         "field",
     ),
     _F(
-        "choice_text", "choice.text (legacy completions, TGI, older llama-server)", ("R7",), "field"
+        "choice_text",
+        "choice.text (legacy completions, TGI, older llama-server) or choice.message (the "
+        "shape of a response that is not streamed)",
+        ("R7",),
+        "field",
     ),
     _F("tool_call_type", 'tool_calls[].type "function" (OpenAI, llama-server)', ("R7",), "field"),
     _F(
@@ -315,6 +374,13 @@ FEATURES: tuple[Feature, ...] = (
         "value",
     ),
     _F("escaped_text", "text written with \\uXXXX escapes and surrogate pairs", ("R1",), "value"),
+    _F(
+        "edge_text_and_ids",
+        "text that looks like something else (a role prefix, data: [DONE], think tags, white "
+        "space only or around the words), ids and names of white space only, very long, digits",
+        ("R1", "R2", "R5", "R9"),
+        "value",
+    ),
     _F("long_text", "a text piece of several KiB", ("R1", "R2"), "value"),
     _F(
         "huge_payload",

@@ -1,30 +1,30 @@
-"""Feeding a Python client's own HTTP layer: an httpx transport that serves the pushed payloads.
+"""The feed: a Python client's own HTTP layer served the payloads conform pushes.
 
 conform hands a target one payload at a time and wants that payload's events back before the
 next. A client that reads an HTTP response itself (openai-python, and litellm, LangChain and
-Pydantic AI on top of it) pulls bytes when it wants them, from its own loop. `HttpFeed` sits at
-the client's transport hook (an `httpx.MockTransport`, or httpx2's, which every httpx-based client
-accepts through its `http_client`) and
-turns the two around:
+Pydantic AI on top of it) pulls bytes when it wants them, from its own loop. A feed sits at the
+client's transport hook (an `httpx.MockTransport`, or httpx2's, which every httpx-based client
+accepts through its `http_client`) and turns the two around:
 
-- the client runs in a thread of its own (`start`), reading one response whose body is the pushed
-  payloads, each written as one server-sent event;
-- `write(data)` queues that event and returns once the client has dealt with it and asks for
+- the client reads one response whose body is the pushed payloads, each written as one
+  server-sent event (`sse_event`);
+- `write(data)` hands that event over and returns once the client has dealt with it and asks for
   more bytes (or has ended: returned or raised), so whatever the client did for that event has
   happened. The body counts the client's reads, so "asks for more" is never mistaken for a read
   that came before the event.
 
-conform may drop a target in mid-stream (it stops a case at its first difference), so an adapter
-closes its feed when it is garbage (`__del__`), and the client's thread must not hold the adapter:
-it holds only the feed and what the adapter collects.
+Where the client runs: `InlineFeed` (a sync client, in a greenlet of the caller's thread: no
+thread per case, no thread switch per payload; needs `greenlet`), `AsyncInlineFeed` (an async
+client, as a task on one event loop of the caller's thread, run only while a push waits),
+`HttpFeed` (a sync or async client on a thread of its own).
 
-Both httpx flavours are served: a sync client iterates the body, an async one iterates it
-asynchronously (on its event loop in the client's thread; waiting for the next event blocks that
-loop, which runs nothing else).
+conform may drop a target in mid-stream (it stops a case at its first difference), so an adapter
+closes its feed when it is garbage (`__del__`), and the client's side must not hold the adapter:
+it holds only the feed and what the adapter collects.
 
 A client object is made once per process, as an application makes it, not once per case: its
 transport is `shared_transport()`, which serves the feed whose client runs in the calling thread
-(building a LangChain `ChatOpenAI` or a Pydantic AI model costs more than reading a short stream).
+(or task), and `stream_request()` is the one request it answers.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-import greenlet
 import httpx
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -219,7 +218,7 @@ class InlineFeed(HttpFeed):
     def __init__(self, *, status: int = 200, http: ModuleType = httpx) -> None:
         super().__init__(status=status, http=http)
         self._pending: list[bytes | None] = []
-        self._client: greenlet.greenlet | None = None
+        self._client: Any = None  # the client's greenlet
         self._unfinished = _unfinished_here()  # this thread's: only it can resume the client
 
     def _next(self) -> bytes | None:
@@ -243,6 +242,8 @@ class InlineFeed(HttpFeed):
         """Runs the client up to its first read of the body, in a greenlet of this thread."""
         while self._unfinished:  # feeds dropped mid-stream: let their clients end first
             self._unfinished.pop()._resume()
+
+        import greenlet  # the `clients` extra's: only a sync client run inline needs it
 
         def main() -> None:
             try:

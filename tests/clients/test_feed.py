@@ -1,4 +1,4 @@
-"""The Python clients' transport (`examples/clients/_http_feed.py`) hands over one event at a time.
+"""The adapter kit's feed (`harness/clients/feed.py`) hands over one event at a time.
 
 `write` must return only once the client has dealt with the event it sent (else a push would
 report the previous payload's events), also when the client does work between reads, and as soon
@@ -11,10 +11,8 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,8 +23,7 @@ import pytest
 if importlib.util.find_spec("greenlet") is None and os.environ.get("CI") != "true":
     pytest.skip("greenlet is not installed (pip install -e '.[clients]')", allow_module_level=True)
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "clients"))
-from _http_feed import AsyncInlineFeed, HttpFeed, InlineFeed, shared_transport, sse_event
+from harness.clients.feed import AsyncInlineFeed, HttpFeed, InlineFeed, shared_transport, sse_event
 
 SYNC_FEEDS = pytest.mark.parametrize("feed_class", [HttpFeed, InlineFeed])
 

@@ -1,16 +1,20 @@
-"""What the client adapters add themselves: the llama-server fields that no OpenAI client keeps.
+"""What an adapter adds itself: the llama-server fields no OpenAI client keeps, and the events
+and completion conform reads.
 
-openai-python and litellm accumulate OpenAI's chat-completion chunks. llama-server adds fields to
-them that neither client reads: `timings` and `prompt_progress` at the top of a chunk, and the
-reasoning state (`in_reasoning`, `reasoning_tokens`) that the contract derives from
-`reasoning_content` and `timings.predicted_n`. The adapters keep these here, validated as
-docs/spec.md says, so that a failure in these fields is never blamed on the client. Everything
-else (parsing the payload, the completion's texts, tool calls, id and finish reason) comes from the
-client; see docs/clients.md.
+openai-python and the clients built on it accumulate OpenAI's chat-completion chunks.
+llama-server adds fields to them that they do not read: `timings` and `prompt_progress` at the
+top of a chunk, and the reasoning state (`in_reasoning`, `reasoning_tokens`) that the contract
+derives from `reasoning_content` and `timings.predicted_n`. An adapter keeps these here,
+validated as docs/spec.md says, so that a failure in these fields is never blamed on the client.
+
+`peek(data)` reads a payload for those fields without ever raising: a payload that is not a JSON
+object (`[DONE] `, `null`, a cut one) is `{}`, since an adapter must never fail on a payload
+before or after the client has dealt with it (the client's own answer to it is what is judged).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +37,16 @@ TIMINGS_FIELDS = (
 PROGRESS_FIELDS = ("total", "cache", "processed", "time_ms")
 
 
+def peek(data: str) -> dict[str, Any]:
+    """The payload as a JSON object, to read the llama-server fields from; `{}` for anything
+    else (not JSON, not an object, nested too deep). Never raises."""
+    try:
+        found = json.loads(data)
+    except (ValueError, RecursionError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
 class StreamError(Exception):
     """A contract error; `kind` is protocol, stream_closed_early or server."""
 
@@ -43,6 +57,7 @@ class StreamError(Exception):
 
 
 def protocol(message: str) -> StreamError:
+    """The contract's `protocol` error, with this message."""
     return StreamError("protocol", message)
 
 
