@@ -11,21 +11,29 @@ it.
 (a member some real server sends that the rules do not read), `value` (an edge value of a field
 that is read), `sse` (the event-stream framing), or `broken` (the one place a stream is broken:
 each shape error of R6, or a rule that fails the stream on purpose).
+
+`drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
+type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
+issue 34 wrote their cases; the model learns them later).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.fuzz.model.corpus_only import CORPUS_ONLY
+
 
 @dataclass(frozen=True, slots=True)
 class Feature:
-    """One stream feature: its name, what it is in one line, and the rules it exercises."""
+    """One stream feature: its name, what it is in one line, the rules it exercises, and whether
+    the model draws it."""
 
     name: str
     description: str
     rules: tuple[str, ...]
     group: str
+    drawn: bool = True
 
 
 #: The kinds of delta a chunk's choice can carry; the corpus has a case for every pair of them in
@@ -37,13 +45,8 @@ GROUPS: tuple[str, ...] = ("structure", "field", "value", "sse", "broken")
 _F = Feature
 
 
-def _C(name: str, description: str, rules: tuple[str, ...], group: str) -> Feature:
-    """A feature the shipped corpus holds and the model does not draw yet."""
-    return Feature(name, description, rules, group, drawn=False)
-
-
 #: Every feature the model knows, grouped as `GROUPS` orders them.
-FEATURES: tuple[Feature, ...] = (
+_DRAWN: tuple[Feature, ...] = (
     # --- structure
     _F(
         "role_chunk",
@@ -165,24 +168,6 @@ FEATURES: tuple[Feature, ...] = (
     _F(
         "tool_call_cut_by_length",
         'a tool call whose arguments are cut by finish_reason "length"',
-        ("R2", "R5"),
-        "structure",
-    ),
-    _C(
-        "ids_out_of_index_order",
-        "a tool call's id arrives after the id of a call with a higher index",
-        ("R2",),
-        "structure",
-    ),
-    _C(
-        "pieces_after_finish",
-        "tool-call pieces after the finish reason (still part of their calls)",
-        ("R2", "R7"),
-        "structure",
-    ),
-    _C(
-        "length_after_named_piece",
-        'finish reason "length" while a named call has no arguments yet',
         ("R2", "R5"),
         "structure",
     ),
@@ -400,33 +385,6 @@ FEATURES: tuple[Feature, ...] = (
     _F("zero_counts", "prompt_progress counts and timings of 0", ("R1", "R9"), "value"),
     _F("empty_objects", "prompt_progress, timings or error as {}", ("R1", "R3", "R8"), "value"),
     _F("minus_zero_index", "a tool-call index written -0", ("R6",), "value"),
-    _C(
-        "role_prefix_text",
-        "text that starts like a speaker tag or a chat-template token (assistant: , "
-        "<|im_start|>assistant, ### Assistant:)",
-        ("R1", "R2"),
-        "value",
-    ),
-    _C(
-        "sse_syntax_in_text",
-        "text holding the event stream's syntax: data: [DONE], a blank line and data: {, : ping, "
-        "event: error",
-        ("R1", "R2"),
-        "value",
-    ),
-    _C(
-        "blank_id_or_name",
-        "an id or a tool name of white space only (an id all the same)",
-        ("R2", "R5", "R9"),
-        "value",
-    ),
-    _C("long_id_or_name", "an id or a tool name of thousands of characters", ("R2", "R9"), "value"),
-    _C(
-        "ids_differ_in_case",
-        "tool calls whose ids differ only in case (two calls)",
-        ("R2",),
-        "value",
-    ),
     _F(
         "json_whitespace",
         "insignificant JSON white space around and inside the payload",
@@ -519,41 +477,14 @@ FEATURES: tuple[Feature, ...] = (
         ("R4",),
         "broken",
     ),
-    # the type-confusion matrix (harness.suite.confusion): a read field holding a value of another
-    # JSON type that some lax decoder coerces, by the JSON type of that value
-    _C(
-        "confused_boolean",
-        "true or false in a read field (Python's bool is an int, `x || {}` reads false as absent)",
-        ("R6",),
-        "broken",
-    ),
-    _C(
-        "confused_number",
-        "a number where text, a finish reason, an object or an array belongs (scalar coercion, "
-        "enum ordinals, falsy 0)",
-        ("R6",),
-        "broken",
-    ),
-    _C(
-        "confused_string",
-        'a string where a number, an object or an array belongs ("1", "", " ", "stop", JSON text)',
-        ("R6",),
-        "broken",
-    ),
-    _C(
-        "confused_array",
-        "an array where a scalar or an object belongs ([x] unwrapped, [x, y] joined, a struct "
-        "read from its fields in order, [] read as {})",
-        ("R6",),
-        "broken",
-    ),
-    _C(
-        "confused_object",
-        'an object where a scalar or an array belongs ({"stop": null} as an enum, a value wrapped '
-        'in an object, one element for an array, {"0": x})',
-        ("R6",),
-        "broken",
-    ),
+)
+#: Every feature: those the model draws, and those only the shipped corpus holds yet
+#: (`harness.fuzz.model.corpus_only`), each group in `GROUPS`' order.
+FEATURES: tuple[Feature, ...] = tuple(
+    sorted(
+        (*_DRAWN, *(Feature(*entry, drawn=False) for entry in CORPUS_ONLY)),
+        key=lambda feature: GROUPS.index(feature.group),
+    )
 )
 
 #: Each feature by its name.
