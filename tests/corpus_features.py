@@ -402,6 +402,54 @@ def _body(v: View) -> list[str]:
 
 _UNICODE = re.compile("[\U00010000-\U0010ffff\u0300-\u036f\u0590-\u08ff\uffff]")
 
+_ROLE_PREFIX = re.compile(
+    r"^\s*(?:assistant|user|system)\s*:|<\|im_start\|>|<\|eot_id\|>|^### Assistant", re.I | re.M
+)
+_SSE_IN_TEXT = re.compile(r"data: ?[\[{]|\[DONE\]|^: |^event: ", re.M)
+
+
+def _id_names(v: View) -> list[str]:
+    """Every id (the chunks' and the tool calls') and tool name the case's chunks hold."""
+    found = [i for i in _ids(v) if isinstance(i, str)]
+    for _, piece in v.pieces():
+        found += [x for x in (piece.get("id"), _name(piece)) if isinstance(x, str)]
+    return found
+
+
+def _ids_out_of_index_order(v: View) -> bool:
+    arrived: list[Any] = []
+    for _, piece in v.pieces():
+        index = piece.get("index")
+        if isinstance(piece.get("id"), str) and piece["id"] and index not in arrived:
+            arrived.append(index)
+    numbers = [i for i in arrived if isinstance(i, int) and not isinstance(i, bool)]
+    return numbers != sorted(numbers)
+
+
+def _pieces_after_finish(v: View) -> bool:
+    finished = False
+    for _, choice in v.choices():
+        delta = choice.get("delta")
+        calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if finished and isinstance(calls, list) and calls:
+            return True
+        finished = finished or choice.get("finish_reason") is not None
+    return False
+
+
+def _length_after_named_piece(v: View) -> bool:
+    completion = v.completion or {}
+    return completion.get("finish_reason") == "length" and any(
+        call.get("name") and call.get("arguments") == ""
+        for call in completion.get("tool_calls", ())
+    )
+
+
+def _ids_differ_in_case(v: View) -> bool:
+    ids = {p["id"] for _, p in v.pieces() if isinstance(p.get("id"), str) and p["id"]}
+    return len({i.lower() for i in ids}) < len(ids)
+
+
 #: Each feature's detector, by feature name.
 DETECTORS: dict[str, Callable[[View], bool]] = {
     # structure
@@ -564,6 +612,14 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "negative_predicted_n": lambda v: _predicted_n(
         v, lambda x: _is_number(x) and (x < 0 or (isinstance(x, float) and not x.is_integer()))
     ),
+    "ids_out_of_index_order": _ids_out_of_index_order,
+    "pieces_after_finish": _pieces_after_finish,
+    "length_after_named_piece": _length_after_named_piece,
+    "role_prefix_text": lambda v: any(_ROLE_PREFIX.search(t) for t in v.texts()),
+    "sse_syntax_in_text": lambda v: any(_SSE_IN_TEXT.search(t) for t in v.texts()),
+    "blank_id_or_name": lambda v: any(i and not i.strip("\u200b").strip() for i in _id_names(v)),
+    "long_id_or_name": lambda v: any(len(i) >= 1000 for i in _id_names(v)),
+    "ids_differ_in_case": _ids_differ_in_case,
     "confused_boolean": lambda v: _confused(v, bool),
     "confused_number": lambda v: _confused(v, int) or _confused(v, float),
     "confused_string": lambda v: _confused(v, str),

@@ -49,7 +49,7 @@ def _fields(kind: Any) -> tuple[str, ...]:
 
 
 #: Each family of fields: where its names come from, and every place that must name each one.
-#: (harness/drive/normalize.py's TIMINGS_FIELDS, replies.py and check/modes.py read the timings
+#: (harness/drive/normalize.py's TIMINGS_FIELDS, replies.py and check/members.py read the timings
 #: fields from `reference.Timings`: no edit there.)
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timings": (
@@ -58,7 +58,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/check/known_fields.py",
-            "harness/suite/confusion.py",
+            "harness/suite/read_fields.py",
             "harness/fuzz/model/values.py",
             *_EXAMPLES,
             *_KITS,
@@ -74,9 +74,9 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             *_REPLIES,
             "harness/drive/normalize.py",
             "harness/drive/replies.py",
-            "harness/check/modes.py",
+            "harness/check/members.py",
             "harness/check/known_fields.py",
-            "harness/suite/confusion.py",
+            "harness/suite/read_fields.py",
             "harness/fuzz/model/values.py",
             *_EXAMPLES,
             *_KITS,

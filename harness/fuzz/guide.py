@@ -42,7 +42,7 @@ TRACE_EVERY = 32
 #: A wanted feature or pair that a stream did not hold after this many tries is left alone.
 _TRIES = 4
 #: The features the guide asks for: those a valid stream can hold (a breaker makes the others).
-_DRAWABLE = tuple(f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS)
+_DRAWABLE = tuple(f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS and f.drawn)
 _BREAKER_FEATURES = frozenset(b.feature for b in BREAKERS.values())
 #: The breakers by family: the shape errors of R6 and their neighbours, the type-confusion matrix.
 _BREAKER_FAMILIES: tuple[tuple[str, ...], ...] = (

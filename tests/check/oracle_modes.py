@@ -7,6 +7,11 @@ a seed, and the same seed must give the same payload across versions. This is
 joined into one module (the lists of names it reads, `harness.check.known_fields` and
 `TIMINGS_FIELDS`, are the harness's own: the algorithm is what is frozen), with one bug fixed in
 both (`_EscapeTable`, below). Never edit it to follow the harness; change the harness back.
+
+Issue 34 added near-names to `unknown-fields` (CHANGELOG, "Suite power"): after the invented
+members, from the same generator, up to two members per level named like a read field or like
+another API's name for its meaning. Their pass is frozen below as it was written
+(`_NearNames`, `_near_value`), reading the harness's list of names (`NEAR_NAMES`).
 """
 
 # ruff: noqa
@@ -25,6 +30,7 @@ import msgspec
 
 from harness.check.known_fields import HOSTILE_KEYS, KNOWN_NAMES
 from harness.drive.normalize import TIMINGS_FIELDS
+from harness.suite.near_names import NEAR_NAMES
 
 # --- harness/check/jsontext.py ---------------------------------------------------------------
 
@@ -426,12 +432,70 @@ class _Injector:
         return call
 
 
+def _near_value(near: Any, obj: dict[str, Any]) -> Any:
+    if (near.level, near.name) == ("top", "message"):
+        return "(message)" if "error" in obj else {"role": "assistant", "content": "(message)"}
+    if near.value is not None:
+        return near.value
+    level, name = near.stands_for.split(".")
+    current = obj.get(name) if level == near.level else None
+    text = f"({near.name})"
+    kind = near.kind
+    if kind == "string":
+        return text
+    if kind == "enum":
+        return "length" if current == "stop" else "stop"
+    if kind in ("integer", "number"):
+        if (
+            isinstance(current, bool)
+            or not isinstance(current, int | float)
+            or abs(current) >= 2**52
+        ):
+            return 7 if kind == "integer" else 1234.5
+        return current + 1
+    if near.stands_for == "choice.delta":
+        return {"content": text}
+    if near.stands_for == "tool_call.function":
+        return {"name": text, "arguments": "{}"}
+    if near.stands_for == "top.timings":
+        return {"predicted_n": 4321, "prompt_ms": 1.5}
+    if near.stands_for == "top.prompt_progress":
+        return {"total": 99, "processed": 99}
+    if near.stands_for == "top.error":
+        return {"message": text}
+    if near.stands_for == "top.choices":
+        return [{"index": 0, "delta": {"content": text}, "finish_reason": None}]
+    return [
+        {"index": 0, "id": text, "type": "function", "function": {"name": text, "arguments": "{}"}}
+    ]
+
+
+class _NearNames(_Injector):
+    """Adds up to two near-names to every level of a chunk that reads fields (not `usage`)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
+        if level == "usage":
+            return obj
+        rng = self.rng
+        candidates = [near for near in NEAR_NAMES[level] if near.name not in obj]
+        items = list(obj.items())
+        for near in rng.sample(candidates, k=min(2, len(candidates))):
+            items.insert(rng.randrange(len(items) + 1), (near.name, _near_value(near, obj)))
+        return dict(items)
+
+
 def _with_members(data: str, names: tuple[str, ...], rng: random.Random) -> str:
     chunk = _parse(data)
     if not isinstance(chunk, dict):
         return data
     try:
-        return _dumps(_Injector(names, rng).chunk(chunk))
+        chunk = _Injector(names, rng).chunk(chunk)
+        if names is UNKNOWN_NAMES:
+            chunk = _NearNames(rng).chunk(chunk)
+        return _dumps(chunk)
     except RecursionError:
         return data
 

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from harness.check import jsontext, modes
+from harness.check import jsontext, members, modes
 from harness.check.known_fields import HOSTILE_KEYS
 from harness.check.modes import DEFAULT_SEED, ESCAPES, KEY_ORDER, UNKNOWN_FIELDS, mutate
 from harness.suite.cases import Suite
@@ -299,10 +299,10 @@ JSON_VALUES = st.recursive(
 def test_msgspec_writes_what_the_json_module_writes_where_the_modes_use_it(value: Any) -> None:
     # unknown-fields writes a chunk with msgspec where its floats are written alike (no exponent),
     # with the json module's encoder elsewhere: the two must never give two texts.
-    assert modes._VALUES_RAW is not None  # the fast writer is in use
+    assert members._VALUES_RAW is not None  # the fast writer is in use
     expected = json.dumps(value, ensure_ascii=False)
-    assert modes._dumps(value) == expected
-    floats = modes._census({"v": value})[1]
-    if modes._written_alike(floats):
-        assert modes._fast_dumps(value) == expected
-    assert modes._fast_dumps(modes._raw_floats(value)) == expected
+    assert members._dumps(value) == expected
+    floats = members._census({"v": value})[1]
+    if members._written_alike(floats):
+        assert members._fast_dumps(value) == expected
+    assert members._fast_dumps(members._raw_floats(value)) == expected

@@ -39,7 +39,7 @@ def test_every_breaker_is_drawn_within_the_first_thousand_streams() -> None:
 def test_every_feature_is_held_within_the_first_thousand_streams() -> None:
     guide = _search(1000)
     held = {name for name, count in guide.features.items() if count}
-    assert sorted({f.name for f in FEATURES} - held) == []
+    assert sorted({f.name for f in FEATURES if f.drawn} - held) == []  # the corpus holds the rest
     assert held >= MADE_BY_BREAKERS  # through the breakers
 
 

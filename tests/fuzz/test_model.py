@@ -29,7 +29,8 @@ from reference.choices import OUTCOMES
 
 #: Every rule tag a feature may name: the pin tags, and the points of contract version 3.
 _TAGS = {*PIN_TAGS, *OUTCOMES, "I5", "I6"}
-_DRAWABLE = [f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS]
+#: Features with drawn=False are the shipped corpus's only, until the model learns them.
+_DRAWABLE = [f.name for f in FEATURES if f.name not in MADE_BY_BREAKERS and f.drawn]
 
 
 def streams(count: int, *, seed: int = 0, broken: bool = True) -> list[Stream]:
@@ -98,7 +99,7 @@ def test_every_feature_is_made_when_wanted(name: str) -> None:
 
 def test_every_feature_only_a_breaker_makes_is_made_by_one() -> None:
     assert {b.feature for b in BREAKERS.values()} >= MADE_BY_BREAKERS
-    assert {f.name for f in FEATURES if f.group == "broken"} <= MADE_BY_BREAKERS
+    assert {f.name for f in FEATURES if f.group == "broken" and f.drawn} <= MADE_BY_BREAKERS
 
 
 @pytest.mark.parametrize("name", sorted(BREAKERS))

@@ -11,21 +11,29 @@ it.
 (a member some real server sends that the rules do not read), `value` (an edge value of a field
 that is read), `sse` (the event-stream framing), or `broken` (the one place a stream is broken:
 each shape error of R6, or a rule that fails the stream on purpose).
+
+`drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
+type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
+issue 34 wrote their cases; the model learns them later).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.fuzz.model.corpus_only import CORPUS_ONLY
+
 
 @dataclass(frozen=True, slots=True)
 class Feature:
-    """One stream feature: its name, what it is in one line, and the rules it exercises."""
+    """One stream feature: its name, what it is in one line, the rules it exercises, and whether
+    the model draws it."""
 
     name: str
     description: str
     rules: tuple[str, ...]
     group: str
+    drawn: bool = True
 
 
 #: The kinds of delta a chunk's choice can carry; the corpus has a case for every pair of them in
@@ -36,10 +44,9 @@ GROUPS: tuple[str, ...] = ("structure", "field", "value", "sse", "broken")
 
 _F = Feature
 
-#: Every feature the model knows, grouped as `GROUPS` orders them. The model draws one choice a
-#: chunk, as llama-server sends it, so no feature exercises I7 (more than one choice, or a choice
-#: index other than 0): the shipped cases pin it (`i7_*`, `r1_chunk_*_two_choices`).
-FEATURES: tuple[Feature, ...] = (
+
+#: Every feature the model knows, grouped as `GROUPS` orders them.
+_DRAWN: tuple[Feature, ...] = (
     # --- structure
     _F(
         "role_chunk",
@@ -204,7 +211,7 @@ FEATURES: tuple[Feature, ...] = (
     _F(
         "several_choices",
         "a chunk with more than one choice, or a choice whose index is not 0 (OpenAI's n)",
-        ("R1",),
+        ("R1", "I7"),
         "structure",
     ),
     _F(
@@ -475,41 +482,14 @@ FEATURES: tuple[Feature, ...] = (
         ("R4",),
         "broken",
     ),
-    # the type-confusion matrix (harness.suite.confusion): a read field holding a value of another
-    # JSON type that some lax decoder coerces, by the JSON type of that value
-    _F(
-        "confused_boolean",
-        "true or false in a read field (Python's bool is an int, `x || {}` reads false as absent)",
-        ("R6",),
-        "broken",
-    ),
-    _F(
-        "confused_number",
-        "a number where text, a finish reason, an object or an array belongs (scalar coercion, "
-        "enum ordinals, falsy 0)",
-        ("R6",),
-        "broken",
-    ),
-    _F(
-        "confused_string",
-        'a string where a number, an object or an array belongs ("1", "", " ", "stop", JSON text)',
-        ("R6",),
-        "broken",
-    ),
-    _F(
-        "confused_array",
-        "an array where a scalar or an object belongs ([x] unwrapped, [x, y] joined, a struct "
-        "read from its fields in order, [] read as {})",
-        ("R6",),
-        "broken",
-    ),
-    _F(
-        "confused_object",
-        'an object where a scalar or an array belongs ({"stop": null} as an enum, a value wrapped '
-        'in an object, one element for an array, {"0": x})',
-        ("R6",),
-        "broken",
-    ),
+)
+#: Every feature: those the model draws, and those only the shipped corpus holds yet
+#: (`harness.fuzz.model.corpus_only`), each group in `GROUPS`' order.
+FEATURES: tuple[Feature, ...] = tuple(
+    sorted(
+        (*_DRAWN, *(Feature(*entry, drawn=False) for entry in CORPUS_ONLY)),
+        key=lambda feature: GROUPS.index(feature.group),
+    )
 )
 
 #: Each feature by its name.

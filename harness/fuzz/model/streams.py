@@ -387,7 +387,7 @@ MADE_BY_BREAKERS = frozenset(
     (
         "other_finish_reason",
         "done_with_white_space",
-        *(f.name for f in FEATURES if f.group == "broken"),
+        *(f.name for f in FEATURES if f.group == "broken" and f.drawn),
     )
 )
 
