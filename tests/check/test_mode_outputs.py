@@ -222,8 +222,8 @@ def _odd_outputs() -> Iterator[str]:
     for number, data in enumerate(odd_texts()):
         for mode in CHANGING:
             for seed in SEEDS:
-                change = partial(modes.mutate, seed=seed, case_id="c", step=number)
-                yield _outcome(partial(change, mode, data))
+                at = partial(modes.mutate, seed=seed, case_id="c", step=number)
+                yield _outcome(partial(at, mode, data))
         rewritable = jsontext.rewritable(data)
         yield repr(rewritable)
         for name, (change, needs_rewritable) in WITH_RNG.items():
