@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
+from harness.drive.batched import BatchedDriver
 from harness.drive.forked import launcher, worker_command
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import HELLO_TIME, ProcessDriver
@@ -105,7 +106,8 @@ def python_target_driver(
     validate: bool = False,
     max_memory: int | None = None,
 ) -> ProcessDriver:
-    """A driver running the Python target `spec` in a worker process (`harness.adapter`).
+    """A driver running the Python target `spec` in a worker process (`harness.adapter`), which
+    also takes a whole pass in one request (`BatchedDriver`).
 
     The worker is this interpreter, in the current directory, with this process's `sys.path`;
     `max_memory` (MiB) overrides the adapter's default address-space limit.
@@ -113,12 +115,12 @@ def python_target_driver(
     command, env = worker_command(spec, max_memory=max_memory)
     # Inside a run, forked from a server that imported the target once (drive/forked.py).
     launch = launcher(time_allowed=max(timeout, HELLO_TIME))
-    return ProcessDriver(
+    return BatchedDriver(
         command,
         timeout=timeout,
         validate=validate,
         env=env,
         label=spec,
-        own_errors=True,
+        own_worker=True,
         launch=launch,
     )

@@ -7,7 +7,8 @@ import copy
 import pytest
 
 from harness.check.compare import ABSENT, Difference, differences, same, same_step
-from harness.check.runner import FAILED, run_case
+from harness.check.results import FAILED
+from harness.check.runner import run_case
 from harness.drive.inprocess import InProcessDriver
 from harness.suite.cases import Suite
 from harness.suite.golden import read_golden

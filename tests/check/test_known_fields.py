@@ -20,7 +20,7 @@ from harness.check.modes import (
     mutate,
 )
 from harness.check.parallel import run
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.suite.cases import Suite
 from harness.suite.recording import iter_payloads

@@ -30,7 +30,9 @@ from harness.check.modes import (
     truncation_points,
 )
 from harness.check.parallel import run
-from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run_case
+from harness.check.results import PASSED, CaseResult
+from harness.check.runner import run_case
+from harness.check.truncation import prefix_finishes
 from harness.drive.inprocess import InProcessDriver, finish_step, push_step
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
@@ -306,7 +308,7 @@ def test_truncated_expects_what_a_fresh_reference_returns_on_each_prefix(suite: 
         golden = json.loads(case.golden.read_text(encoding="utf-8"))
         points = truncation_points(len(golden["steps"]), seed=SEED, case_id=case.case_id)
         capped = golden["thinking_capped"]
-        for cut, expected in _prefix_finishes(case, points, capped):
+        for cut, expected in prefix_finishes(case, points, capped):
             assert expected == _fresh_finish(case, cut, capped), (case.case_id, cut)
             checked += 1
     assert checked > 300
@@ -346,7 +348,7 @@ def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
 def test_truncated_finishes_after_the_finish_reason_before_the_last_chunk(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r7_usage_chunk_after_finish")
     steps = len(list(iter_payloads(case.recording)))
-    finishes = dict(_prefix_finishes(case, range(1, steps), False))
+    finishes = dict(prefix_finishes(case, range(1, steps), False))
     assert "completion" in finishes[steps - 1]  # the finish reason had arrived: a completion
 
 

@@ -11,9 +11,8 @@ from typing import Any, ClassVar
 import pytest
 
 from harness.check.parallel import in_order, run, run_parallel
-from harness.check.runner import PASSED
+from harness.check.results import PASSED
 from harness.drive.inprocess import InProcessDriver
-from harness.drive.process import ProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
 from tests.conftest import invoke
@@ -72,57 +71,6 @@ def test_two_jobs_give_the_same_json_report_as_one(tmp_path: Path) -> None:
     assert any("exited with status 3" in m for m in messages), messages
     assert any("RuntimeError" in m for m in messages), messages
     assert one == two
-
-
-#: Uneven, and refusing an integer beyond 2^53 (I2 `protocol`, not the reference's choice): cases
-#: that pin I2 fail their first outcome and pass another, tried in turn (a retry of the case, not
-#: the next case sent ahead).
-CHOOSY = (
-    UNEVEN
-    + """
-
-class Refused(Exception):
-    kind = "protocol"
-
-
-class Choosy(Uneven):
-    def push(self, data):
-        if "9007199254740993" in data:
-            raise Refused("beyond 2^53")
-        return super().push(data)
-"""
-)
-PINNED = ("-k", "synthetic/i2_*", "-k", "synthetic/i4_*")
-
-
-def test_sending_the_next_case_ahead_changes_no_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The worker gets the next case (mode, cut, outcome) before this one is checked: crashes,
-    # worker deaths, retries of another outcome and cuts after a failure must all come out as
-    # they do when each case is sent only when it starts.
-    path = tmp_path / "choosy.py"
-    path.write_text(CHOOSY, encoding="utf-8")
-    modes = (*MODES, "--mode", "truncated")  # each cut of a recording is a case sent ahead
-    taken: list[int] = []
-    adopt = ProcessDriver._adopt
-
-    def counted(self: ProcessDriver, spec: Any) -> None:
-        taken.append(1)
-        adopt(self, spec)
-
-    monkeypatch.setattr(ProcessDriver, "_adopt", counted)
-    ahead = without_durations(json_report(tmp_path, f"{path}:Choosy", *PINNED, *modes))
-    assert len(taken) > 50  # many cases were sent ahead
-    monkeypatch.setattr(ProcessDriver, "plan_next", lambda self, pushes, *, finish: None)
-    one_by_one = without_durations(json_report(tmp_path, f"{path}:Choosy", *PINNED, *modes))
-    statuses = {result["status"] for result in one_by_one["results"]}
-    assert statuses == {"passed", "failed", "crashed"}, statuses
-    retried = [
-        r for r in one_by_one["results"] if r["choice"] and r["choice"][0].get("I2") == "protocol"
-    ]
-    assert retried, "no case matched another outcome than its first"
-    assert ahead == one_by_one
 
 
 class SlowFirstDriver(InProcessDriver):

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.check.runner import FAILED, CaseResult, Crash, Mismatch
+from harness.check.results import FAILED, CaseResult, Crash, Mismatch
 from harness.reports.problems import cause, group
 from tests.conftest import invoke
 from tests.schemas import validate

@@ -15,7 +15,7 @@ import pytest
 
 from harness.check.modes import PLAIN, UNKNOWN_FIELDS
 from harness.check.parallel import run
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import ProcessDriver
 from harness.drive.spec import python_target_driver

@@ -15,7 +15,7 @@ import pytest
 import reference
 from harness.check.modes import MODES
 from harness.check.parallel import run
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
