@@ -33,18 +33,24 @@ INTERNAL_ERROR = 3
 
 
 class ConformError(Exception):
-    """A setup or usage problem; `hint` says what to do about it."""
+    """A setup or usage problem; `hint` says what to do about it, `details` (lines shown below
+    the error's one line) what was seen, such as a program's stderr."""
 
     #: The exit status of a command this error stops.
     exit_code: int = 2
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, details: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.details = details
 
     def __str__(self) -> str:
         return self.message if self.hint is None else f"{self.message} ({self.hint})"
+
+    def describe(self) -> str:
+        """The error, its hint and its details, as lines."""
+        return str(self) if not self.details else f"{self}\n{self.details}"
 
 
 class TargetError(ConformError):

@@ -7,22 +7,22 @@ regular file is never replaced: a device or a FIFO (`--json /dev/null`, `--json 
 written through, a folder or socket is refused, and a symbolic link is followed (the file it points
 to is written, atomically when it is a regular one, and the link stays a link).
 
-Temporary files are named `.NAME.conform-PID.XXXXXXXX.tmp`: the running ones are removed on every
-signal conform handles (`interruptible`, `remove_temp_files`), and one whose process is gone is a
-leftover of a killed run that `stale_temp_files` finds. Write failures (disk full, read-only,
-no permission) are `WriteError`s, one line for the user; `check_outputs` refuses, before a run,
-one path named for two outputs or an output that would overwrite an input.
+Temporary files carry a mark only conform writes, and their writer's lock
+(`harness.temp_files`): one left by a killed run is found by `stale_temp_files`, and a user's file
+or a write under way elsewhere is never touched. The running ones are removed on every signal
+conform handles (`interruptible`, `remove_temp_files`). Write failures (disk full, read-only, no
+permission) are `WriteError`s, one line for the user; `check_outputs` refuses, before a run, one
+path named for two outputs, a path that cannot be a file, or an output that would overwrite an
+input.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import signal
 import stat
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -31,16 +31,27 @@ from types import FrameType
 from typing import Any
 
 from harness.errors import ConformError, Interrupted, WriteError
+from harness.temp_files import (
+    conform_temp_file,
+    make_temp,
+    remove_stale_temp_file,
+    stale_temp_files,
+    temp_name,
+)
 
 __all__ = [
     "HANDLED_SIGNALS",
     "cannot_write",
     "check_outputs",
+    "conform_temp_file",
     "environment_error",
     "interruptible",
+    "remove_stale_temp_file",
     "remove_temp_files",
     "same_file",
     "stale_temp_files",
+    "temp_name",
+    "through_stdout",
     "write_atomically",
     "write_report",
 ]
@@ -48,9 +59,6 @@ __all__ = [
 #: The signals conform handles; each removes the temporary files being written.
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
-_TEMP_NAME = re.compile(r"^\..+\.conform-(\d+)\.[^.]+\.tmp$")
-# What `write_atomically` named its temporary files before they carried the writer's pid.
-_OLD_TEMP_NAME = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 _live_temps: set[Path] = set()
 _HINTS = {
     errno.ENOSPC: "the disk is full: free some space and run it again",
@@ -156,6 +164,11 @@ def _proc_target(path: Path) -> str | None:
     return None
 
 
+def through_stdout(path: Path) -> bool:
+    """True when writing `path` writes to conform's own stdout or stderr (`/dev/stdout`)."""
+    return _own_descriptor(path) in (1, 2)
+
+
 def _own_descriptor(path: Path) -> int | None:
     """The descriptor of this process that `path` names (`/dev/stdout`: 1), or None."""
     target = _proc_target(path)
@@ -215,30 +228,25 @@ def _write_by_rename(
     if held:
         signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED_SIGNALS)
     try:
-        fd, tmp_name = tempfile.mkstemp(
-            dir=path.parent, prefix=f".{path.name}.conform-{os.getpid()}.", suffix=".tmp"
-        )
-        tmp = Path(tmp_name)
+        fd, tmp = make_temp(path.parent, path.name)
         _live_temps.add(tmp)
     finally:
         if held:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED_SIGNALS)
     try:
-        # mkstemp makes 0600: a new file gets the usual mode, a replaced one keeps its own.
+        # A new file gets the usual mode, a replaced one keeps its own.
         os.fchmod(fd, stat.S_IMODE(mode) if mode is not None else 0o666 & ~_umask())
+        # The descriptor stays open (and its lock held) until the file has its name.
         if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as out:
+            with open(fd, "wb", closefd=False) as out:
                 out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
         else:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as text_out:
+            with open(fd, "w", encoding="utf-8", newline="\n", closefd=False) as text_out:
                 if isinstance(data, str):
                     text_out.write(data)
                 else:
                     text_out.writelines(data)
-                text_out.flush()
-                os.fsync(text_out.fileno())
+        os.fsync(fd)
         if replace:
             os.replace(tmp, path)
         else:
@@ -246,6 +254,7 @@ def _write_by_rename(
     finally:
         tmp.unlink(missing_ok=True)
         _live_temps.discard(tmp)
+        os.close(fd)
 
 
 def _take_new_name(tmp: Path, path: Path) -> None:
@@ -297,6 +306,7 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) ->
     for option, path in outputs.items():
         if path is None:
             continue
+        _check_writable(option, path)
         real, node, mode = _identity(path)
         if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
             continue  # written through: two reports into /dev/null lose nothing
@@ -338,6 +348,43 @@ def check_outputs(outputs: Mapping[str, Path | None], inputs: Iterable[Path]) ->
             )
 
 
+def _check_writable(option: str, path: Path) -> None:
+    """WriteError when `path` cannot become a file conform writes: it is a folder, a folder on
+    its way is a file, or the folder it goes into cannot be written (read-only, no permission).
+    A folder on its way that does not exist yet is made when the file is written."""
+    try:
+        mode: int | None = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise _refused(option, path, exc.strerror or str(exc)) from None
+    if mode is not None and stat.S_ISDIR(mode):
+        raise _refused(option, path, "it is a folder")
+    if mode is not None and not stat.S_ISREG(mode):
+        return  # a device or a FIFO: written through
+    folder = Path(os.path.abspath(path)).parent
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise _refused(option, path, f"{folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        why = "read-only" if _read_only(folder) else "no permission to write there"
+        raise _refused(option, path, f"{folder} cannot be written ({why})")
+
+
+def _read_only(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def _refused(option: str, path: Path, why: str) -> WriteError:
+    return WriteError(
+        path, f"cannot write {path}: {why}", hint=f"give {option} a file you can write"
+    )
+
+
 def _alias(path: Path, other: Path) -> str:
     return "" if str(path) == str(other) else f" (as {other})"
 
@@ -351,46 +398,6 @@ def remove_temp_files() -> None:
         with suppress(OSError):
             tmp.unlink(missing_ok=True)
         _live_temps.discard(tmp)
-
-
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's process
-    except OverflowError:
-        return False
-    return not _zombie(pid)
-
-
-def _zombie(pid: int) -> bool:
-    """True when `pid` has exited but its parent has not reaped it yet (Linux; else False)."""
-    try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return False
-    return stat_line.rpartition(")")[2].split()[:1] == ["Z"]
-
-
-def stale_temp_files(folders: Iterable[Path]) -> list[Path]:
-    """Temporary files below `folders` that a killed conform left: their writer is gone."""
-    found: list[Path] = []
-    for folder in folders:
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob(".*.tmp")):
-            match = _TEMP_NAME.match(path.name)
-            if match is not None:
-                stale = not _alive(int(match.group(1)))
-            else:
-                stale = _OLD_TEMP_NAME.match(path.name) is not None
-            if stale and path.is_file():
-                found.append(path)
-    return found
 
 
 @contextmanager

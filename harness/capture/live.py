@@ -35,6 +35,7 @@ from harness.capture.exchange import (
 )
 from harness.errors import ConformError, RecordError
 from harness.files import write_atomically
+from harness.suite.recording import id_of_name
 
 __all__ = [
     "ENDPOINT",
@@ -116,7 +117,7 @@ def case_path(suite_dir: Path, name: str) -> tuple[Path, str]:
             f"{name!r} is not a recording name",
             hint="use a relative name such as 'content_stop' or 'llama-server/tool_call'",
         )
-    case_id = "/".join(parts)
+    case_id = id_of_name("/".join(parts))
     return suite_dir / "recordings" / Path(*parts).with_name(parts[-1] + ".http"), case_id
 
 

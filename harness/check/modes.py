@@ -326,12 +326,15 @@ _TRUNCATE_SAMPLED = 3
 def truncation_points(steps: int, *, seed: int, case_id: str) -> list[int]:
     """After which payloads the `truncated` mode cuts a recording whose golden has `steps` steps.
 
-    Cutting after the last step is the plain run, so the cuts are 1 to `steps - 1`: all of them up
+    Cutting after the last step is the plain run, so the cuts are 1 to `steps - 1` (a recording of
+    one payload or none is cut before its first, 0: the empty stream): all of them up
     to `TRUNCATE_EVERY_UP_TO` steps (at most 8,128 pushes). A longer recording would cost O(n²)
     that way, so it is cut after payloads 1 to 4, after its last but one, and after three more
     drawn from (seed, case id): 8 passes, 2.5 times a plain run's pushes on average (4 at most).
     """
     last = steps - 1
+    if last < 1:  # one payload or none: cut before the first (`new`, then `finish`), so the
+        return [0]  # mode still asks the target something (a run that asks nothing never passes)
     if last <= TRUNCATE_EVERY_UP_TO:
         return list(range(1, last + 1))
     rng = random.Random(f"{seed}:{case_id}:truncated")

@@ -31,8 +31,11 @@ from harness.check.results import (
 )
 from harness.check.truncation import check_truncated
 from harness.drive.base import Driver, PassDriver
+from harness.drive.blame import split_origin
 from harness.errors import TargetCrash, TargetTimeout
 from harness.suite.cases import Case
+from harness.suite.classes import class_of
+from harness.suite.recording import read_info
 from reference.choices import REFERENCE
 
 
@@ -55,6 +58,8 @@ def run_case(
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
+    # What the case is, whatever the target does: its input's class, whether it is a real capture.
+    input_class, real = class_of(golden), read_info(case.recording).real
 
     def allowed() -> Iterator[Outcome]:
         yield from candidates
@@ -67,7 +72,7 @@ def run_case(
     for combos, expected in allowed():
         tried += 1
         result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
-        result = replace(result, pins=pins, narrowed=narrowed)
+        result = replace(result, pins=pins, narrowed=narrowed, input_class=input_class, real=real)
         if result.status != FAILED:
             return result
         if closest is None or reach(result) > reach(closest):
@@ -105,7 +110,8 @@ def _attempt(
         message = exc.message
         if check.cut is not None:
             message += f" (the recording cut after {check.cut} payload(s))"
-        crash = Crash(message, exc.details, check.step, check.line, check.pushed, check.at)
+        origin, details = split_origin(exc.details)
+        crash = Crash(message, details, check.step, check.line, check.pushed, check.at, origin)
     else:
         status = FAILED if check.found else PASSED
     logged = driver.case_stderr() if status == FAILED else None  # crashes carry theirs
@@ -121,4 +127,5 @@ def _attempt(
         cut=check.cut if status != PASSED else None,
         stderr=logged or None,
         choice=combos,
+        unlisted=check.unlisted,
     )

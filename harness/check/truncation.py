@@ -31,6 +31,9 @@ def prefix_finishes(
     assembler = reference.Assembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
+    if cut == 0:  # before the first payload: the empty stream
+        yield cut, finish_step(assembler, capped)
+        cut = next(wanted, None)
     for index, payload in enumerate(iter_payloads(case.recording)):
         if cut is None:
             return

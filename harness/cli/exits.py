@@ -9,6 +9,7 @@ bug in conform, reported as such with exit 3.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -23,13 +24,31 @@ from harness.safetext import printable, shorten
 
 
 class _SetupFailure(click.ClickException):
+    """A ConformError, or a fault of the machine: one `Error:` line with its hint (LF and CR in
+    it written `\\n` and `\\r`), then the error's details, if any, indented below it."""
+
     exit_code = 2
 
+    def __init__(self, message: str, *, details: str = "") -> None:
+        super().__init__(error_line(message))
+        self.details = details
 
-class _ExchangeFailure(click.ClickException):
+    def show(self, file: Any = None) -> None:
+        super().show(file)
+        for line in self.details.splitlines():
+            click.echo(f"  {printable(line)}", err=True)
+
+
+class _ExchangeFailure(_SetupFailure):
     """A ConformError of exit code 1: `conform record`'s exchange failed."""
 
     exit_code = 1
+
+
+def error_line(text: str) -> str:
+    """`text` on one printable line: a line break written as `\\n` (or `\\r`), as Python
+    writes it in a string, never as a byte's code."""
+    return printable(text.replace("\r", "\\r").replace("\n", "\\n"))
 
 
 class _InternalError(click.ClickException):
@@ -64,6 +83,7 @@ class ConformGroup(click.Group):
     code 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        _any_encoding()
         try:
             try:
                 os.getcwd()
@@ -82,7 +102,7 @@ class ConformGroup(click.Group):
             return result
         except ConformError as exc:
             failure = _ExchangeFailure if exc.exit_code == 1 else _SetupFailure
-            raise failure(printable(str(exc))) from None
+            raise failure(str(exc), details=exc.details) from None
         except Interrupted as exc:
             raise click.exceptions.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
@@ -96,13 +116,27 @@ class ConformGroup(click.Group):
             error = environment_error(exc)
             if error is None:
                 raise _InternalError(exc) from None
-            raise _SetupFailure(printable(str(error))) from None
+            raise _SetupFailure(str(error)) from None
         except Exception as exc:
             raise _InternalError(exc) from None
 
 
+def _any_encoding() -> None:
+    """Let stdout and stderr write any text, whatever their encoding (`PYTHONIOENCODING=latin-1`,
+    `LC_ALL=C`): a character they cannot hold is written as its escape (`\\u65e5`), never an
+    error that ends the command."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with contextlib.suppress(OSError, ValueError):
+                reconfigure(errors="backslashreplace")
+
+
 def _flush_stdout() -> bool:
-    """Flush stdout now, where a closed pipe can be caught; True when it was closed."""
+    """Flush stdout now, where a closed pipe can be caught; True when it was closed. A stdout
+    that was never open (`conform run ... >&-`) has nothing to flush: the exit status stands."""
+    if sys.stdout is None:
+        return False
     try:
         sys.stdout.flush()
     except BrokenPipeError:

@@ -28,6 +28,7 @@ _golden_pattern_option = click.option(
     "patterns",
     multiple=True,
     metavar="PATTERN",
+    callback=opt.case_patterns,
     help="Only cases whose whole id matches this glob, or that lie in this folder "
     "('llama-server/tool_call' is that case alone; 'llama-server/tool_*', 'synthetic'); "
     "repeatable.",

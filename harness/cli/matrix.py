@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from harness.cli import options as opt
-from harness.cli.matrix_targets import column_of, columns_from_reports, targets_of
+from harness.cli.matrix_targets import column_of, columns_from_reports, comparable, targets_of
 from harness.files import check_outputs as check_written
 from harness.files import write_report
 from harness.pipeline import Interruption, Selection, prepare, run_targets
@@ -53,32 +53,11 @@ from harness.reports.matrix_table import column_line, load_matrix, markdown, mat
 @opt.gating
 @opt.workers
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing but the table.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the matrix as a self-contained HTML page.",
-)
-@click.option(
-    "--markdown",
-    "md_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the per-rule scores as a Markdown table.",
-)
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="Write the matrix as JSON (docs/matrix.md).",
-)
-@click.option(
-    "--baseline",
-    type=click.Path(path_type=Path, dir_okay=False),
-    metavar="FILE",
-    help="A matrix JSON of an earlier run: mark the cells that changed since.",
+@opt.file_option("--html", "html_path", "Write the matrix as a self-contained HTML page.")
+@opt.file_option("--markdown", "md_path", "Write the per-rule scores as a Markdown table.")
+@opt.file_option("--json", "json_path", "Write the matrix as JSON (docs/matrix.md).")
+@opt.file_option(
+    "--baseline", "baseline", "A matrix JSON of an earlier run: mark the cells that changed since."
 )
 def matrix_command(
     specs: tuple[str, ...],
@@ -89,6 +68,7 @@ def matrix_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     quiet: bool,
     html_path: Path | None,
@@ -105,16 +85,19 @@ def matrix_command(
     did not run, or the run is partial.
     """
     targets = targets_of(specs, commands, xfails, {"modes": modes, **given})
-    columns = columns_from_reports(reports)
+    columns = columns_from_reports(reports, classes=classes)
     if not targets and not columns:
         raise click.UsageError("give at least one TARGET, --exec or --from")
+    comparable(columns, live=(given["seed"], modes) if targets else None)  # before any run
     old = None if baseline is None else load_matrix(baseline)
     stop = Interruption()
     written = {"--json": json_path, "--markdown": md_path, "--html": html_path}
     read = [p for p in (baseline, *(t.xfail for t in targets)) if p is not None]
     check_written(written, read)
     if targets:
-        selection = Selection(tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude)
+        selection = Selection(
+            tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude, classes=classes
+        )
         plan = prepare(selection, modes)
         check_written(written, [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)])
         for target in targets:  # a wrong --xfail file is the user's mistake: say so now
@@ -128,6 +111,8 @@ def matrix_command(
                 done=None if quiet else lambda run: echo(column_line(column_of(run))),
             )
         columns += [column_of(run) for run in runs]
+    for warning in comparable(columns):
+        click.echo(f"warning: {warning}", err=True)
     data = matrix(columns, baseline=old, baseline_path=str(baseline) if baseline else None)
     for path, text in ((json_path, matrix_text), (md_path, markdown), (html_path, matrix_page)):
         if path is not None:

@@ -8,16 +8,19 @@ from `--from` reports are the same typed `Report` records, shards merged with `R
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.check.modes import SEEDED
 from harness.check.options import RunOptions
 from harness.errors import ConformError
 from harness.pipeline import Target, TargetRun
 from harness.reports.matrix_table import Column, default_label
 from harness.reports.report import Report
+from harness.suite.cases import SHIPPED, default_suite_root
 
 _LABEL = re.compile(r"([A-Za-z0-9][A-Za-z0-9_.+-]*)=(.+)", re.DOTALL)
 
@@ -79,9 +82,10 @@ def targets_of(
     return targets
 
 
-def columns_from_reports(given: Sequence[str]) -> list[Column]:
+def columns_from_reports(given: Sequence[str], *, classes: Sequence[str] = ()) -> list[Column]:
     """Columns from `[LABEL=]REPORT.json` files: reports with the same label (by default, the
-    same target) are the shards of one run, merged."""
+    same target) are the shards of one run, merged; with `classes`, only the results of cases
+    of those classes of input (`--class`)."""
     grouped: dict[str, list[Report]] = {}
     for text in given:
         label, file = (None, text) if Path(text).is_file() else split_label(text)
@@ -91,7 +95,7 @@ def columns_from_reports(given: Sequence[str]) -> list[Column]:
     return [
         Column(
             label,
-            Report.combine(label, reports),
+            Report.combine(label, reports).of_classes(classes),
             target=reports[0].info.target,
             kind=reports[0].info.kind,
         )
@@ -105,3 +109,46 @@ def column_of(run: TargetRun) -> Column:
     options = run.target.options
     report = None if run.record is None else run.record.report
     return Column(run.target.label, report, xfail, run.error, options.label, options.kind)
+
+
+def comparable(
+    columns: Sequence[Column], *, live: tuple[int, Sequence[str]] | None = None
+) -> list[str]:
+    """What keeps `columns` (and the targets to run now with `live`'s seed and modes) from being
+    compared side by side, as warnings to print; ConformError
+    when their runs pushed different bytes (different seeds of a mode that uses the seed): the
+    cells would judge different input, and a matrix never puts those side by side silently.
+
+    Columns that ran different suites are said to (a warning): the same suite may lie at other
+    paths on other machines, which conform cannot tell apart from another suite by its reports.
+    """
+    ran = [(c.label, c.report.info) for c in columns if c.report is not None]
+    seeded = [(label, info.seed) for label, info in ran if set(info.modes) & set(SEEDED)]
+    if live is not None and set(live[1] or SEEDED) & set(SEEDED):  # the targets to run
+        seeded.append(("the targets run now", live[0]))
+    if len({seed for _, seed in seeded}) > 1:
+        shown = ", ".join(f"{label} {seed}" for label, seed in seeded)
+        raise ConformError(
+            f"the columns were run with different seeds ({shown}): their mutating modes pushed "
+            "different payloads, so their cells are not comparable",
+            hint="run every target (or every report's run) with one --seed",
+        )
+    suites = {
+        label: tuple(_suite_name(p) for p in info.suites or (info.suite,)) for label, info in ran
+    }
+    if len(set(suites.values())) > 1:
+        shown = "; ".join(f"{label}: {', '.join(names)}" for label, names in suites.items())
+        return [f"the columns ran different suites ({shown}): their cells may not be comparable"]
+    return []
+
+
+def _suite_name(path: Path) -> str:
+    """A suite as reports of it from any machine name it: `:shipped` for conform's own."""
+    try:
+        shipped = default_suite_root().resolve()
+    except ConformError:
+        shipped = None
+    resolved = Path(os.path.abspath(path))
+    if resolved == shipped or resolved.parts[-2:] == ("harness", "_suite"):
+        return SHIPPED
+    return str(resolved)

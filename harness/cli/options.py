@@ -18,7 +18,8 @@ from harness.check.results import LEVELS
 from harness.drive.inprocess import split_spec
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.seconds import Seconds
-from harness.suite.recording import PIN_TAGS
+from harness.suite.classes import CLASSES
+from harness.suite.recording import PIN_TAGS, id_of_name
 from reference.choices import OUTCOMES
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -75,10 +76,50 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
     return apply
 
 
-def _file(flag: str, dest: str, text: str) -> Callable[[F], F]:
+class FileName(click.Path):
+    """A file's name, given once: not empty, not a folder (`dir/`, or one that exists), so that
+    a report is never written under another name than the one given (`dir/` was once written as
+    `dir`, and `''` as the current folder after the whole run)."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path, dir_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            if not value:
+                self.fail("an empty name: give a file name", param, ctx)
+            if value.endswith(("/", "/.", "/..")) or value in (".", ".."):
+                self.fail(f"{value!r} names a folder: give a file name", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def given_once(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """The value of an option that holds one file, declared `multiple` so that naming it twice
+    is refused (click would keep the last and drop the first without a word)."""
+    if not isinstance(value, tuple):
+        return value
+    if len(value) > 1:
+        shown = " and ".join(repr(str(v)) for v in value)
+        raise click.BadParameter(f"given {len(value)} times ({shown}): give it once", ctx, param)
+    return value[0] if value else None
+
+
+def file_option(flag: str, dest: str, text: str) -> Callable[[F], F]:
+    """An option that names one file (`FileName`), refused when given twice."""
     return click.option(
-        flag, dest, type=click.Path(path_type=Path, dir_okay=False), metavar="FILE", help=text
+        flag, dest, type=FileName(), multiple=True, callback=given_once, metavar="FILE", help=text
     )
+
+
+_file = file_option
+
+
+def case_patterns(
+    ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """`-k` and `--exclude` patterns read as case ids are: their bytes as UTF-8, whatever the
+    locale decoded the command line as (`id_of_name`)."""
+    return tuple(id_of_name(pattern) for pattern in value)
 
 
 #: `--suite DIR` once (commands that write into one suite).
@@ -108,6 +149,7 @@ selection = _stack(
         "patterns",
         multiple=True,
         metavar="PATTERN",
+        callback=case_patterns,
         help="Only cases whose whole id matches this glob, or that lie in this folder "
         "('llama-server/tool_call' is that case alone; 'llama-server/tool_*', 'synthetic'); "
         "repeatable. --xfail lines match case ids the same way.",
@@ -125,7 +167,17 @@ selection = _stack(
         "exclude",
         multiple=True,
         metavar="PATTERN",
+        callback=case_patterns,
         help="Leave out cases whose id matches this pattern (as -k matches); repeatable.",
+    ),
+    click.option(
+        "--class",
+        "classes",
+        type=click.Choice([str(c) for c in CLASSES]),
+        multiple=True,
+        help="Only cases of this class of input, computed from their golden files: 'valid' "
+        "(streams a server may send), 'invalid' (input the rules refuse) or "
+        "'implementation-defined'; repeatable.",
     ),
 )
 
@@ -233,5 +285,13 @@ reports = _stack(
         "--badge",
         "badge",
         "Write a status badge: a shields.io endpoint JSON file (docs/ci.md).",
+    ),
+    click.option(
+        "--badge-label",
+        "badge_label",
+        default="conform",
+        show_default=True,
+        metavar="TEXT",
+        help="The text on the left of the --badge (your implementation's name, say).",
     ),
 )

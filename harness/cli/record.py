@@ -182,6 +182,11 @@ def record(
     all_notes = (("thinking_capped: true",) if thinking_capped else ()) + notes
     from harness.capture import live as recorder  # httpx: only when `record` runs
 
+    if golden and not force:  # a golden file of that name is not replaced without --force
+        _, case_id = recorder.case_path(suite, name)
+        existing = Suite(suite).golden_path(case_id)
+        if existing.exists():
+            raise ConformError(f"{existing} already exists", hint="pass --force to overwrite it")
     progress = _Progress(name)
     with interruptible():
         try:

@@ -15,6 +15,7 @@ import click
 
 from harness.check.options import RunOptions
 from harness.cli import options as opt
+from harness.files import through_stdout
 from harness.pipeline import (
     Interruption,
     Outputs,
@@ -76,6 +77,7 @@ def run_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     shard: str | None,
     verbose: bool,
@@ -86,6 +88,7 @@ def run_command(
     xfail_file: Path | None,
     write_xfail: Path | None,
     badge: Path | None,
+    badge_label: str,
     **given: Any,
 ) -> None:
     """Run TARGET (module:Class, module:factory or file.py:Class) over the suite's cases.
@@ -113,8 +116,11 @@ def run_command(
         rules,
         exclude,
         None if shard is None else parse_shard(shard),
+        classes,
     )
-    outputs = Outputs(json_path, junit, write_xfail, badge).absolute()
+    if not badge_label.strip():
+        raise click.BadParameter("an empty label: give some text", param_hint="'--badge-label'")
+    outputs = Outputs(json_path, junit, write_xfail, badge, badge_label=badge_label).absolute()
     plan = prepare(selection, options.modes)
     inputs = {} if options.xfail_file is None else {"--xfail": options.xfail_file}
     check_outputs(outputs, inputs=inputs, plan=plan)
@@ -123,6 +129,16 @@ def run_command(
     with Interruption(in_process=in_process) as stop:
         with bar:
             record = run_target(options, plan, expected=expected, stop=stop, progress=bar.advance)
+        # The reports first, then what is printed: stdout may fail (a full device, a closed
+        # pipe), and a report once written is not lost to that. A report that goes to stdout
+        # itself (`--json /dev/stdout`) comes after the summary, as it always did.
+        now, after = outputs.split(through_stdout)
+        notes: list[str] = []
+        failed: Exception | None = None
+        try:
+            write_outputs(record, now, plan=plan, note=notes.append, warn=_warn)
+        except Exception as exc:
+            failed = exc
         if problems_only:
             shown = problems_text(record.report)
         else:
@@ -134,16 +150,23 @@ def run_command(
                 f"interrupted ({stop.name}): {len(record.results)} of {plan.runs} runs finished; "
                 "the reports hold those, marked partial"
             )
-        write_outputs(
-            record,
-            outputs,
-            plan=plan,
-            note=click.echo,
-            warn=lambda text: click.echo(f"warning: {text}", err=True),
-        )
+        if record.limit is not None:
+            click.echo(
+                f"stopped: {record.limit}; {len(record.results)} of {plan.runs} runs finished, "
+                "the reports hold those, marked partial"
+            )
+        for note in notes:
+            click.echo(note)
+        if failed is not None:
+            raise failed
+        write_outputs(record, after, plan=plan, note=click.echo, warn=_warn, ci=False)
     if record.failure is not None:
         raise record.failure
     if record.exit_code == 1 and write_xfail is not None:
         return
     if record.exit_code:
         sys.exit(record.exit_code)
+
+
+def _warn(text: str) -> None:
+    click.echo(f"warning: {text}", err=True)

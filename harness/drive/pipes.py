@@ -302,12 +302,13 @@ class Worker:
 
     # -- the end ------------------------------------------------------------------------------
 
-    def exit_status(self) -> str:
-        """How the program ended, after it closed its stdout (waiting a moment for it to exit)."""
+    def exit_status(self, *, writing: bool = False) -> str:
+        """How the program ended, after it closed its stdout, or with `writing` its stdin (a
+        write to it failed), waiting a moment for it to exit."""
         try:
             code = self.proc.wait(GRACE)
         except subprocess.TimeoutExpired:
-            return "closed its stdout"
+            return "closed its stdin" if writing else "closed its stdout"
         kill_group(self._group)  # what it started would hold stderr open
         deadline = time.monotonic() + GRACE
         while self._err_open and time.monotonic() < deadline:  # unless something holds it open

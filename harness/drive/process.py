@@ -157,10 +157,10 @@ class ProcessDriver:
                 ) from None
             except TargetCrash as exc:
                 self._discard()
-                details = f"\n{exc.details}" if exc.details else ""
                 raise TargetError(
-                    f"{self.label} failed the handshake: {exc.message}{details}",
+                    f"{self.label} failed the handshake: {exc.message}",
                     hint="see docs/protocol.md",
+                    details=exc.details,
                 ) from None
         assert self.program is not None
         return self.program
@@ -244,7 +244,7 @@ class ProcessDriver:
         try:
             sent = worker.send(request_line(request), deadline)
         except OSError:
-            status = worker.exit_status()
+            status = worker.exit_status(writing=True)
             raise self._broken(f"the program {status} before answering {answering.op}") from None
         if not sent:
             raise self._timed_out(answering.op, allowed)

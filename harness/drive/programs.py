@@ -37,19 +37,24 @@ class _ProcessGroups:
     """The process groups of every program this process started and has not yet killed.
 
     `kill_all` kills them all and, with `close`, makes any later start fail at once: once a run
-    is being stopped, a worker thread must not start a program that nothing would kill.
+    is being stopped, a worker thread must not start a program that nothing would kill. It runs
+    at exit too, from the first program started on (importing this module registers nothing).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._groups: set[int] = set()
         self._closed = False
+        self._at_exit = False
 
     def __contains__(self, pgid: int) -> bool:
         return pgid in self._groups
 
     def add(self, pgid: int) -> None:
         with self._lock:
+            if not self._at_exit:
+                atexit.register(self.kill_all, close=True)
+                self._at_exit = True
             self._groups.add(pgid)
             if not self._closed:
                 return
@@ -82,7 +87,6 @@ def kill_group(pgid: int) -> None:
 
 
 GROUPS = _ProcessGroups()
-atexit.register(GROUPS.kill_all, close=True)
 
 
 def new_family() -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from harness.errors import SuiteError
 from harness.safetext import printable
-from harness.suite.recording import RECORDING_SUFFIXES, read_info
+from harness.suite.recording import RECORDING_SUFFIXES, id_of_name, name_of_id, read_info
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,7 +200,7 @@ class Suite:
 
     def golden_path(self, case_id: str) -> Path:
         """Where the golden file of `case_id` belongs."""
-        return self.golden_dir / f"{case_id}.json"
+        return self.golden_dir / name_of_id(f"{case_id}.json")
 
     def cases(
         self,
@@ -287,9 +287,8 @@ def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[
             path = folder.joinpath(*parts, name)
             if files_only and not os.path.isfile(path):
                 continue
-            found.append(
-                ((*parts, name), "/".join((*parts, name[:dot] if has_suffix else name)), path)
-            )
+            case_id = id_of_name("/".join((*parts, name[:dot] if has_suffix else name)))
+            found.append(((*parts, name), case_id, path))
     found.sort(key=lambda entry: entry[0])
     return [(case_id, path) for _, case_id, path in found]
 
@@ -330,6 +329,24 @@ class CaseGlobs:
 
 #: What makes a case glob more than a case id or a folder (`fnmatch`'s special characters).
 _WILDCARD = re.compile(r"[*?\[]")
+
+
+def exact_glob(case_id: str) -> str:
+    """A `-k` pattern that matches `case_id` and no other id: its wildcards (`*`, `?`, `[`)
+    escaped as `[*]`, `[?]`, `[[]`. (It still matches the cases below a folder of that name:
+    `exact_args` says how to leave them out.)"""
+    return _WILDCARD.sub(lambda m: f"[{m.group()}]", case_id)
+
+
+def exact_args(case_id: str, roots: Sequence[Path] = ()) -> list[str]:
+    """The `-k` (and, where one of the suites at `roots` has a folder of that name, the
+    `--exclude`) that select exactly the case `case_id`."""
+    glob = exact_glob(case_id)
+    words = ["-k", glob]
+    folder = name_of_id(case_id)
+    if any((root / "recordings" / folder).is_dir() for root in roots):
+        words += ["--exclude", f"{glob}/*"]
+    return words
 
 
 def case_matches(case_id: str, pattern: str) -> bool:

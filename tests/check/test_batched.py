@@ -147,7 +147,8 @@ def test_a_batched_pass_gives_what_one_call_at_a_time_gives(
     finally:
         plain.close()
         batched.close()
-    assert len(statuses) >= 2, statuses  # the stale golden files, and the target's own
+    # The stale golden files, and the target's own (one that crashes at `new` meets neither).
+    assert len(statuses) >= (1 if name == "crashes_at_new" else 2), statuses
     assert len(passes) > 20  # (each batched pass compared with its plain form)
 
 

@@ -354,7 +354,8 @@ def test_truncated_finishes_after_the_finish_reason_before_the_last_chunk(suite:
 
 def test_long_recordings_are_cut_a_bounded_number_of_times() -> None:
     assert truncation_points(5, seed=1, case_id="c") == [1, 2, 3, 4]
-    assert truncation_points(1, seed=1, case_id="c") == []
+    assert truncation_points(1, seed=1, case_id="c") == [0]  # the empty stream
+    assert truncation_points(0, seed=1, case_id="c") == [0]
     assert len(truncation_points(129, seed=1, case_id="c")) == 128
     for steps in (130, 10_000, 1_000_000):
         points = truncation_points(steps, seed=1, case_id="c")

@@ -325,9 +325,25 @@ def test_idle_cores_add_workers_and_the_results_stay_the_same(
     assert results(True) == alone
     # Two targets on three cores: each may add one worker at once (2 < 3), and the target that
     # runs longer adds one more (3 workers) once the other is done; a worker that would start
-    # after its target's last case was taken is not started.
-    assert 3 <= len(started) <= 5, started
+    # after its target's last case was taken is not started, so on a loaded machine, where the
+    # cases may all be taken before a core is seen idle, none is added: how many start depends
+    # on the machine's load, and only the bounds do not (`test_idle_cores_grant_and_refuse`
+    # checks the decision itself).
+    assert 2 <= len(started) <= 5, started
     assert len(alone[0]) == len(plan.cases) * 2 and any(len(r[3]) for r in alone[1])
+
+
+def test_idle_cores_grant_and_refuse() -> None:
+    """The decision an idle core makes, without a clock: a worker is granted a core while fewer
+    than the cores are busy, and refused (without waiting) once it is no longer needed."""
+    from harness.pipeline.run import IdleCores
+
+    cores = IdleCores(2)
+    cores.add(1)
+    assert cores.take(lambda: False) is True  # 1 busy of 2: granted, now 2 busy
+    assert cores.take(lambda: True) is False  # all busy, and no longer needed: refused at once
+    cores.add(-1)
+    assert cores.take(lambda: False) is True  # a core came free
 
 
 class _Pace:

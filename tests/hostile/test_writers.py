@@ -187,3 +187,18 @@ def test_write_xfail_may_rebaseline_the_xfail_file_in_place(tmp_path: Path) -> N
     assert code == 0, output
     code, output = conform(*run, "--write-xfail", tmp_path / "other", "--json", xfail)
     assert code == 2 and "would overwrite" in output, output
+
+
+def test_record_golden_never_replaces_a_golden_file_without_force(tmp_path: Path) -> None:
+    suite = small_suite(tmp_path / "suite", CASE)
+    golden = suite / "golden" / "mine" / "new.json"
+    golden.parent.mkdir(parents=True)
+    golden.write_text("mine\n")  # a golden file whose recording is not there (yet)
+    (tmp_path / "req.json").write_text('{"messages": []}')
+    code, output = conform(
+        "record", "http://127.0.0.1:9", "--request", tmp_path / "req.json", "--suite", suite,
+        "--golden", "mine/new",
+    )  # fmt: skip
+    assert code == 2 and "already exists" in output and "--force" in output, output
+    assert golden.read_text() == "mine\n"
+    assert not (suite / "recordings" / "mine").exists()  # refused before the server was asked

@@ -243,9 +243,12 @@ def test_a_server_that_stops_serving_leaves_its_workers_at_work(
 def test_a_target_that_cannot_start_fails_as_without_the_server(
     tmp_path: Path, mini: Suite, code: str
 ) -> None:
-    # Nothing of such a target answers in time: the time allowed to start is --timeout alone.
-    forked = _run(tmp_path, mini, code=code, timeout="0.5", hello=0)
-    started = _run(tmp_path, mini, code=code, server=False, timeout="0.5", hello=0)
+    # The time allowed to start is --timeout alone: short for the target that hangs (both ways
+    # time out alike), long for the others, which fail at once; a short one there would let a
+    # slow start on a loaded machine time out one way and exit the other.
+    timeout = "0.5" if "sleep" in code else "60"
+    forked = _run(tmp_path, mini, code=code, timeout=timeout, hello=0)
+    started = _run(tmp_path, mini, code=code, server=False, timeout=timeout, hello=0)
     assert forked[0] == started[0] == 2
     assert forked[1] == started[1]  # the same error, word for word
     assert forked[1].startswith("Error: "), forked[1]

@@ -17,8 +17,9 @@ from typing import Any
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
-from harness.files import read_small, stale_temp_files, write_atomically
+from harness.files import read_small, remove_stale_temp_file, stale_temp_files, write_atomically
 from harness.suite.cases import Case, Suite
+from harness.suite.classes import InputClass, class_of, class_of_bytes
 from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
 from harness.suite.golden.types import decode_typed
@@ -161,12 +162,29 @@ class Golden:
     """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
     read step by step), and its document, parsed and checked when first asked for."""
 
-    __slots__ = ("_document", "case", "data")
+    __slots__ = ("_class", "_document", "case", "data")
 
     def __init__(self, case: Case, data: bytes | None) -> None:
         self.case = case
         self.data = data
         self._document: dict[str, Any] | None = None
+        self._class: InputClass | None = None
+
+    @property
+    def input_class(self) -> InputClass:
+        """The class of the case's input (`harness.suite.classes`), read once: from the document
+        when it is parsed already, else from the bytes, whose error kinds alone are read."""
+        found = self._class
+        if found is None:
+            if self._document is not None or self.data is None:
+                found = class_of(self.document)
+            else:
+                try:
+                    found = class_of_bytes(self.data)
+                except ValueError:
+                    found = class_of(self.document)  # raises GoldenError, naming the problem
+            self._class = found
+        return found
 
     @property
     def document(self) -> dict[str, Any]:
@@ -319,8 +337,9 @@ def check(
 
 
 def _temp_owner(path: Path) -> str:
-    """The file a leftover temporary file was to become (`.x.json.conform-1.ab.tmp`: `x.json`)."""
-    return path.name[1:].split(".conform-")[0]
+    """The file a leftover temporary file was to become (`.x.json.conform-….tmp`: `x.json`;
+    the start of it, for a long name)."""
+    return path.name[1:].rpartition(".conform-")[0]
 
 
 def remove_leftovers(suite: Suite) -> list[Path]:
@@ -328,9 +347,8 @@ def remove_leftovers(suite: Suite) -> list[Path]:
     removed = []
     for path in stale_temp_files([suite.golden_dir, suite.recordings_dir]):
         try:
-            path.unlink()
-        except FileNotFoundError:
-            continue
+            if not remove_stale_temp_file(path):
+                continue  # a writer took it up, or it is gone
         except OSError as exc:
             raise GoldenError(
                 path, f"a leftover temporary file cannot be removed: {exc.strerror or exc}"
