@@ -12,7 +12,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from harness.check.results import FULL, CaseResult
+from harness.check.options import DEFAULT_OPTIONS, RunOptions
+from harness.check.results import CaseResult
 from harness.check.runner import run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
@@ -39,10 +40,8 @@ def _run_all(
     driver: Driver,
     *,
     modes: Sequence[str],
-    seed: int,
+    options: RunOptions,
     cancel: threading.Event | None,
-    require: dict[str, str] | None,
-    level: str,
     goldens: Goldens,
 ) -> Iterator[CaseResult]:
     """Every case `take` gives, in every mode, stopping when `cancel` is set: a result made while
@@ -53,9 +52,7 @@ def _run_all(
             if _cancelled(cancel):
                 return
             try:
-                result = run_case(
-                    case, golden, driver, mode=mode, seed=seed, require=require, level=level
-                )
+                result = run_case(case, golden, driver, mode=mode, options=options)
             except Exception:
                 if _cancelled(cancel):  # a program that cannot restart as the run is stopping
                     return
@@ -70,13 +67,12 @@ def run(
     driver: Driver,
     *,
     modes: Sequence[str],
-    seed: int,
+    options: RunOptions = DEFAULT_OPTIONS,
     cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
     goldens: Goldens = read_golden,
 ) -> Iterator[CaseResult]:
-    """Results for every case in every mode, in order; each golden file is read once.
+    """Results for every case in every mode, in order, as `options` judge them; each golden file
+    is read once.
 
     Setting `cancel` (from a signal handler or another thread) ends the run after the call under
     way returns: no further case or mode starts.
@@ -86,16 +82,7 @@ def run(
     def take() -> Case | None:
         return None if _cancelled(cancel) else next(remaining, None)
 
-    yield from _run_all(
-        take,
-        driver,
-        modes=modes,
-        seed=seed,
-        cancel=cancel,
-        require=require,
-        level=level,
-        goldens=goldens,
-    )
+    yield from _run_all(take, driver, modes=modes, options=options, cancel=cancel, goldens=goldens)
 
 
 DriverFactory = Callable[[], Driver]
@@ -107,11 +94,9 @@ def run_parallel(
     make_driver: DriverFactory,
     *,
     modes: Sequence[str],
-    seed: int,
+    options: RunOptions = DEFAULT_OPTIONS,
     jobs: int,
     cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
     goldens: Goldens = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
@@ -127,14 +112,7 @@ def run_parallel(
         driver = make_driver()
         try:
             yield from run(
-                cases,
-                driver,
-                modes=modes,
-                seed=seed,
-                cancel=cancel,
-                require=require,
-                level=level,
-                goldens=goldens,
+                cases, driver, modes=modes, options=options, cancel=cancel, goldens=goldens
             )
         finally:
             driver.close()
@@ -163,14 +141,7 @@ def run_parallel(
             return
         try:
             for result in _run_all(
-                take,
-                driver,
-                modes=modes,
-                seed=seed,
-                cancel=cancel,
-                require=require,
-                level=level,
-                goldens=goldens,
+                take, driver, modes=modes, options=options, cancel=cancel, goldens=goldens
             ):
                 done.put(result)
                 if stop.is_set():

@@ -18,12 +18,12 @@ from typing import Any
 
 from harness.check.batched import BatchedPass
 from harness.check.modes import SEEDED, TRUNCATED, mutator
+from harness.check.options import DEFAULT_OPTIONS, RunOptions
 from harness.check.outcomes import Outcome, outcomes, proto_outcomes, reach
 from harness.check.passes import Pass
 from harness.check.results import (
     CRASHED,
     FAILED,
-    FULL,
     PASSED,
     TIMED_OUT,
     CaseResult,
@@ -45,16 +45,17 @@ def run_case(
     driver: Driver,
     *,
     mode: str,
-    seed: int,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
+    options: RunOptions = DEFAULT_OPTIONS,
 ) -> CaseResult:
-    """Run one case in one mode and compare every step with `golden` as it is made.
+    """Run one case in one mode and compare every step with `golden` (the case's golden
+    document, in memory) as it is made, as `options` say: its seed, its level, the outcomes it
+    requires at implementation-defined points.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
     the case at once: it is never an allowed outcome). A failure reports the closest outcome.
     """
+    seed, require = options.seed, options.required
     pins = tuple(golden.get("pins", ()))
     candidates = outcomes(golden, require=require)
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
@@ -71,7 +72,7 @@ def run_case(
     tried = 0
     for combos, expected in allowed():
         tried += 1
-        result = _attempt(case, expected, driver, mode=mode, seed=seed, combos=combos, level=level)
+        result = _attempt(case, expected, driver, mode=mode, options=options, combos=combos)
         result = replace(result, pins=pins, narrowed=narrowed, input_class=input_class, real=real)
         if result.status != FAILED:
             return result
@@ -87,16 +88,16 @@ def _attempt(
     driver: Driver,
     *,
     mode: str,
-    seed: int,
+    options: RunOptions,
     combos: tuple[dict[str, str], ...],
-    level: str,
 ) -> CaseResult:
     """The target against one outcome: one pass (each cut's, in `truncated`)."""
     started = time.perf_counter()
+    seed = options.seed
     mutate = mutator(mode, seed=seed, case_id=case.case_id)
     # A driver that runs a whole pass in one call (conform's own worker) is given each pass so.
     kind = BatchedPass if isinstance(driver, PassDriver) else Pass
-    check = kind(case, driver, mutate, level=level)
+    check = kind(case, driver, mutate, level=options.level)
     crash: Crash | None = None
     try:
         if mode == TRUNCATED:

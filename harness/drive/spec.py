@@ -8,7 +8,6 @@ makes a started `Driver` (each `-j` worker calls it once).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +17,10 @@ from harness.drive.forked import launcher, worker_command
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import HELLO_TIME, ProcessDriver
 from harness.errors import ConformError
+from harness.seconds import check_seconds
+
+#: What a run without a target, or with two, is told.
+NO_TARGET = "give either TARGET or --exec 'COMMAND ARGS' (exactly one)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,15 +34,11 @@ class DriverSpec:
     validate_protocol: bool = False
 
     def check(self) -> DriverSpec:
-        """This spec, when its options go together; ConformError naming the conflict otherwise."""
+        """This spec, when its options go together; ConformError naming the conflict otherwise
+        (the timeout by the one rule of every time limit, `harness.seconds.check_seconds`)."""
         if (self.target is None) == (self.exec_command is None):
-            raise ConformError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
-        timeout = self.timeout
-        if not (isinstance(timeout, int | float) and timeout > 0 and math.isfinite(timeout)):
-            raise ConformError(
-                f"the timeout must be more than 0 seconds, and finite, not {timeout}",
-                hint="for example --timeout 30",
-            )
+            raise ConformError(NO_TARGET)
+        check_seconds(self.timeout)
         if self.in_process and self.exec_command is not None:
             raise ConformError("--in-process runs a Python TARGET; it does not go with --exec")
         if self.in_process and self.validate_protocol:

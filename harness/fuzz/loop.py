@@ -3,10 +3,11 @@
 `run_fuzz(request)` draws streams from the model (`harness.fuzz.model.streams`), writes each as a
 recording in a scratch suite, builds its expected result with the reference under every allowed
 outcome of the implementation-defined points (`harness.fuzz.model.expect`), and runs it through the
-target with the runner `conform run` uses (`harness.check.runner.run_case`), in each mode asked
-for. On the first difference hypothesis shrinks the stream to a small one that still differs; the
-result is a `FuzzRecord` holding that stream, its expected result and the failing results in every
-mode, which `conform fuzz` renders like a run failure and can save as a case (`save_finding`).
+target as `conform run` runs a case (`harness.pipeline.case_runner.CaseRunner`), in each mode
+asked for. On the first difference hypothesis shrinks the stream to a small one that still
+differs; the result is a `FuzzRecord` holding that stream, its expected result and the failing
+results in every mode, which `conform fuzz` renders like a run failure and can save as a case
+(`save_finding`).
 
 Reproducible: the same seed gives the same streams (hypothesis is seeded, its example database is
 off, and every mutating mode is seeded). With `jobs` > 1 each worker searches with its own seed
@@ -35,12 +36,12 @@ from hypothesis.errors import HypothesisWarning
 from harness.check.modes import PLAIN
 from harness.check.options import RunOptions
 from harness.check.results import PASSED, CaseResult
-from harness.check.runner import run_case
 from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
 from harness.errors import ConformError
 from harness.fuzz.model.expect import expected, write_case
 from harness.fuzz.model.streams import Stream, drawing, streams
+from harness.pipeline.case_runner import CaseRunner
 from harness.suite import golden as golden_files
 from harness.suite.cases import Case, writable_root
 
@@ -184,7 +185,7 @@ class _Search:
         self.number = number
         self.shared = shared
         self.root = Path(tempfile.mkdtemp(prefix="conform-fuzz-"))
-        self.driver: Driver | None = None
+        self.runner: CaseRunner | None = None
         self.best: Finding | None = None
         self.found_size: tuple[int, int] | None = None
         self.shrink_deadline: float | None = None
@@ -203,21 +204,13 @@ class _Search:
     def check(self, stream: Stream, modes: Sequence[str], *, every: bool = False) -> Finding | None:
         """Run `stream` through the target in `modes` (stopping at the first failing mode unless
         `every`); the finding, or None when the target agrees."""
-        assert self.driver is not None
+        assert self.runner is not None
         case = write_case(stream, self.root / "recordings", self.root / "golden", CASE_ID)
         golden = expected(case)
         self.pins = tuple(golden["pins"])
         failed: list[CaseResult] = []
         for mode in modes:
-            result = run_case(
-                case,
-                golden,
-                self.driver,
-                mode=mode,
-                seed=self.request.seed,
-                require=self.request.options.required_choices(),
-                level=self.request.options.level,
-            )
+            result = self.runner.run(case, golden, mode=mode)
             if result.status != PASSED:
                 failed.append(result)
                 if not every:
@@ -267,7 +260,8 @@ class _Search:
         )
 
         try:
-            self.driver = request.make_driver()
+            self.runner = CaseRunner(request.options)
+            self.runner.driver()  # started before the search: a target that cannot start stops it
             with warnings.catch_warnings():
                 # hypothesis's note on a large example's repr: the report shows it, shortened
                 warnings.simplefilter("ignore", HypothesisWarning)
@@ -278,20 +272,16 @@ class _Search:
             if self.problem is None and self.best is None:
                 self.problem = exc
         finally:
-            if self.driver is not None:
-                self.driver.close()
+            if self.runner is not None:
+                self.runner.close()
 
     def finish(self) -> Finding | None:
         """The best finding re-run in every mode asked for, for the report (None: none)."""
         if self.best is None:
             return None
-        driver = self.request.make_driver()
-        self.driver = driver
-        try:
+        with CaseRunner(self.request.options) as self.runner:
             again = self.check(self.best.stream, self.request.modes, every=True)
-        finally:
-            driver.close()
-            self.driver = None
+        self.runner = None
         return again if again is not None else self.best
 
     def close(self) -> None:

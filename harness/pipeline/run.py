@@ -328,11 +328,9 @@ def _run_target(
             plan.cases,
             drivers,
             modes=plan.modes,
-            seed=options.seed,
+            options=options,
             jobs=options.jobs if idle is None else idle.jobs,
             cancel=stop.cancel,
-            require=options.required_choices(),
-            level=options.level,
             goldens=plan.golden if idle is None else idle.taken(plan.golden),
         ):
             result = result if expected is None else expected.apply(result)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness.check.batched import BATCH_CHARS
+from harness.check.options import RunOptions
 from harness.check.runner import run_case
 from harness.drive.batched import BatchedDriver
 from harness.drive.forked import worker_command
@@ -99,7 +100,7 @@ def _drivers(spec: str) -> tuple[ProcessDriver, BatchedDriver]:
 
 def _outcome(case: Case, golden: dict[str, Any], driver: ProcessDriver, mode: str) -> object:
     try:
-        result = run_case(case, golden, driver, mode=mode, seed=5)
+        result = run_case(case, golden, driver, mode=mode, options=RunOptions(seed=5))
     except GoldenError as exc:
         return f"GoldenError: {exc}"
     return replace(result, duration=0.0)

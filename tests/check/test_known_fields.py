@@ -19,6 +19,7 @@ from harness.check.modes import (
     has_proto_member,
     mutate,
 )
+from harness.check.options import RunOptions
 from harness.check.parallel import run
 from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
@@ -107,7 +108,10 @@ class CopiesMembersOntoObjects(_Base):
 
 def _statuses(suite: Suite, factory: type, mode: str) -> set[str]:
     cases = suite.cases(("llama-server/*",))
-    return {r.status for r in run(cases, InProcessDriver(factory), modes=[mode], seed=3)}
+    return {
+        r.status
+        for r in run(cases, InProcessDriver(factory), modes=[mode], options=RunOptions(seed=3))
+    }
 
 
 def test_a_client_validating_real_fields_passes_unknown_fields(suite: Suite) -> None:

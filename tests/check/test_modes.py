@@ -29,6 +29,7 @@ from harness.check.modes import (
     mutate,
     truncation_points,
 )
+from harness.check.options import RunOptions
 from harness.check.parallel import run
 from harness.check.results import PASSED, CaseResult
 from harness.check.runner import run_case
@@ -55,7 +56,9 @@ TARGETS = Path(__file__).resolve().parent / "mode_targets.py"
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
-    return list(run(suite.cases(), InProcessDriver(factory), modes=modes, seed=seed))
+    return list(
+        run(suite.cases(), InProcessDriver(factory), modes=modes, options=RunOptions(seed=seed))
+    )
 
 
 def _failures(results: list[CaseResult]) -> list[CaseResult]:
@@ -102,7 +105,11 @@ def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mod
                 driver = InProcessDriver(lambda chosen=chosen: reference.Assembler(chosen))
                 for mode in MODES:
                     result = run_case(
-                        case, golden, driver, mode=mode, seed=SEED, require={point: value}
+                        case,
+                        golden,
+                        driver,
+                        mode=mode,
+                        options=RunOptions(seed=SEED, chosen_points=((point, value),)),
                     )
                     if result.status != PASSED:
                         failed.append((case.case_id, point, value, mode, result.status))
@@ -333,7 +340,9 @@ class CallLog(_Wrapper):
 def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r1_progress_with_text")
     CallLog.calls = []
-    [result] = run([case], InProcessDriver(CallLog), modes=[TRUNCATED], seed=SEED)
+    [result] = run(
+        [case], InProcessDriver(CallLog), modes=[TRUNCATED], options=RunOptions(seed=SEED)
+    )
     assert result.status == PASSED
     # Four payloads: cut after 1, 2 and 3 (after 4 is the plain run).
     assert CallLog.calls == [

@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from harness.check.options import RunOptions
 from harness.check.parallel import in_order, run, run_parallel
 from harness.check.results import PASSED
 from harness.drive.inprocess import InProcessDriver
@@ -132,9 +133,14 @@ def test_results_arrive_as_they_complete_and_in_order_sorts_them(
     assert len(cases) > 3
     modes = ("plain", "escapes")
     slow_first.hold_first = True
-    arrived = list(run_parallel(cases, slow_first, modes=modes, seed=1, jobs=3))
+    arrived = list(run_parallel(cases, slow_first, modes=modes, options=RunOptions(seed=1), jobs=3))
     expected = list(
-        run(cases, InProcessDriver(__import__("reference").Assembler), modes=modes, seed=1)
+        run(
+            cases,
+            InProcessDriver(__import__("reference").Assembler),
+            modes=modes,
+            options=RunOptions(seed=1),
+        )
     )
     assert len(slow_first.made) == 3 and all(d.closed for d in slow_first.made)
     assert sum(d.cases for d in slow_first.made) == len(cases) * len(modes)
@@ -177,7 +183,11 @@ def test_a_harness_error_in_a_worker_stops_the_run_and_closes_every_driver(
     assert len(cases) > 10
     cases[0].golden.unlink()
     with pytest.raises(GoldenError):
-        list(run_parallel(cases, CountingSlowDriver, modes=("plain",), seed=1, jobs=2))
+        list(
+            run_parallel(
+                cases, CountingSlowDriver, modes=("plain",), options=RunOptions(seed=1), jobs=2
+            )
+        )
     assert CountingSlowDriver.closed == 2
     assert sum(CountingSlowDriver.started) <= 3, CountingSlowDriver.started
 
@@ -186,7 +196,9 @@ def test_one_job_uses_one_driver_and_closes_it(
     suite: Suite, slow_first: type[SlowFirstDriver]
 ) -> None:
     cases = suite.cases(("synthetic/r1_*",))
-    results = list(run_parallel(cases, slow_first, modes=("plain",), seed=1, jobs=1))
+    results = list(
+        run_parallel(cases, slow_first, modes=("plain",), options=RunOptions(seed=1), jobs=1)
+    )
     assert len(results) == len(cases)
     assert len(slow_first.made) == 1 and slow_first.made[0].closed
 
@@ -220,7 +232,9 @@ def test_cancel_ends_the_run_after_the_call_under_way(suite: Suite, after: int) 
     cases = suite.cases(("synthetic/r1_*",))
     cancel = threading.Event()
     driver = CancelsAfter(cancel, after)
-    results = list(run(cases, driver, modes=("plain", "key-order"), seed=1, cancel=cancel))
+    results = list(
+        run(cases, driver, modes=("plain", "key-order"), options=RunOptions(seed=1), cancel=cancel)
+    )
     assert driver.cases == after
     assert len(results) == after - 1
 
@@ -236,7 +250,11 @@ def test_cancel_stops_every_worker_and_hides_later_errors(suite_copy: Suite, job
         made.append(CancelsAfter(cancel, 3))
         return made[-1]
 
-    results = list(run_parallel(cases, make, modes=("plain",), seed=1, jobs=jobs, cancel=cancel))
+    results = list(
+        run_parallel(
+            cases, make, modes=("plain",), options=RunOptions(seed=1), jobs=jobs, cancel=cancel
+        )
+    )
     assert len(made) == jobs
     started = sum(d.cases for d in made)
     assert started <= 3 * jobs < len(cases), started

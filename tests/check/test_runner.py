@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import reference
+from harness.check.options import RunOptions
 from harness.check.outcomes import outcomes, reach
 from harness.check.results import CRASHED, FAILED, PASSED, CaseResult, Mismatch
 from harness.check.runner import run_case
@@ -45,7 +46,9 @@ class FailsAtSecondPush(reference.Assembler):
 def test_a_target_that_errs_early_is_not_pushed_again_nor_finished(suite: Suite) -> None:
     case = one(suite, PLAIN)
     golden = read_golden(case)
-    result = run_case(case, golden, InProcessDriver(FailsAtSecondPush), mode="plain", seed=1)
+    result = run_case(
+        case, golden, InProcessDriver(FailsAtSecondPush), mode="plain", options=RunOptions(seed=1)
+    )
     assert result.status == FAILED
     assert {m.step for m in result.mismatches} == {1, None}  # step 1, then finish: nothing else
     assert result.mismatches[-1] == Mismatch("finish", golden["finish"], ABSENT)
@@ -56,7 +59,13 @@ def test_a_golden_file_with_more_steps_than_payloads_is_stale(suite_copy: Suite)
     golden = read_golden(case)
     golden["steps"].append(golden["steps"][-1])
     with pytest.raises(GoldenError) as caught:
-        run_case(case, golden, InProcessDriver(reference.Assembler), mode="plain", seed=1)
+        run_case(
+            case,
+            golden,
+            InProcessDriver(reference.Assembler),
+            mode="plain",
+            options=RunOptions(seed=1),
+        )
     assert "the golden file has more steps than the 12 payload(s)" in str(caught.value)
     assert f"conform golden update -k {PLAIN}" in str(caught.value)
 
@@ -79,7 +88,11 @@ def test_a_strict_run_of_a_case_without_points_passes(suite: Suite) -> None:
     case = one(suite, PLAIN)
     driver = InProcessDriver(reference.Assembler)
     result = run_case(
-        case, read_golden(case), driver, mode="plain", seed=1, require={"I3": "ignore"}
+        case,
+        read_golden(case),
+        driver,
+        mode="plain",
+        options=RunOptions(seed=1, chosen_points=(("I3", "ignore"),)),
     )
     assert result.status == PASSED and result.outcomes == 1 and not result.narrowed
 
@@ -91,11 +104,11 @@ def test_a_failure_names_how_many_outcomes_it_missed(suite: Suite) -> None:
 
     case = one(suite, I3)
     result = run_case(case, read_golden(case), InProcessDriver(NoReasoningEvents), mode="plain",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == FAILED and result.outcomes == 2
     plain = one(suite, PLAIN)
     result = run_case(plain, read_golden(plain), InProcessDriver(NoReasoningEvents), mode="plain",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == FAILED and result.outcomes == 1
 
 
@@ -118,7 +131,7 @@ def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Pat
 
     case = one(suite, PLAIN)
     result = run_case(case, read_golden(case), InProcessDriver(FinishRaises), mode="truncated",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == CRASHED and result.crash is not None
     assert result.crash.message == (
         "finish raised RuntimeError: no finish yet (the recording cut after 1 payload(s))"

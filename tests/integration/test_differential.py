@@ -100,7 +100,9 @@ def agrees(
     try:
         for one in drawn:
             for mode in one.modes:
-                result = run_case(one.case, one.golden, driver, mode=mode, seed=SEED)
+                result = run_case(
+                    one.case, one.golden, driver, mode=mode, options=RunOptions(seed=SEED)
+                )
                 if result.status != PASSED:
                     failed.append((one, result))
                     break
