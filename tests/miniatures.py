@@ -334,13 +334,15 @@ def _recorded_names() -> dict[str, set[str]]:
             if not isinstance(chunk, dict):
                 continue
             names["top"] |= set(chunk)
-            for choice in chunk.get("choices") or []:
+            choices = chunk.get("choices")
+            for choice in choices if isinstance(choices, list) else []:
                 if isinstance(choice, dict):
                     names["choice"] |= set(choice)
                     delta = choice.get("delta")
                     if isinstance(delta, dict):
                         names["delta"] |= set(delta)
-                        for call in delta.get("tool_calls") or []:
+                        calls = delta.get("tool_calls")
+                        for call in calls if isinstance(calls, list) else []:
                             if isinstance(call, dict):
                                 names["call"] |= set(call)
     return names
