@@ -30,7 +30,7 @@ from harness.check.results import (
     Crash,
 )
 from harness.check.truncation import check_truncated
-from harness.drive.base import Driver, PassDriver
+from harness.drive.base import Driver, runs_passes
 from harness.drive.blame import split_origin
 from harness.errors import TargetCrash, TargetTimeout
 from harness.suite.cases import Case
@@ -96,7 +96,7 @@ def _attempt(
     seed = options.seed
     mutate = mutator(mode, seed=seed, case_id=case.case_id)
     # A driver that runs a whole pass in one call (conform's own worker) is given each pass so.
-    kind = BatchedPass if isinstance(driver, PassDriver) else Pass
+    kind = BatchedPass if runs_passes(driver) else Pass
     check = kind(case, driver, mutate, level=options.level)
     crash: Crash | None = None
     try:

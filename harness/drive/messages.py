@@ -309,7 +309,7 @@ def read_reply(
     request. `non_finite`: the line may hold `NaN` and the infinities (conform's own worker)."""
     op = request.op
     try:
-        reply = json.loads(line, parse_constant=None if non_finite else _not_json)
+        reply = json.loads(line.decode("utf-8"), parse_constant=None if non_finite else _not_json)
     except (UnicodeDecodeError, ValueError):
         text = line.decode("utf-8", errors="replace")
         raise NotAReply(
@@ -405,44 +405,63 @@ _COMPLETION = frozenset(
         "thinking_capped",
     }
 )
+_TOOL_CALL_DELTA = _EVENTS["tool_call_delta"]  # (an event of no known type: as if a tool call's)
 _TOOL_CALL = frozenset({"id", "name", "arguments"})
 _TIMINGS = frozenset(TIMINGS_FIELDS)
 
 
 def _extra(value: Any, known: frozenset[str], where: str) -> str | None:
-    if isinstance(value, dict):
-        for key in value:
-            if key not in known:
-                return f"{where}.{key}" if isinstance(key, str) else where
+    """The path of `value`'s first member that `known` does not hold (`value` an object)."""
+    for key in value:
+        if key not in known:
+            return f"{where}.{key}" if isinstance(key, str) else where
     return None
+
+
+def _fits(value: Any, known: frozenset[str]) -> bool:
+    """True unless `value` is an object with a member `known` does not hold."""
+    return not isinstance(value, dict) or value.keys() <= known
 
 
 def unknown_field(op: str, reply: dict[str, Any]) -> str | None:
     """The JSON path of the first field of `reply` that the protocol does not define, or None.
 
     Only the objects whose fields the protocol lists are looked into; a value of a wrong type is
-    left to the comparison (a mismatch) or to `--validate-protocol`.
+    left to the comparison (a mismatch) or to `--validate-protocol`. (A path is written only for
+    an object that does not fit.)
     """
     if "error" in reply:
-        return _extra(reply, _ERROR_REPLY, "$") or _extra(reply["error"], _ERROR, "$.error")
-    found = _extra(reply, _TOP.get(op, frozenset()), "$")
-    if found is not None or op not in ("push", "finish"):
-        return found
+        if not _fits(reply, _ERROR_REPLY):
+            return _extra(reply, _ERROR_REPLY, "$")
+        error = reply["error"]
+        return None if _fits(error, _ERROR) else _extra(error, _ERROR, "$.error")
+    top = _TOP.get(op, frozenset())
+    if not _fits(reply, top):
+        return _extra(reply, top, "$")
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):
-            if isinstance(event, dict):
-                known = _EVENTS.get(event.get("type"), _EVENTS["tool_call_delta"])  # type: ignore[arg-type]
-                found = found or _extra(event, known, f"$.events[{number}]")
-        return found or _extra(reply.get("state"), _STATE, "$.state")
+            kind = event.get("type") if isinstance(event, dict) else None
+            known = (
+                _EVENTS.get(kind, _TOOL_CALL_DELTA) if isinstance(kind, str) else _TOOL_CALL_DELTA
+            )
+            if not _fits(event, known):
+                return _extra(event, known, f"$.events[{number}]")
+        state = reply.get("state")
+        return None if _fits(state, _STATE) else _extra(state, _STATE, "$.state")
+    if op != "finish":
+        return None
     completion = reply.get("completion")
-    found = _extra(completion, _COMPLETION, "$.completion")
-    if found is None and isinstance(completion, dict):
-        calls = completion.get("tool_calls")
-        for number, call in enumerate(calls if isinstance(calls, list) else ()):
-            found = found or _extra(call, _TOOL_CALL, f"$.completion.tool_calls[{number}]")
-        found = found or _extra(completion.get("timings"), _TIMINGS, "$.completion.timings")
-    return found
+    if not _fits(completion, _COMPLETION):
+        return _extra(completion, _COMPLETION, "$.completion")
+    if not isinstance(completion, dict):
+        return None
+    calls = completion.get("tool_calls")
+    for number, call in enumerate(calls if isinstance(calls, list) else ()):
+        if not _fits(call, _TOOL_CALL):
+            return _extra(call, _TOOL_CALL, f"$.completion.tool_calls[{number}]")
+    timings = completion.get("timings")
+    return None if _fits(timings, _TIMINGS) else _extra(timings, _TIMINGS, "$.completion.timings")
 
 
 _SCHEMAS = {

@@ -19,8 +19,8 @@ from typing import Any
 from harness.check.options import RunOptions
 from harness.check.results import CaseResult
 from harness.check.runner import run_case
+from harness.drive import forked
 from harness.drive.base import Driver
-from harness.drive.forked import forked_workers
 from harness.errors import ConformError
 from harness.suite.cases import Case
 
@@ -41,7 +41,7 @@ class CaseRunner:
         if self._driver is None:
             # The one driver of the runner (never made again): its target imported once, a
             # restart after a crash forks a worker.
-            self._workers.enter_context(forked_workers())
+            self._workers.enter_context(forked.forked_workers())
             try:
                 self._driver = self.options.start_driver()
             except ConformError as exc:
