@@ -11,6 +11,8 @@ expected-failures file lists as strict xfails, so a case that starts passing fai
 
 from __future__ import annotations
 
+import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,6 +144,8 @@ class _Run:
         from harness.pipeline.case_runner import CaseRunner
 
         self.runner = CaseRunner(self.options)
+        self.threads_before = set(threading.enumerate())  # the target may start more
+        self.exit_status = 0  # pytest's, once the session has finished
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -243,10 +247,37 @@ def _keep_conform_ids(config: pytest.Config) -> None:
     setattr(config, "cwd_relative_nodeid", cwd_relative_nodeid)  # noqa: B010
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     run = config.stash.get(_RUN, None)
+    if run is None:
+        return
+    run.close()
+    if run.options.in_process and not hasattr(config, "workerinput"):
+        _exit_past_leftover_threads(config, run)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(_RUN, None)
     if run is not None:
-        run.close()
+        run.exit_status = int(exitstatus)
+
+
+def _exit_past_leftover_threads(config: pytest.Config, run: _Run) -> None:
+    """A target run in pytest's process may leave a thread that never ends (one that spins):
+    Python would wait for it for ever once pytest is done. Say so and exit with pytest's
+    status (the last thing pytest does, every other plugin unconfigured)."""
+    from harness.drive.limits import exit_now, leftover_threads
+
+    left = leftover_threads(run.threads_before)
+    if not left:
+        return
+    names = ", ".join(repr(t.name) for t in left[:5])
+    sys.stderr.write(
+        f"conform: {len(left)} thread(s) the target started still run ({names}); pytest exits "
+        "without waiting for them\n"
+    )
+    exit_now(run.exit_status)
 
 
 class ConformGroup(pytest.Collector):

@@ -27,6 +27,8 @@ from typing import Any
 
 import msgspec
 
+from reference.json_text import Number
+
 
 class Member(msgspec.Struct, frozen=True, gc=False):
     """One unread member of the OpenAI chunk schema: its JSON type, and where that is defined."""
@@ -52,7 +54,7 @@ _TOOL_CALL = "openai-python ChoiceDeltaToolCall"
 _FUNCTION_CALL = "openai-python ChoiceDeltaFunctionCall"
 _LOGPROBS = "openai-python ChoiceLogprobs"
 #: The names above are where each member's type comes from: documentation, which only
-#: `harness.check.known_fields` and its tests read (benchmarks/mutate_reference.py leaves them be).
+#: `harness.check.known_fields` and its tests read (tests/tools/mutate_reference.py leaves them be).
 SOURCES = (
     _CHUNK,
     _CHOICE,
@@ -148,9 +150,9 @@ def _is(value: Any, kind: str) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
-        return type(value) is int
+        return isinstance(value, Number) and value.is_written_as_integer
     if kind == "number":
-        return type(value) in (int, float)
+        return isinstance(value, Number)
     if kind == "object":
         return isinstance(value, dict)
     return isinstance(value, list)  # array
@@ -186,9 +188,10 @@ def _check_items(items: list[Any], member: Member, where: str) -> str | None:
 
 
 def wrong_type(chunk: Any) -> str | None:
-    """The path of the first unread OpenAI member of `chunk` (a decoded payload) whose value has
-    a type the schema does not allow; None when there is none. Members the rules read, and values
-    of the wrong shape for them, are left to the typed decoder."""
+    """The path of the first unread OpenAI member of `chunk` (a payload as
+    `reference.json_text.read_json` reads it) whose value has a type the schema does not allow;
+    None when there is none. Members the rules read, and values of the wrong shape for them, are
+    left to the shape's check (`reference.shape`)."""
     if not isinstance(chunk, dict):
         return None
     wrong = _check_level(chunk, "top", "")

@@ -28,7 +28,7 @@ def prefix_finishes(
     called mid-stream and the pass goes on (tests/check/test_modes.py checks this against fresh
     runs).
     """
-    assembler = reference.Assembler(choices)
+    assembler = reference.PlainAssembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
     if cut == 0:  # before the first payload: the empty stream

@@ -127,7 +127,8 @@ one_suite = click.option(
     "--suite",
     "suite_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=None,
+    multiple=True,
+    callback=given_once,  # a second --suite would be written into instead, without a word
     help="A folder with recordings/ and golden/. Default: the suite shipped with conform "
     "(written only in a source checkout, never inside an installed package).",
 )

@@ -26,6 +26,7 @@ from harness.drive.inprocess import InProcessDriver
 from harness.suite.cases import Suite
 from harness.suite.recording import iter_payloads
 from reference.choices import REFERENCE
+from reference.json_text import read_json
 from reference.openai import wrong_type
 from tests.miniatures import _Base
 
@@ -161,7 +162,7 @@ def test_unknown_fields_never_adds_an_openai_member(suite: Suite) -> None:
     ],
 )  # fmt: skip
 def test_the_reference_under_i5_protocol_finds_each_wrong_type(payload: str, wrong: str) -> None:
-    assert wrong_type(json.loads(payload)) == wrong
+    assert wrong_type(read_json(payload, REFERENCE)) == wrong
     with pytest.raises(reference.InferError) as caught:
         reference.Assembler(REFERENCE.replace({"I5": "protocol"})).push(payload)
     assert caught.value.kind == reference.ErrorKind.PROTOCOL and wrong in caught.value.message
@@ -178,7 +179,7 @@ def test_the_reference_under_i5_protocol_finds_each_wrong_type(payload: str, wro
     ],
 )
 def test_right_types_and_other_names_pass_i5_protocol(payload: str) -> None:
-    assert wrong_type(json.loads(payload)) is None
+    assert wrong_type(read_json(payload, REFERENCE)) is None
     reference.Assembler(REFERENCE.replace({"I5": "protocol"})).push(payload)
 
 

@@ -6,8 +6,8 @@ a failure of the target that names the limit, never a crash or a hang of conform
 - an in-process target that leaks descriptors (once exit 2 and no report) fails its cases, the
   limit named, and the reports are written; one that leaks them all at once stops the run, the
   reports written and partial;
-- an in-process target that leaves a thread spinning (once: conform never exited) lets conform
-  exit with its verdict.
+- an in-process target that leaves a thread spinning (once: conform, and pytest with the plugin,
+  never exited) lets them exit with their verdict.
 """
 
 from __future__ import annotations
@@ -148,3 +148,18 @@ def test_an_in_process_target_leaving_a_thread_spinning_lets_conform_exit(tmp_pa
     assert done.returncode == 0, done.stdout + done.stderr
     assert "thread(s) the target started still run ('spin')" in done.stderr
     assert json.loads(report.read_text())["ok"] is True
+
+
+def test_pytest_with_an_in_process_target_leaving_a_thread_spinning_exits(tmp_path: Path) -> None:
+    from tests.conftest import FOREIGN_PLUGINS_OFF
+
+    (tmp_path / "spins.py").write_text(SPINS)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *FOREIGN_PLUGINS_OFF, "-p", "no:randomly", "-p",
+         "no:cacheprovider", "--conform-target", "spins.py:Spins", "--conform-in-process",
+         "--conform-mode", "plain", "-k", CASE, "-q"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert "thread(s) the target started still run ('spin')" in done.stderr

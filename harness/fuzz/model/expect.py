@@ -28,7 +28,7 @@ from reference import choices as choices_of
 
 
 def _outcome(payloads: Sequence[Payload], capped: bool, choices: choices_of.Choices) -> str:
-    assembler = reference.Assembler(choices)
+    assembler = reference.PlainAssembler(choices)
     steps: list[dict[str, Any]] = []
     for payload in payloads:
         step = push_step(assembler, payload.data, payload.line)

@@ -1,7 +1,8 @@
 """Golden files: building them with the reference, their one serialization, reading and writing.
 
-`build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
-target, so a golden file is exactly what a perfect target produces. `serialize` is the only
+`build_golden` drives the plain reference (`reference.PlainAssembler`) through the same
+`harness.drive.inprocess` steps as any target, so a golden file is exactly what a perfect target
+produces. `serialize` is the only
 formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
 extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
 """
@@ -34,7 +35,7 @@ SCHEMA = 2
 
 def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
     """The steps and finish the reference makes of `case` under `choices`."""
-    assembler = reference.Assembler(choices)
+    assembler = reference.PlainAssembler(choices)
     steps: list[dict[str, Any]] = []
     outcome: dict[str, Any] = {"steps": steps}
     for payload in iter_payloads(case.recording):

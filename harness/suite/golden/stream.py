@@ -248,7 +248,7 @@ def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
     info = read_info(case.recording)
     capped = info.thinking_capped
     header = json.dumps(document_header(case, info, schema=schema), indent=2, ensure_ascii=False)
-    assembler = reference.Assembler()
+    assembler = reference.PlainAssembler()
     separator = header[:-2] + ',\n  "steps": [\n    '
     ended = False
     for payload in iter_payloads(case.recording):

@@ -1,13 +1,18 @@
 """Mutation testing of the reference: how many small bugs in `reference/` does the suite catch?
 
+The reference mutated is the plain one (`reference.assembler` and the modules it reads payloads
+with: `json_text`, `shape`, `openai`, `choices`, `types`), the executable form of docs/spec.md that
+generates the golden files; the fast one (`reference.fast`) is held to it by
+tests/assembler/test_differential.py instead.
+
 Each mutant is the reference with one small change to its syntax tree (the operators below). It is
 run in-process, as a target, against every shipped case in every mode, through the harness's own
 `run_case`; the first failing run kills it. A mutant that passes every run *survives*: either it
 behaves like the reference on every input the contract allows (*equivalent*, listed with a reason in
-`benchmarks/mutation_equivalents.toml`) or the suite lacks a case. The script prints the score per
+`tests/tools/mutation_equivalents.toml`) or the suite lacks a case. The script prints the score per
 operator and every survivor that the equivalents file does not list, and exits 1 if there is one.
 
-The implementation-defined points (I1 to I4): the reference is told its outcome at each point
+The implementation-defined points (I1 to I6): the reference is told its outcome at each point
 (`Assembler(choices)`), and the golden files hold the outcome of every choice, made by the *real*
 reference. So each mutant is run under the reference's own choices and under every other allowed
 outcome of each point (one point changed at a time, the choices made with the mutant's own
@@ -34,7 +39,7 @@ the harness (its golden files, its truncated-mode expectations, its `reference.c
 real reference, nothing is written to disk, and a mutant costs one suite run per set of choices
 that stops at its first failure. No dependency.
 
-Run: `python benchmarks/mutate_reference.py` (`-j 2` by default; `--list` prints the mutants,
+Run: `python tests/tools/mutate_reference.py` (`-j 2` by default; `--list` prints the mutants,
 `--all-survivors` also prints the listed equivalents). Survivors are printed in the equivalents
 file's TOML form, ready to be pasted there with a reason once judged equivalent.
 """
@@ -56,7 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from harness import MODES, RunOptions, Suite, run_case  # noqa: E402
@@ -65,17 +70,23 @@ from harness.suite.golden import read_golden  # noqa: E402
 from reference.choices import OUTCOMES, REFERENCE  # noqa: E402
 
 SEED = 20261129  # the CLI's default seed, so a kill reproduces with `conform run`
-EQUIVALENTS = ROOT / "benchmarks" / "mutation_equivalents.toml"
+EQUIVALENTS = ROOT / "tests" / "tools" / "mutation_equivalents.toml"
 #: The modules mutated, in import order (each imports only those before it). `__init__` only
-#: re-exports names, so it has nothing to mutate.
-MODULES = ("types", "_wire", "choices", "assembler")
-#: Module-level names not mutated: only the harness uses them (listing the points, enumerating
-#: the combinations a golden file is built under), and the harness keeps the real reference by
-#: design, so no run could ever tell a mutant of them.
-_HARNESS_ONLY = {
+#: re-exports names, and `fast` is held to the others by the differential test.
+MODULES = ("types", "choices", "json_text", "openai", "shape", "assembler")
+#: Module-level names not mutated. In `shape`, two that only name a type in an error message. In
+#: `choices`, only the harness uses them (listing the points,
+#: enumerating the combinations a golden file is built under), and the harness keeps the real
+#: reference by design, so no run could ever tell a mutant of them. In `openai`, the list of
+#: OpenAI's members with their types and sources: data, checked against its sources by
+#: tests/check/test_known_fields.py (a case for each of its 40 members' every type and value is
+#: not what this run measures); the code that reads it (`wrong_type`) is mutated.
+_NOT_MUTATED = {
+    "shape": {"_json_type", "_TYPE_NAMES"},
     "choices": {"TITLES", "combinations"},
-    # Where each I5 member's type comes from: text that only known_fields and its tests read.
     "openai": {
+        "Member",
+        "MEMBERS",
         "_CHUNK",
         "_CHOICE",
         "_DELTA",
@@ -103,7 +114,14 @@ CONFIGS: tuple[dict[str, str], ...] = (
 #: The run's settings under each of `CONFIGS`: that outcome required at every point.
 OPTIONS = tuple(RunOptions(seed=SEED, chosen_points=tuple(c.items())) for c in CONFIGS)
 #: Calls whose string arguments only make an error's message (not part of the contract).
-_MESSAGE_CALLS = {"_protocol", "InferError", "_integer", "_optional_integer"}
+_MESSAGE_CALLS = {
+    "protocol",
+    "InferError",
+    "integer_of",
+    "read_integer",
+    "read_number",
+    "number_value",
+}
 MUTANT_TIMEOUT = 60  # seconds; a mutant that hangs is killed (the harness would time it out)
 
 _FLIP = {
@@ -169,7 +187,7 @@ class _Sites(ast.NodeVisitor):
         self.found: list[tuple[ast.AST, str, Callable[[ast.AST], ast.AST | list[ast.stmt]]]] = []
         self.skip: set[int] = set()  # ids of constants that only make messages or slots
         self.in_code = 0  # inside a function or class body
-        self.harness_only = _HARNESS_ONLY.get(module, set())
+        self.not_mutated = _NOT_MUTATED.get(module, set())
 
     def visit_Module(self, node: ast.Module) -> None:
         for stmt in node.body:
@@ -178,7 +196,7 @@ class _Sites(ast.NodeVisitor):
             else:
                 targets = getattr(stmt, "targets", None) or [getattr(stmt, "target", None)]
                 names = {t.id for t in targets if isinstance(t, ast.Name)}
-            if not names & self.harness_only:
+            if not names & self.not_mutated:
                 self.visit(stmt)
 
     def add(self, node: ast.AST, operator: str, make: Callable[[Any], Any]) -> None:
