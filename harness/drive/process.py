@@ -36,7 +36,6 @@ from harness.drive.messages import (
     Reply,
     Request,
     Started,
-    Validator,
     members,
     read_reply,
     request_line,
@@ -44,6 +43,7 @@ from harness.drive.messages import (
 from harness.drive.normalize import SAID
 from harness.drive.pipes import GRACE, QUOTED_CHARS, Worker, shortened_stderr
 from harness.drive.programs import allow_programs, new_family, stop_all_programs
+from harness.drive.reply_form import Validator
 from harness.errors import TargetCrash, TargetError, TargetTimeout
 from harness.safetext import shorten
 
