@@ -108,18 +108,14 @@ HEAVY: tuple[tuple[str, float], ...] = (
     (f"{_CAREFUL}[I6]", 23),
     (f"{_CAREFUL}[I5]", 23),
     ("tests/integration/test_examples_python.py", 23),
-    (
-        "tests/check/test_rendered.py::"
-        "test_every_verdict_is_run_cases_for_deliberately_wrong_targets",
-        17,
-    ),
+    ("tests/check/test_batched.py", 17),
     ("tests/check/test_modes.py::test_results_are_deterministic_from_the_seed", 17),
     ("tests/assembler/test_properties.py::test_completion_texts_are_the_events_texts", 17),
-    ("tests/check/test_mutation_oracle.py::test_drawn_texts_are_changed_as_before", 13),
+    ("tests/check/test_mode_outputs.py::test_odd_texts_are_changed_as_before", 13),
     ("tests/integration/test_rust_example.py", 13),
     (
-        "tests/check/test_mutation_oracle.py::"
-        "test_every_payload_of_the_shipped_suite_is_changed_as_before",
+        "tests/check/test_mode_outputs.py::"
+        "test_every_case_of_the_shipped_suite_is_changed_as_before",
         12,
     ),
     ("tests/cli/test_fuzz.py::test_the_reference_is_never_flagged", 11),

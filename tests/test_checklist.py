@@ -49,7 +49,7 @@ def _fields(kind: Any) -> tuple[str, ...]:
 
 
 #: Each family of fields: where its names come from, and every place that must name each one.
-#: (harness/drive/normalize.py's TIMINGS_FIELDS, replies.py and check/members.py read the timings
+#: (harness/drive/normalize.py's TIMINGS_FIELDS, reply_form.py and check/members.py read the timings
 #: fields from `reference.Timings`: no edit there.)
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timings": (
@@ -73,7 +73,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
+            "harness/drive/reply_form.py",
             "harness/check/members.py",
             "harness/check/known_fields.py",
             "harness/suite/read_fields.py",
@@ -92,7 +92,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
+            "harness/drive/reply_form.py",
             *_EXAMPLES,
             "docs/spec.md",
             "docs/protocol.md",
@@ -105,7 +105,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
+            "harness/drive/reply_form.py",
             *_EXAMPLES,
             "docs/spec.md",
             "docs/protocol.md",

@@ -259,8 +259,13 @@ def parse(data: str) -> tuple[dict[str, Any], bool] | None:
     nested beyond the limit stays as it is, as in the other rewriting modes, and so does one with
     a fraction or exponent whose exact value would not survive (`_numbers_survive`).
     """
-    value = jsontext.decoded(data)
-    if type(value) is not dict:  # REFUSED, or a JSON text that is not an object
+    if not jsontext.rewritable(data):
+        return None
+    try:
+        value = msgspec.json.decode(data)
+    except msgspec.DecodeError:  # (`1e400`: the json module takes it, but it cannot be written back)
+        return None
+    if type(value) is not dict:  # a JSON text that is not an object
         return None
     members, floats = _census(value)
     if not _members_written_once(data, value, members):

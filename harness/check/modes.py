@@ -3,10 +3,10 @@
 - `plain` pushes payloads as recorded.
 - `unknown-fields` adds keys at every object level the chunk shape knows (top, each choice,
   `delta`, each tool call, `function`, `timings`, `prompt_progress`, `usage`, `error`), with values
-  of every JSON type, named with names no OpenAI-compatible server sends
+  of every JSON type, named only with names no OpenAI-compatible server sends
   (`harness.check.known_fields` lists the names that are not unknown, and where each comes from),
-  and near-names: a read field's name in another case, spelling or level, or a name another API
-  uses for its meaning, with a value a client reading it would take (`harness.check.members`).
+  and near-names beside the fields the rules read: another case, spelling or level of a read
+  field's name, or another API's name for its meaning (`harness.check.members`).
 - `hostile-keys` adds keys the same way, named like JavaScript's `Object.prototype` members and
   Python's dunders (`__proto__`, `constructor`, `toString`, `__class__`): unknown fields too, that
   break clients which copy members onto plain objects or attributes. A client may refuse a member
@@ -16,18 +16,20 @@
 - `whitespace` puts random insignificant white space (space, tab, LF, CR) between all tokens.
 - `escapes` writes random characters of every string, keys included, as `\\uXXXX` escapes
   (surrogate pairs outside the BMP).
-- `truncated` pushes plain payloads but ends the recording after each payload in turn, expecting
-  what the reference returns on that prefix (`harness.check.runner`).
+- `truncated` pushes plain payloads but ends the recording after each payload in turn
+  (`truncation_points`), expecting what the reference returns on that prefix
+  (`harness.check.truncation`).
 
-The expected result is always the golden file (for `truncated`, its steps up to the cut). The last
-three rewrite the original text token by token (`harness.check.jsontext`), so numbers keep their
-exact text; a payload that cannot be rewritten without changing its meaning (invalid JSON, `NaN`, an
-unpaired surrogate escape, nesting beyond the limit, and for `unknown-fields`, which writes the
-parsed value back, duplicate keys and an integral number its double cannot hold) is pushed
-unchanged. Every change is a pure function of (seed, case id, step), so a failure is
-reproduced by the same command, and the exact payload is shown in its report; and the same seed
-gives the same payload across versions: `tests/check/test_mutation_oracle.py` holds every mode to
-a frozen copy of the code it was made faster from, draw for draw.
+The expected result is always the golden file (for `truncated`, its steps up to the cut). The
+adding modes parse the chunk, add their members and write it back in `json`'s layout
+(`harness.check.members`); the last three
+rewrite the original text token by token (`harness.check.jsontext`), so numbers keep their exact
+lexeme. A payload that cannot be changed without changing its meaning (invalid JSON, `NaN`, an
+unpaired surrogate escape, nesting beyond the limit, and for the adding modes duplicate keys and a
+number whose exact value would not survive being written back) is pushed unchanged. Every change
+is a pure function of (seed, case id, step), so a failure is reproduced by the same command, and
+the exact payload is shown in its report; the same seed gives the same payload across versions
+(`tests/check/test_mode_outputs.py`).
 """
 
 from __future__ import annotations
@@ -38,33 +40,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from harness.check import jsontext
-from harness.check.known_fields import HOSTILE_KEYS
-from harness.check.members import UNKNOWN_NAMES, hostile_keys, injected, parse, unknown_fields
-
-__all__ = [
-    "DEFAULT_SEED",
-    "ESCAPES",
-    "HOSTILE_KEYS_MODE",
-    "KEY_ORDER",
-    "MODES",
-    "PLAIN",
-    "SEEDED",
-    "TRUNCATED",
-    "UNKNOWN_FIELDS",
-    "UNKNOWN_NAMES",
-    "WHITESPACE",
-    "Mutator",
-    "SharedMutations",
-    "has_proto_member",
-    "hostile_keys",
-    "mutate",
-    "mutator",
-    "proto_cut",
-    "rewrite",
-    "share_mutations",
-    "truncation_points",
-    "unknown_fields",
-]
+from harness.check.members import UNKNOWN_NAMES as UNKNOWN_NAMES  # (re-exported)
+from harness.check.members import hostile_keys, unknown_fields
 
 PLAIN = "plain"
 UNKNOWN_FIELDS = "unknown-fields"
@@ -82,7 +59,9 @@ SEEDED = (UNKNOWN_FIELDS, HOSTILE_KEYS_MODE, KEY_ORDER, WHITESPACE, ESCAPES, TRU
 
 DEFAULT_SEED = 20261129
 
-_REWRITE: dict[str, Callable[..., str]] = {
+# the rewriting modes ---------------------------------------------------------------------------
+
+_REWRITE: dict[str, Callable[[str, random.Random], str]] = {
     KEY_ORDER: jsontext.with_keys_shuffled,
     WHITESPACE: jsontext.with_whitespace,
     ESCAPES: jsontext.with_escapes,
@@ -91,8 +70,10 @@ _REWRITE: dict[str, Callable[..., str]] = {
 
 def rewrite(mode: str, data: str, rng: random.Random) -> str:
     """The payload rewritten as `mode` says; unchanged where that could change its meaning."""
-    return _REWRITE[mode](data, rng, checked=True) if jsontext.rewritable(data) else data
+    return _REWRITE[mode](data, rng) if jsontext.rewritable(data) else data
 
+
+# a mode, for one case --------------------------------------------------------------------------
 
 Mutator = Callable[[int, str], str]
 
@@ -149,74 +130,17 @@ def mutate(mode: str, data: str, *, seed: int, case_id: str, step: int) -> str:
     return data if change is None else change(step, data)
 
 
-def _mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
-    # The generator is seeded only for a payload the mode changes: seeding is about 5 µs.
-    if mode in (PLAIN, TRUNCATED):
-        return None
-    if mode in (UNKNOWN_FIELDS, HOSTILE_KEYS_MODE):
-        names = UNKNOWN_NAMES if mode == UNKNOWN_FIELDS else HOSTILE_KEYS
-
-        def add_members(step: int, data: str) -> str:
-            parsed = parse(data)
-            if parsed is None:
-                return data
-            return injected(parsed, names, _rng(seed, case_id, step), data)
-
-        return add_members
-    if mode in _REWRITE:
-        change = _REWRITE[mode]
-
-        def rewritten(step: int, data: str) -> str:
-            if not jsontext.rewritable(data):
-                return data
-            return change(data, _rng(seed, case_id, step), checked=True)
-
-        return rewritten
-    raise ValueError(f"unknown mode {mode!r}")
-
-
-class SharedMutations:
-    """The changed payloads of a run of several targets over the same cases (the matrix), made
-    once for all of them: a change is a pure function of (mode, seed, case id, step, payload), and
-    making it was about two fifths of the harness's own work for each target. Up to `budget`
-    characters (payloads and their changes) are kept; beyond that each target changes its own."""
-
-    def __init__(self, budget: int = 64 * 2**20) -> None:
-        self._kept: dict[tuple[str, int, str, int, str], str] = {}
-        self._left = budget
-
-    def mutator(self, mode: str, *, seed: int, case_id: str) -> Mutator | None:
-        change = _mutator(mode, seed=seed, case_id=case_id)
-        if change is None:
-            return None
-        kept = self._kept
-
-        def shared(step: int, data: str) -> str:
-            key = (mode, seed, case_id, step, data)
-            found = kept.get(key)
-            if found is None:
-                found = change(step, data)
-                if self._left > 0:  # threads may both make one: the same text either way
-                    kept[key] = found
-                    self._left -= len(data) + len(found)
-            return found
-
-        return shared
-
-
-_shared: list[SharedMutations] = []  # the one of the run under way, if any
-
-
-def share_mutations(shared: SharedMutations | None) -> None:
-    """Make `mutator` use `shared` (None: stop sharing)."""
-    _shared[:] = [] if shared is None else [shared]
-
-
 def mutator(mode: str, *, seed: int, case_id: str) -> Mutator | None:
     """The function that changes payload `step` of case `case_id` in `mode` (None: unchanged)."""
-    if _shared:
-        return _shared[0].mutator(mode, seed=seed, case_id=case_id)
-    return _mutator(mode, seed=seed, case_id=case_id)
+    if mode in (PLAIN, TRUNCATED):
+        return None
+    if mode == UNKNOWN_FIELDS:
+        return lambda step, data: unknown_fields(data, _rng(seed, case_id, step))
+    if mode == HOSTILE_KEYS_MODE:
+        return lambda step, data: hostile_keys(data, _rng(seed, case_id, step))
+    if mode in _REWRITE:
+        return lambda step, data: rewrite(mode, data, _rng(seed, case_id, step))
+    raise ValueError(f"unknown mode {mode!r}")
 
 
 #: Recordings whose golden file has at most this many steps are cut after every payload.

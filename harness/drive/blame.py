@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 # `importlib.metadata`, `site` and `sysconfig` are imported when a crash is first placed: the
-# worker imports this module, and must start without them (tests/drive/test_fast_paths.py).
+# worker imports this module, and must start without them (tests/worker/test_worker_start.py).
 
 #: Whose code a crash happened in.
 CLIENT, ADAPTER, TARGET = "client", "adapter", "target"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,9 @@ from harness.suite.sse import Payload
 from reference.choices import REFERENCE
 
 
-def case_of(case_id: str) -> Case:
-    """The case a stream is checked as (its files are never read)."""
-    # The files are never read: the payloads and the expected result are in memory.
-    return Case(case_id, Path(f"{case_id}.sse"), Path(f"{case_id}.json"))
+def case_of(case_id: str, payloads: Sequence[Payload] = ()) -> Case:
+    """The case a stream is checked as: its payloads held in memory (its files are never read)."""
+    return Case(case_id, Path(f"{case_id}.sse"), Path(f"{case_id}.json"), held=tuple(payloads))
 
 
 @dataclass
@@ -46,10 +45,9 @@ class Checker:
     """Runs streams through one driver in memory and says where they depart from the reference."""
 
     def __init__(self, options: RunOptions, driver: Driver, *, seed: int) -> None:
-        self.options = options
+        self.options = replace(options, seed=seed)  # the mutating modes': the search's own
         self.driver = driver
-        self.seed = seed  # of the mutating modes: the search's own
-        self.require = options.required_choices()
+        self.require = options.required
         # Gating on another outcome than the reference's: the alternatives are always needed.
         self.eager = any(getattr(REFERENCE, p) != v for p, v in (self.require or {}).items())
 
@@ -66,7 +64,7 @@ class Checker:
         """Run `stream` in `modes` (stopping at the first that fails unless `every`)."""
         if payloads is None:
             payloads = stream.payload_records()
-        case = case_of(case_id)
+        case = case_of(case_id, payloads)
         capped = stream.thinking_capped
         points: tuple[str, ...] = ()
         full: dict[str, Any] | None = None  # the document with its alternatives, once made
@@ -76,7 +74,7 @@ class Checker:
         document = golden if golden is not None else expected(payloads, capped, case.recording_name)
         failed = []
         for mode in modes:
-            result = self._run(case, document, mode, payloads)
+            result = self._run(case, document, mode)
             if result.status == FAILED and full is None:
                 points = touched_points(payloads, capped, candidates=candidates_of(stream))
                 full = document
@@ -84,27 +82,15 @@ class Checker:
                     full = document = with_alternatives(
                         payloads, capped, case.recording_name, points
                     )
-                    result = self._run(case, document, mode, payloads)
+                    result = self._run(case, document, mode)
             if result.status != PASSED:
                 failed.append(result)
                 if not every:
                     break
         return Checked(failed, points)
 
-    def _run(
-        self, case: Case, golden: dict[str, Any], mode: str, payloads: Sequence[Payload]
-    ) -> CaseResult:
-        return run_case(
-            case,
-            golden,
-            self.driver,
-            mode=mode,
-            seed=self.seed,
-            require=self.require,
-            level=self.options.level,
-            payloads=payloads,
-            real=False,  # a generated stream, never a capture
-        )
+    def _run(self, case: Case, golden: dict[str, Any], mode: str) -> CaseResult:
+        return run_case(case, golden, self.driver, mode=mode, options=self.options)
 
 
 def signature(result: CaseResult) -> tuple[str, str]:

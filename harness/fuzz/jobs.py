@@ -42,7 +42,7 @@ def _context() -> Any:
 def _search(request: FuzzRequest, number: int, stop: Any, sent: Any, counts: Any) -> None:
     """One search process: its search, its progress, and what it did at the end."""
     from harness.drive.forked import forked_workers
-    from harness.drive.pipes import a_run_of_its_own
+    from harness.drive.programs import a_run_of_its_own
 
     a_run_of_its_own()
     last = [0.0]

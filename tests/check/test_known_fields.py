@@ -20,8 +20,9 @@ from harness.check.modes import (
     has_proto_member,
     mutate,
 )
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.suite.cases import Suite
 from harness.suite.near_names import NEAR_NAMES
@@ -132,7 +133,10 @@ class CopiesMembersOntoObjects(_Base):
 
 def _statuses(suite: Suite, factory: type, mode: str) -> set[str]:
     cases = suite.cases(("llama-server/*",))
-    return {r.status for r in run(cases, InProcessDriver(factory), modes=[mode], seed=3)}
+    return {
+        r.status
+        for r in run(cases, InProcessDriver(factory), modes=[mode], options=RunOptions(seed=3))
+    }
 
 
 def test_a_client_validating_real_fields_passes_unknown_fields(suite: Suite) -> None:

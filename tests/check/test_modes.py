@@ -30,8 +30,11 @@ from harness.check.modes import (
     mutate,
     truncation_points,
 )
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run_case
+from harness.check.results import PASSED, CaseResult
+from harness.check.runner import run_case
+from harness.check.truncation import prefix_finishes
 from harness.drive.inprocess import InProcessDriver, finish_step, push_step
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
@@ -55,7 +58,9 @@ TARGETS = Path(__file__).resolve().parent / "mode_targets.py"
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
-    return list(run(suite.cases(), InProcessDriver(factory), modes=modes, seed=seed))
+    return list(
+        run(suite.cases(), InProcessDriver(factory), modes=modes, options=RunOptions(seed=seed))
+    )
 
 
 def _failures(results: list[CaseResult]) -> list[CaseResult]:
@@ -102,7 +107,11 @@ def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mod
                 driver = InProcessDriver(lambda chosen=chosen: reference.Assembler(chosen))
                 for mode in MODES:
                     result = run_case(
-                        case, golden, driver, mode=mode, seed=SEED, require={point: value}
+                        case,
+                        golden,
+                        driver,
+                        mode=mode,
+                        options=RunOptions(seed=SEED, chosen_points=((point, value),)),
                     )
                     if result.status != PASSED:
                         failed.append((case.case_id, point, value, mode, result.status))
@@ -309,7 +318,7 @@ def test_truncated_expects_what_a_fresh_reference_returns_on_each_prefix(suite: 
         golden = json.loads(case.golden.read_text(encoding="utf-8"))
         points = truncation_points(len(golden["steps"]), seed=SEED, case_id=case.case_id)
         capped = golden["thinking_capped"]
-        for cut, expected in _prefix_finishes(case, points, capped):
+        for cut, expected in prefix_finishes(case, points, capped):
             assert expected == _fresh_finish(case, cut, capped), (case.case_id, cut)
             checked += 1
     assert checked > 300
@@ -334,7 +343,9 @@ class CallLog(_Wrapper):
 def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r1_progress_with_text")
     CallLog.calls = []
-    [result] = run([case], InProcessDriver(CallLog), modes=[TRUNCATED], seed=SEED)
+    [result] = run(
+        [case], InProcessDriver(CallLog), modes=[TRUNCATED], options=RunOptions(seed=SEED)
+    )
     assert result.status == PASSED
     # Four payloads: cut after 1, 2 and 3 (after 4 is the plain run).
     assert CallLog.calls == [
@@ -349,7 +360,7 @@ def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
 def test_truncated_finishes_after_the_finish_reason_before_the_last_chunk(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r7_usage_chunk_after_finish")
     steps = len(list(iter_payloads(case.recording)))
-    finishes = dict(_prefix_finishes(case, range(1, steps), False))
+    finishes = dict(prefix_finishes(case, range(1, steps), False))
     assert "completion" in finishes[steps - 1]  # the finish reason had arrived: a completion
 
 

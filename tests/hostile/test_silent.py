@@ -118,7 +118,7 @@ def test_a_read_only_folder_is_refused_before_the_run(tmp_path: Path) -> None:
 
 
 def _few_descriptors() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (14, 14))
 
 
 def test_too_few_descriptors_to_start_is_the_error_not_no_cases() -> None:

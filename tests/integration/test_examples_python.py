@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.check.xfail import XfailList
 from tests.conftest import invoke
 

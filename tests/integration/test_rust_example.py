@@ -26,7 +26,7 @@ from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
 from tests.integration.every_mode import NOT_PLAIN, EveryMode, run_every_mode
-from tests.integration.versions import at_protocol_1, check_both_versions
+from tests.integration.versions import check_protocol_1
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "rust"
@@ -148,13 +148,9 @@ def test_the_example_follows_the_protocol_schemas(binary: str) -> None:
     passes_every_case(binary, PLAIN, "--validate-protocol")
 
 
-def test_it_speaks_both_versions_of_the_protocol(binary: str) -> None:
-    # conform offers version 2, which the kit speaks (the runs above); offered 1 alone, it passes
-    # too, and spoken to directly it answers each version as that version says.
-    check_both_versions([binary])
-    code, output = conform("run", "--exec", at_protocol_1(shlex.quote(binary)), "--mode", PLAIN)
-    assert code == 0, output
-    assert "crashed" not in output and "timed-out" not in output, output
+def test_it_answers_conforms_hello_with_protocol_1(binary: str) -> None:
+    # What conform sends (the runs above are protocol 1 runs), spoken to it directly.
+    check_protocol_1([binary])
 
 
 # Each pitfall, and the cases of the suite that catch it (the rust-named ones were written for it).

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.check.results import Expectation
-from harness.check.runner import FAILED, CaseResult, Crash, Mismatch
+from harness.check.results import FAILED, CaseResult, Crash, Expectation, Mismatch
 from harness.drive.blame import Origin
 from harness.reports.causes import rule_of_field
 from harness.reports.problems import cause, group

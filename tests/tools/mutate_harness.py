@@ -75,6 +75,16 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/suite/golden/test_stream.py",
         "tests/check/test_modes.py",
     ),
+    "harness/check/passes.py": (
+        "tests/check/test_runner.py",
+        "tests/check/test_compare.py",
+        "tests/check/test_modes.py",
+        "tests/suite/golden/test_stream.py",
+    ),
+    "harness/check/truncation.py": (
+        "tests/check/test_modes.py",
+        "tests/check/test_runner.py",
+    ),
     "harness/drive/normalize.py": (
         "tests/drive/test_normalize.py",
         "tests/test_api.py",
@@ -92,8 +102,13 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/cli/test_baselines_and_suites.py",
     ),
     "harness/check/modes.py": (
+        "tests/check/test_mode_outputs.py",
         "tests/check/test_modes.py",
         "tests/check/test_known_fields.py",
+    ),
+    "harness/check/jsontext.py": (
+        "tests/check/test_mode_outputs.py",
+        "tests/check/test_modes.py",
     ),
 }
 #: Slow tests left out of every subset (each has faster tests of the same code in the subsets).

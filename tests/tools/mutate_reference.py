@@ -17,8 +17,8 @@ The implementation-defined points (I1 to I6): the reference is told its outcome 
 reference. So each mutant is run under the reference's own choices and under every other allowed
 outcome of each point (one point changed at a time, the choices made with the mutant's own
 `REFERENCE.replace`), and under each it must give the golden outcome of *those* choices
-(`run_case(require=...)`), not just any allowed one: a bug on a path only another choice takes
-(I3 `ignore`'s pruning, I2 `exact`) is a bug in what generates the golden alternatives. What a
+(`RunOptions(chosen_points=...)`), not just any allowed one: a bug on a path only another choice
+takes (I3 `ignore`'s pruning, I2 `exact`) is a bug in what generates the golden alternatives. What a
 mutant cannot be caught for is taking another allowed outcome *by default*: the choices are always
 passed, so a changed default in `reference/choices.py` is an "I-point choice" equivalent.
 
@@ -64,7 +64,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from harness import MODES, Suite, run_case  # noqa: E402
+from harness import MODES, RunOptions, Suite, run_case  # noqa: E402
 from harness.drive.inprocess import InProcessDriver  # noqa: E402
 from harness.suite.golden import read_golden  # noqa: E402
 from reference.choices import OUTCOMES, REFERENCE  # noqa: E402
@@ -111,6 +111,8 @@ CONFIGS: tuple[dict[str, str], ...] = (
     OWN,
     *(OWN | {point: v} for point, values in OUTCOMES.items() for v in values if v != OWN[point]),
 )
+#: The run's settings under each of `CONFIGS`: that outcome required at every point.
+OPTIONS = tuple(RunOptions(seed=SEED, chosen_points=tuple(c.items())) for c in CONFIGS)
 #: Calls whose string arguments only make an error's message (not part of the contract).
 _MESSAGE_CALLS = {
     "protocol",
@@ -492,9 +494,7 @@ def _kill(job: tuple[str, int]) -> tuple[str, int, str | None]:
         for index in order:
             case, golden, mode, config = _RUNS[index]
             try:
-                result = run_case(
-                    case, golden, drivers[config], mode=mode, seed=SEED, require=CONFIGS[config]
-                )
+                result = run_case(case, golden, drivers[config], mode=mode, options=OPTIONS[config])
                 status = result.status
             except Exception as exc:  # e.g. the harness rejecting a result
                 status = f"error {type(exc).__name__}"

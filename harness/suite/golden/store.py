@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 import reference
 from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
@@ -26,7 +24,7 @@ from harness.suite.classes import InputClass, class_of, class_of_bytes
 from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
 from harness.suite.golden.types import decode_typed
-from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
+from harness.suite.recording import case_id_of, iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference import choices as choices_of
 from reference.choices import Choices
@@ -187,21 +185,9 @@ def open_golden(case: Case) -> Golden:
     return Golden(case, data)
 
 
-_render_json = msgspec.json.Encoder().encode
-_render_pack = msgspec.msgpack.Encoder().encode
-
-
 class Golden:
     """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
-    read step by step), and its document, parsed and checked when first asked for.
-
-    `renders` lets a run judge the usual passing case without comparing a step: the document a
-    target's pass makes, in `serialize`'s layout, is the file byte for byte. A target that passes
-    makes the reference's steps and finish, so for all but a few files (a number msgspec writes
-    otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing the parsed steps,
-    at a fraction of the cost; anything else is judged the usual way. `plan` reads off the layout
-    which calls that pass makes.
-    """
+    read step by step), and its document, parsed and checked when first asked for."""
 
     __slots__ = ("_class", "_document", "case", "data")
 
@@ -234,64 +220,6 @@ class Golden:
         if found is None:
             found = self._document = _parse(self.case, self.data)
         return found
-
-    def plan(self, payloads: int) -> tuple[int, bool]:
-        """What a pass's first try of this file calls, as its layout (`serialize`'s) shows it
-        without parsing: how many of the recording's `payloads` it pushes, and whether `finish`
-        follows. A file with a finish: all, then finish. One without (its last step is an error
-        step): as many as its steps. A file in any other layout: all, then finish."""
-        data = self.data
-        if data is None or data.rfind(_FINISH_MEMBER) >= 0:  # near the end: found at once
-            return payloads, True
-        steps = data.count(_STEP_OPENING)
-        return (min(steps, payloads), False) if steps else (payloads, True)
-
-    def renders(
-        self,
-        info: RecordingInfo,
-        steps: list[dict[str, Any]],
-        finish: dict[str, Any] | None,
-        *,
-        steps_finite: bool = False,
-    ) -> bool:
-        """True when the golden file is exactly what `build_golden` would write, had the
-        reference made `steps` and `finish` (None: the steps end in an error) of the recording
-        that `info` describes; False when it may be anything else.
-
-        The document is written with msgspec, which writes NaN and infinities as `null`: a
-        pass that holds any such number is not judged here (its msgpack encoding, which keeps
-        them, is searched for the first two bytes every non-finite double has; only the
-        finish's when the caller knows the steps hold no such number, `steps_finite`).
-        """
-        data = self.data
-        if data is None:
-            return False
-        document = golden_stream.document_header(self.case, info, schema=SCHEMA)
-        document["steps"] = steps
-        if finish is not None:
-            document["finish"] = finish
-        try:
-            text = msgspec.json.format(_render_json(document), indent=2)
-            packed = _render_pack(finish if steps_finite else document)
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            return False
-        return (
-            len(data) == len(text) + 1
-            and data.startswith(text)
-            and data.endswith(b"\n")
-            and _NON_FINITE[0] not in packed
-            and _NON_FINITE[1] not in packed
-        )
-
-
-#: In `serialize`'s layout: the document's `finish` member, and the opening of each of its steps
-#: (no JSON string holds a raw line break, and no other object two levels down has a `line`).
-_FINISH_MEMBER = b'\n  "finish": '
-_STEP_OPENING = b'\n    {\n      "line": '
-
-#: A msgpack double (0xcb) whose sign and exponent bytes start with every bit of the exponent
-#: set: NaN and the infinities (and the largest finite doubles, judged the usual way too).
-_NON_FINITE = (b"\xcb\x7f", b"\xcb\xff")
 
 
 def _parse(case: Case, data: bytes | None) -> dict[str, Any]:

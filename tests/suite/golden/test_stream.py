@@ -14,8 +14,9 @@ import pytest
 
 import reference
 from harness.check.modes import MODES
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
@@ -58,7 +59,14 @@ def test_read_golden_streams_large_files(suite: Suite, streaming: None) -> None:
 
 
 def test_every_mode_passes_on_streamed_golden_files(suite: Suite, streaming: None) -> None:
-    results = list(run(suite.cases(), InProcessDriver(reference.Assembler), modes=MODES, seed=1))
+    results = list(
+        run(
+            suite.cases(),
+            InProcessDriver(reference.Assembler),
+            modes=MODES,
+            options=RunOptions(seed=1),
+        )
+    )
     assert [(r.case_id, r.mode) for r in results if r.status != PASSED] == []
 
 
@@ -79,7 +87,7 @@ class LateId(reference.Assembler):
 def test_a_mismatch_on_a_streamed_file_names_its_step(suite: Suite, streaming: None) -> None:
     case = next(c for c in suite.cases() if c.case_id == "llama-server/content_stop")
     LateId.pushes = 0
-    [result] = run([case], InProcessDriver(LateId), modes=["plain"], seed=1)
+    [result] = run([case], InProcessDriver(LateId), modes=["plain"], options=RunOptions(seed=1))
     assert result.status == FAILED
     assert [m.path for m in result.mismatches] == ["steps[0].state.id", "steps[1].state.id"]
 
