@@ -263,7 +263,7 @@ def parse(data: str) -> tuple[dict[str, Any], bool] | None:
         return None
     try:
         value = msgspec.json.decode(data)
-    except msgspec.DecodeError:  # (`1e400`: the json module takes it, but it cannot be written back)
+    except msgspec.DecodeError:  # `1e400`: the json module takes it; it cannot be written back
         return None
     if type(value) is not dict:  # a JSON text that is not an object
         return None
