@@ -1,7 +1,10 @@
 """Gating is fair: an implementation that takes another allowed outcome at an implementation-
 defined point passes by default, and fails --strict (or --choose of the reference's outcome) on
 exactly the cases that pin that point, with the point named in the report. The careful clients
-(I5, I6) are checked so in every mode: `hostile-keys` adds `__proto__` members to every case."""
+(I5, I6) are checked so in every mode: `hostile-keys` adds `__proto__` members to every case.
+
+Each target runs on the cases that pin its point and on the real captures, which pin none: that
+the other cases give the same under every outcome is tests/suite/test_pins.py's property."""
 
 from __future__ import annotations
 
@@ -32,6 +35,22 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).resolve().parent / "fair_targets.py"
 
 
+def pinning(point: str) -> set[str]:
+    """The ids of the shipped cases that pin `point`."""
+    pinned = {c.case_id for c in Suite(ROOT).cases() if point in c.pins}
+    assert pinned, f"no case pins {point}"
+    return pinned
+
+
+def sample(point: str) -> list[str]:
+    """`-k` options for the cases that pin `point` and the real captures (which pin no point)."""
+    return [arg for case in sorted(pinning(point)) for arg in ("-k", case)] + ["-k", UNPINNED]
+
+
+#: The real captures: cases that pin no implementation-defined point.
+UNPINNED = "llama-server"
+
+
 def run(
     tmp_path: Path, *args: str, modes: tuple[str, ...] = ("plain",)
 ) -> tuple[int, str, list[dict[str, object]]]:
@@ -47,14 +66,13 @@ def test_another_allowed_outcome_passes_by_default_and_fails_strict(
     tmp_path: Path, point: str, outcome: str
 ) -> None:
     target = f"{TARGETS}:{point}_{outcome}"
-    pinned = {c.case_id for c in Suite(ROOT).cases() if point in c.pins}
-    assert pinned, f"no case pins {point}"
-    code, output, results = run(tmp_path, target)
+    pinned = pinning(point)
+    code, output, results = run(tmp_path, target, *sample(point))
     assert code == 0, output
     took = {r["case"]: r["choice"] for r in results if r["case"] in pinned}
     assert any(outcome in (c.get(point) for c in choices) for choices in took.values()), took
 
-    code, output, results = run(tmp_path, target, "--strict")
+    code, output, results = run(tmp_path, target, "--strict", *sample(point))
     failing = {r["case"] for r in results if r["status"] != "passed"}
     assert code == 1 and failing and failing <= pinned, output
     assert f"implementation-defined {point}: only {point}={getattr(REFERENCE, point)}" in output
@@ -74,18 +92,19 @@ def test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned(
     tmp_path: Path, point: str
 ) -> None:
     target = f"{TARGETS}:{CAREFUL[point]}"
-    pinned = {c.case_id for c in Suite(ROOT).cases() if point in c.pins}
+    pinned = pinning(point)
     modes = tuple(MODES)
-    code, output, results = run(tmp_path, target, modes=modes)
+    code, output, results = run(tmp_path, target, *sample(point), modes=modes)
     assert code == 0, output
     assert {r["mode"] for r in results} == set(modes)
+    assert {r["case"] for r in results} > pinned  # unpinned cases ran too
     took = [r["choice"] for r in results if r["case"] in pinned and r["mode"] == "plain"]
     assert took and all(any(c.get(point) == "protocol" for c in t) for t in took), took
     if point == "I6":  # the refusing client matched the cut outcome in hostile-keys elsewhere
         cut = [r for r in results if r["mode"] == "hostile-keys" and r["case"] not in pinned]
         assert any({"I6": "protocol"} in r["choice"] for r in cut)
 
-    code, output, results = run(tmp_path, target, "--strict", modes=modes)
+    code, output, results = run(tmp_path, target, "--strict", *sample(point), modes=modes)
     failing = {r["case"] for r in results if r["status"] != "passed"}
     assert code == 1 and failing == pinned, output
 
