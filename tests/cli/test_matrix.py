@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "harness/schemas/matrix.schema.json").read_text(encoding="utf-8"))
 BAD = "tests/miniatures.py:LastToolCallIdWins"  # fails R2 cases
 CRASHES = "tests/miniatures.py:RaisesValueError"  # crashes on protocol errors
-SELECT = ("-k", "llama-server/*", "-k", "synthetic/r2_*", "-k", "synthetic/r6_*index*")
+SELECT = ("-k", "llama-server/tool_*", "-k", "synthetic/r2_*", "-k", "synthetic/r6_tool_index_*")
 MODES = ("--mode", "plain", "--mode", "escapes", "--mode", "truncated")
 
 
