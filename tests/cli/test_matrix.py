@@ -404,10 +404,12 @@ def test_a_straggler_adds_a_worker_at_once_and_an_idle_core_goes_to_the_longest(
     # A target whose pace is not known yet may take longer: no straggler yet.
     assert cores.take(stop.is_set, long) is False  # type: ignore[arg-type]
     unknown.left = 1.0
-    # More time left than all the others together: it adds a worker, no core idle.
-    later = threading.Event()
-    threading.Timer(2.0, later.set).start()
-    assert cores.take(later.is_set, long) is True  # type: ignore[arg-type]
+    # More time left than all the others together: it adds a worker at once, no core idle (the
+    # timer only ends a wait that would be the bug, however loaded the machine).
+    later = threading.Timer(60.0, lambda: None)
+    later.start()
+    assert cores.take(lambda: not later.is_alive(), long) is True  # type: ignore[arg-type]
+    later.cancel()
     # Two waiting, neither a straggler (40 s left elsewhere), and then one core idle: it goes to
     # the one with more time left; the other waits on.
     unknown.left, long.left = 40.0, 10.0
@@ -444,9 +446,10 @@ def test_a_straggler_adds_one_worker_beyond_the_cores_at_most() -> None:
     long, short = _Pace(30.0), _Pace(1.0)
     for target in (long, short):
         cores.join(target)  # type: ignore[arg-type]
-    soon = threading.Event()
-    threading.Timer(2.0, soon.set).start()
-    assert cores.take(soon.is_set, long) is True  # type: ignore[arg-type]
+    soon = threading.Timer(60.0, lambda: None)  # ends only a wait that would be the bug
+    soon.start()
+    assert cores.take(lambda: not soon.is_alive(), long) is True  # type: ignore[arg-type]
+    soon.cancel()
     again = threading.Event()
     threading.Timer(0.5, again.set).start()
     assert cores.take(again.is_set, long) is False  # type: ignore[arg-type]
