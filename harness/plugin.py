@@ -19,8 +19,10 @@ import pytest
 
 if TYPE_CHECKING:
     from harness.check.results import CaseResult
+    from harness.check.xfail import XfailList
     from harness.drive.inprocess import Driver
     from harness.pipeline import Plan
+    from harness.reports.report import RunInfo
     from harness.suite.cases import Case
 
 
@@ -47,6 +49,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="MODE",
         help="Input mode; repeatable (default: every mode).",
+    )
+    group.addoption(
+        "--conform-class",
+        action="append",
+        default=[],
+        metavar="CLASS",
+        help="Only cases of this class of input: valid, invalid or implementation-defined "
+        "(computed from their golden files); repeatable (default: every class).",
     )
     group.addoption(
         "--conform-xfail",
@@ -126,6 +136,8 @@ class _Run:
             self.options = RunOptions(**{k: v for k, v in given.items() if v is not None})
         except ConformError as exc:
             raise pytest.UsageError(str(exc)) from None
+        #: --conform-class: only cases of these classes of input (none: every class).
+        self.classes: tuple[str, ...] = tuple(config.getoption("conform_class") or ())
         self.plan: Plan | None = None  # made at collection (`_conform_items`)
         self._driver: Driver | None = None
         self._broken: str | None = None  # why the driver could not be made: not tried again
@@ -143,6 +155,25 @@ class _Run:
         if capped is None:  # a broken recording is named before its golden file
             capped = self._capped[case.case_id] = read_info(case.recording).thinking_capped
         return made_for(case, capped, self.plan.golden(case))
+
+    def info(self) -> RunInfo:
+        """The run as a report names it: what `reproduce` needs for a `rerun:` line that runs
+        one case alone with `conform run`, as `conform run` prints it."""
+        from harness.reports.report import RunInfo
+
+        assert self.plan is not None, "collection makes the plan"
+        options, plan = self.options, self.plan
+        return RunInfo(
+            options.label,
+            plan.roots[0],
+            len(plan.cases),
+            plan.modes,
+            options.seed,
+            suites=plan.roots,
+            kind=options.kind,
+            level=options.level,
+            rerun=options.rerun_args(),
+        )
 
     def make_driver(self) -> Driver:
         return self.options.start_driver()
@@ -185,6 +216,42 @@ def pytest_configure(config: pytest.Config) -> None:
     if _active(config):
         config.stash[_RUN] = _Run(config)
         _keep_conform_ids(config)
+        _take_conform_args(config)
+
+
+_SELECTED = pytest.StashKey[list[str]]()
+
+
+def _is_conform_id(arg: str) -> bool:
+    """An argument that names conform's tests (`conform/llama-server::tool_call[plain]`, a
+    group `conform/llama-server`, or `conform`), not a path of the user's."""
+    path = arg.split("::", 1)[0]
+    if path != "conform" and not path.startswith("conform/"):
+        return False
+    return not Path(path).exists()
+
+
+def _take_conform_args(config: pytest.Config) -> None:
+    """Take the ids of conform's tests out of the paths pytest collects (they are no files, and
+    pytest would refuse them) and select by them: a node id pytest printed, passed back to it,
+    runs that test. When only such ids were given, pytest collects no file of the user's."""
+    args = list(config.args)
+    ours = [arg for arg in args if _is_conform_id(arg)]
+    if not ours:
+        return
+    config.stash[_SELECTED] = ours
+    rest = [arg for arg in args if not _is_conform_id(arg)]
+    if not rest:  # a folder with no test file in it: nothing else is collected
+        rest = [str(Path(__file__).resolve().parent / "schemas")]
+    config.args[:] = rest
+
+
+def _selected(item: pytest.Item, ids: list[str]) -> bool:
+    nodeid = item.nodeid
+    return any(
+        nodeid == wanted or nodeid.startswith((wanted + "::", wanted + "/")) or wanted == "conform"
+        for wanted in ids
+    )
 
 
 def _keep_conform_ids(config: pytest.Config) -> None:
@@ -253,25 +320,32 @@ class ConformItem(pytest.Item):
         style: Any = None,
     ) -> str | Any:
         if isinstance(excinfo.value, ConformFailure):
-            from harness.reports.text import describe_case
+            from harness.reports.report import reproduce, shown_recording
+            from harness.reports.text import Fold, describe_fold
 
-            return "\n".join(describe_case(excinfo.value.result))
+            info = self.config.stash[_RUN].info()
+            lines = describe_fold(
+                Fold((excinfo.value.result,)),
+                where=lambda r: shown_recording(info, r),
+                rerun=lambda r: reproduce(info, case=r.case_id, mode=r.mode),
+            )
+            return "\n".join(lines)
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
         return self.case.recording, None, f"{self.case.case_id} [{self.mode}]"
 
 
-def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
+def _check_run(run: _Run) -> tuple[Plan, XfailList | None]:
+    """The plan and expected failures of the run, and its target started (or, in process,
+    imported): pytest.UsageError, in `conform run`'s words, for what is wrong with them."""
     from harness.drive.inprocess import load_target
     from harness.errors import ConformError
     from harness.pipeline import Selection, prepare
 
     options = run.options
     try:
-        run.plan = plan = prepare(Selection(options.suite_dirs), options.modes)
-        suite = plan.suites[0]
-        cases = plan.cases
+        run.plan = plan = prepare(Selection(options.suite_dirs, classes=run.classes), options.modes)
         expected = plan.expected_failures(options.xfail_file)
         # A target that cannot be imported or started is one usage error, found now, not a
         # failing test each. A worker imports it (this process does not, when it need not).
@@ -280,7 +354,15 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
         else:
             run.driver()
     except ConformError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(exc.describe()) from None
+    return plan, expected
+
+
+def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
+
+    plan, expected = _check_run(run)
+    suite = plan.suites[0]
+    cases = plan.cases
     groups: dict[str, ConformGroup] = {}
     items: list[pytest.Item] = []
     for case in cases:
@@ -293,7 +375,12 @@ def _conform_items(session: pytest.Session, run: _Run) -> list[pytest.Item]:
             )
             groups[group_id] = group
         for mode in plan.modes:
-            item = ConformItem.from_parent(group, name=f"{leaf}[{mode}]", case=case, mode=mode)
+            name = f"{leaf}[{mode}]"
+            # Named as pytest parses an id given back to it (`--lf`, the command line): the
+            # parameter `[mode]` apart from the name, as a parametrized test's.
+            item = ConformItem.from_parent(
+                group, name=name, nodeid=f"{group_id}::{name}", case=case, mode=mode
+            )
             entry = None if expected is None else expected.find(case.case_id, mode)
             if expected is not None and entry is not None:
                 where = expected.source(entry)
@@ -309,5 +396,27 @@ def pytest_collection_modifyitems(
 ) -> None:
     # tryfirst: the conform tests are in place before -k, -m and xdist look at the items.
     run = config.stash.get(_RUN, None)
-    if run is not None:
-        items[:0] = _conform_items(session, run)
+    if run is None:
+        return
+    made = _conform_items(session, run)
+    ids = config.stash.get(_SELECTED, None)
+    if ids is not None:  # those the command line named, as if collected alone
+        made = [item for item in made if _selected(item, ids)]
+    items[:0] = made
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under pytest-xdist, the usage errors of `_conform_items` (a target that cannot start, a
+    suite or an expected-failures file that is wrong) found here, in the process that reports
+    them: the workers that collect would otherwise end with "no tests ran" and no word."""
+    config = session.config
+    run = config.stash.get(_RUN, None)
+    if run is None or hasattr(config, "workerinput"):
+        return
+    if getattr(config.option, "dist", "no") in (None, "no"):
+        return  # without xdist, collection finds them and says so
+    try:
+        _check_run(run)
+    finally:
+        run.close()

@@ -178,7 +178,9 @@ def _decreases(indexes: list[Any]) -> bool:
 def _calls(v: View) -> dict[Any, list[dict[str, Any]]]:
     calls: dict[Any, list[dict[str, Any]]] = {}
     for _, piece in v.pieces():
-        calls.setdefault(piece.get("index"), []).append(piece)
+        index = piece.get("index")
+        key = index if isinstance(index, int | float | str | None) else repr(index)
+        calls.setdefault(key, []).append(piece)
     return calls
 
 
@@ -562,7 +564,83 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "negative_predicted_n": lambda v: _predicted_n(
         v, lambda x: _is_number(x) and (x < 0 or (isinstance(x, float) and not x.is_integer()))
     ),
+    "confused_boolean": lambda v: _confused(v, bool),
+    "confused_number": lambda v: _confused(v, int) or _confused(v, float),
+    "confused_string": lambda v: _confused(v, str),
+    "confused_array": lambda v: _confused(v, list),
+    "confused_object": lambda v: _confused(v, dict),
 }
+
+
+def _read_values(v: View) -> Iterator[tuple[str, Any]]:
+    """(kind, value) of every read field present in the case's chunks, and of every element of
+    `choices` and `tool_calls` (kinds as `harness.suite.confusion` names them)."""
+    for chunk in v.objects:
+        yield from _kinds(chunk, _TOP_KINDS)
+        for name in ("timings", "prompt_progress", "error"):
+            obj = chunk.get(name)
+            if isinstance(obj, dict):
+                yield from _kinds(obj, _MEMBER_KINDS[name])
+        choices = chunk.get("choices")
+        for element in choices if isinstance(choices, list) else ():
+            yield "object", element
+    for _, choice in v.choices():
+        yield from _kinds(choice, {"delta": "object", "finish_reason": "enum"})
+    for _, delta in v.deltas():
+        yield from _kinds(delta, {"content": "string", "reasoning_content": "string"})
+        yield from _kinds(delta, {"tool_calls": "array"})
+        calls = delta.get("tool_calls")
+        for element in calls if isinstance(calls, list) else ():
+            yield "object", element
+    for _, piece in v.pieces():
+        yield from _kinds(piece, {"index": "integer", "id": "string", "function": "object"})
+        if isinstance(piece.get("function"), dict):
+            yield from _kinds(piece["function"], {"name": "string", "arguments": "string"})
+
+
+_TOP_KINDS = {
+    "id": "string",
+    "choices": "array",
+    "timings": "object",
+    "prompt_progress": "object",
+    "error": "object",
+}
+_MEMBER_KINDS = {
+    "timings": dict.fromkeys((*_TIMINGS_CORE, "draft_n", "draft_n_accepted"), "number"),
+    "prompt_progress": dict.fromkeys(_PROGRESS, "integer"),
+    "error": {"message": "string"},
+}
+
+
+def _kinds(obj: dict[str, Any], kinds: dict[str, str]) -> Iterator[tuple[str, Any]]:
+    for name, kind in kinds.items():
+        if obj.get(name) is not None:
+            yield kind, obj[name]
+
+
+#: The JSON types each kind of read field allows (an integer is also a number).
+_ALLOWED = {
+    "string": (str,),
+    "enum": (str,),
+    "integer": (int, float),
+    "number": (int, float),
+    "object": (dict,),
+    "array": (list,),
+}
+
+
+def _confused(v: View, json_type: type) -> bool:
+    """Some read field holds a value of `json_type` that its kind does not allow."""
+    for kind, value in _read_values(v):
+        if json_type is bool:
+            if isinstance(value, bool):
+                return True
+            continue
+        if isinstance(value, bool) or not isinstance(value, json_type):
+            continue
+        if not isinstance(value, _ALLOWED[kind]):
+            return True
+    return False
 
 
 def _progress_values(v: View) -> Iterator[Any]:

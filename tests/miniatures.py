@@ -334,13 +334,15 @@ def _recorded_names() -> dict[str, set[str]]:
             if not isinstance(chunk, dict):
                 continue
             names["top"] |= set(chunk)
-            for choice in chunk.get("choices") or []:
+            choices = chunk.get("choices")
+            for choice in choices if isinstance(choices, list) else []:
                 if isinstance(choice, dict):
                     names["choice"] |= set(choice)
                     delta = choice.get("delta")
                     if isinstance(delta, dict):
                         names["delta"] |= set(delta)
-                        for call in delta.get("tool_calls") or []:
+                        calls = delta.get("tool_calls")
+                        for call in calls if isinstance(calls, list) else []:
                             if isinstance(call, dict):
                                 names["call"] |= set(call)
     return names
@@ -1597,6 +1599,51 @@ class PredictedNTruthy(_Base):
 
     def finish(self, thinking_capped: bool) -> Completion:
         return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
+
+
+class AcceptsInvalidInput(_Base):
+    """Section 10 of the spec: every valid stream right, every invalid input accepted. The
+    reference under the outcomes that refuse nothing at an implementation-defined point, its
+    `protocol` errors swallowed: a refused payload is skipped, a refused finish returns what the
+    stream made so far. The verdict must say exactly that, not that it fails like a target
+    that loses tool calls."""
+
+    def __init__(self) -> None:
+        accepting = {"I1": "integer", "I2": "exact", "I3": "ignore", "I4": "last"}
+        self.inner = reference.Assembler(reference.choices.REFERENCE.replace(accepting))
+        self.texts: dict[str, list[str]] = {"content": [], "reasoning": []}
+
+    def push(self, data: str) -> list[Any]:
+        try:
+            events = self.inner.push(data)
+        except InferError as exc:
+            if exc.kind != ErrorKind.PROTOCOL:
+                raise
+            return []
+        for event in events:
+            if isinstance(event, Content | Reasoning):
+                self.texts["content" if isinstance(event, Content) else "reasoning"].append(
+                    event.text
+                )
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        try:
+            return self.inner.finish(thinking_capped)
+        except InferError as exc:
+            if exc.kind != ErrorKind.PROTOCOL:
+                raise
+        content, reasoning = ("".join(t) or None for t in self.texts.values())
+        return Completion(
+            id=self.inner.id or "",
+            content=content,
+            reasoning_content=reasoning,
+            tool_calls=(),
+            finish_reason=FinishReason.STOP,
+            timings=None,
+            reasoning_tokens=self.inner.reasoning_tokens,
+            thinking_capped=thinking_capped,
+        )
 
 
 #: Each miniature, the mode that catches it, and a pattern the mismatch report must contain.

@@ -120,7 +120,7 @@ NOT_PLACES = {
 #: The places that must name every rule and implementation-defined point a case may pin.
 RULE_PLACES = (
     f"{_SCHEMAS}golden.schema.json",
-    "harness/reports/problems.py",
+    "harness/reports/causes.py",
     "harness/fuzz/model/features.py",
     "docs/spec.md",
     "docs/matrix.md",

@@ -294,6 +294,9 @@ def render_capture(capture: Capture, provenance: Provenance, *, error: str | Non
         )
     else:
         lines.append(_comment("Server: build unknown (/props did not report one)."))
+    # The directive every report reads: a real capture, from this server (docs/spec.md).
+    server = f"build {provenance.build}" if provenance.build is not None else "(build unknown)"
+    lines.append(_comment(f"source: real llama-server {server}"))
     if provenance.model is not None:
         lines.append(_comment(f"Model: {provenance.model} (from {provenance.model_source})."))
     else:

@@ -182,6 +182,7 @@ def _run_all(
                 payloads=item.payloads,
                 pushes=item.pushes(mode, seed),
                 after=after,
+                real=item.info.real,
             )
         except Exception:
             if _cancelled(cancel):  # a program that cannot restart because the run is stopping

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.check.status import Status
+from harness.drive.blame import Origin
+from harness.suite.classes import InputClass
 
 # The status names, for the code and tests that import them from here.
 PASSED, FAILED, CRASHED = Status.PASSED, Status.FAILED, Status.CRASHED
@@ -56,6 +58,9 @@ class Crash:
     line: int | None
     payload: str | None
     at: str = ""  # NEW, PUSH or FINISH; "" means PUSH when `step` is set, else FINISH
+    #: Whose code it happened in, and where (`harness.drive.blame`); None when unknown (a
+    #: timeout, a program that died, a target in another language that does not say).
+    origin: Origin | None = None
 
     @property
     def stage(self) -> str:
@@ -99,10 +104,20 @@ class CaseResult:
     outcomes: int = 1
     #: True when --strict or --choose ruled out some of the case's allowed outcomes.
     narrowed: bool = False
+    #: Steps (and the finish) that differ beyond the mismatches kept (a run keeps 100): counted,
+    #: not listed.
+    unlisted: int = 0
+    #: The class of the case's input (docs/spec.md section 10), from its golden file: valid,
+    #: invalid or implementation-defined; None in a report written before classes existed.
+    input_class: InputClass | None = None
+    #: The case is a real capture from a server (its recording says `source: real ...`).
+    real: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.status, Status):  # a plain string, from a caller's own code
             object.__setattr__(self, "status", Status(self.status))
+        if self.input_class is not None and not isinstance(self.input_class, InputClass):
+            object.__setattr__(self, "input_class", InputClass(self.input_class))
 
     @property
     def conforms(self) -> bool:

@@ -48,6 +48,7 @@ from harness.check.results import (
     Expectation as Expectation,
 )
 from harness.drive.base import plan_case, plan_next_case
+from harness.drive.blame import split_origin
 from harness.drive.inprocess import (
     Driver,
     TargetCrash,
@@ -60,8 +61,9 @@ from harness.drive.normalize import SAID
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case
+from harness.suite.classes import InputClass, class_of
 from harness.suite.golden import Golden
-from harness.suite.recording import RecordingInfo, iter_payloads
+from harness.suite.recording import RecordingInfo, iter_payloads, read_info
 from harness.suite.sse import Payload
 from reference.choices import OUTCOMES, REFERENCE, Choices
 
@@ -76,6 +78,12 @@ def _stale(case: Case, why: str) -> GoldenError:
         f"out of date with {case.recording}: {why}",
         hint=f"run 'conform golden update -k {case.case_id}' and review the diff",
     )
+
+
+#: The mismatches a run (one case in one mode) keeps; each step (or finish) that differs beyond
+#: them is only counted (`CaseResult.unlisted`): a target wrong at every step of a recording of
+#: 20,000 payloads once kept every mismatch (18 times slower than a pass, a 5 MB report).
+MAX_MISMATCHES = 100
 
 
 def _mismatches(
@@ -192,6 +200,7 @@ class _Play:
         self.pushes = pushes  # the mode's changes of the recording's payloads, made once
         self.upcoming = upcoming  # the plan of the pass after this one, told to the driver
         self.found: list[Mismatch] = []
+        self.unlisted = 0  # steps (and finishes) that differ beyond `MAX_MISMATCHES`
         self.step: int | None = None
         self.line: int | None = None
         self.pushed: str | None = None
@@ -260,8 +269,10 @@ class _Play:
                 if completion:
                     expected, actual = completion_step(expected), completion_step(actual)
                 if not same_step(expected, actual):
-                    self.found += _mismatches(
-                        differences(expected, actual, prefix=f"{prefix}steps[{index}]"),
+                    self._keep(
+                        expected,
+                        actual,
+                        f"{prefix}steps[{index}]",
                         step=index,
                         line=line,
                         payload=pushed,
@@ -362,8 +373,10 @@ class _Play:
             for index, (want, got) in enumerate(zip(expected, actual, strict=False)):
                 if same_step(want, got):
                     continue
-                self.found += _mismatches(
-                    differences(want, got, prefix=f"{prefix}steps[{index}]"),
+                self._keep(
+                    want,
+                    got,
+                    f"{prefix}steps[{index}]",
                     step=index,
                     line=expected[index]["line"],
                     payload=None if pushes[index] == datas[index] else pushes[index],
@@ -415,13 +428,30 @@ class _Play:
         actual = self.driver.finish(capped)
         said = actual.pop(SAID, None)
         if not same_step(expected, actual):
-            self.found += _mismatches(
-                differences(expected, actual, prefix=path),
-                step=None,
-                line=None,
-                payload=None,
-                said=said,
-            )
+            self._keep(expected, actual, path, step=None, line=None, payload=None, said=said)
+
+    def _keep(
+        self,
+        expected: Any,
+        actual: Any,
+        path: str,
+        *,
+        step: int | None,
+        line: int | None,
+        payload: str | None,
+        said: str | None,
+    ) -> None:
+        """Keep the mismatches of a step (or finish) that differs, up to `MAX_MISMATCHES` in
+        the run; beyond them, count it (its fields are not compared one by one)."""
+        room = MAX_MISMATCHES - len(self.found)
+        if room <= 0:
+            self.unlisted += 1
+            return
+        found = differences(expected, actual, prefix=path)
+        if len(found) > room:
+            self.unlisted += 1  # listed in part
+            found = found[:room]
+        self.found += _mismatches(found, step=step, line=line, payload=payload, said=said)
 
 
 def _prefix_finishes(
@@ -574,6 +604,8 @@ def rendered_pass(
             time.perf_counter() - started,
             seed=seed if mode in SEEDED else None,
             pins=info.pins,
+            input_class=golden.input_class,
+            real=info.real,
         )
     replay = _Replay(driver, sent, lines, steps, finish, crash, at if crash else None)
     result = run_case(
@@ -587,6 +619,7 @@ def rendered_pass(
         payloads=payloads,
         pushes=pushes,
         after=after,
+        real=info.real,
     )
     return replace(result, duration=time.perf_counter() - started)
 
@@ -695,6 +728,7 @@ def run_case(
     payloads: Sequence[Payload] | None = None,
     pushes: Pushes | None = None,
     after: Upcoming | None = None,
+    real: bool | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` as it is made.
 
@@ -704,7 +738,8 @@ def run_case(
     `payloads` are the recording's, when the caller has read them (else they are read as they go);
     `pushes`, what the mode pushes for them, made once (built here when not given). `after` is
     the plan of the pass that follows this case and mode (`first_pass` of the next one), which a
-    driver may send ahead while this one is checked.
+    driver may send ahead while this one is checked. `real`: whether the recording is a real
+    capture (read from it when not given). The result carries the class of the case's input.
     """
     if pushes is None and payloads is not None:
         pushes = Pushes(payloads, mutator(mode, seed=seed, case_id=case.case_id))
@@ -713,6 +748,9 @@ def run_case(
     narrowed = len(candidates) < len(outcomes(golden)) if require else False
     closest: CaseResult | None = None
     tried = 0
+    input_class = class_of(golden)
+    if real is None:
+        real = read_info(case.recording).real
 
     def lazily() -> Iterator[Outcome]:
         yield from candidates
@@ -735,6 +773,8 @@ def run_case(
             narrowed=narrowed,
             pushes=pushes,
             after=after,
+            input_class=input_class,
+            real=real,
         )
         if result.status != FAILED:
             return result
@@ -758,6 +798,8 @@ def _attempt(
     narrowed: bool,
     pushes: Pushes | None = None,
     after: Upcoming | None = None,
+    input_class: InputClass | None = None,
+    real: bool = False,
 ) -> CaseResult:
     started = time.perf_counter()
     mutate = mutator(mode, seed=seed, case_id=case.case_id) if pushes is None else pushes.mutate
@@ -781,7 +823,8 @@ def _attempt(
         message = exc.message
         if play.cut is not None:
             message += f" (the recording cut after {play.cut} payload(s))"
-        crash = Crash(message, exc.details, play.step, play.line, play.pushed, play.at)
+        origin, details = split_origin(exc.details)
+        crash = Crash(message, details, play.step, play.line, play.pushed, play.at, origin)
     else:
         status = FAILED if play.found else PASSED
     logged = driver.case_stderr() if status == FAILED else None  # crashes carry theirs
@@ -793,10 +836,13 @@ def _attempt(
         time.perf_counter() - started,
         tuple(play.found),
         crash,
+        unlisted=play.unlisted,
         seed=seed if mode in SEEDED else None,
         cut=play.cut if status != PASSED else None,
         stderr=logged or None,
         pins=pins,
         choice=combos,
         narrowed=narrowed,
+        input_class=input_class,
+        real=real,
     )

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -83,7 +84,33 @@ class Conform(ConformGroup):
         server of `conform run TARGET` ahead first (`start_ahead`)."""
         if args is None:
             start_ahead(sys.argv)
-        return super().main(args, *rest, **extra)
+        else:  # called from Python (tests): the caller's process, not ours to end
+            return super().main(args, *rest, **extra)
+        before = set(threading.enumerate())
+        try:
+            return super().main(args, *rest, **extra)
+        except SystemExit as exc:
+            _exit_past_leftover_threads(before, exc)
+            raise
+
+
+def _exit_past_leftover_threads(before: set[threading.Thread], exc: SystemExit) -> None:
+    """A target run in this process (`--in-process`) may leave a thread running that never
+    ends (one that spins): Python would wait for it at exit for ever. Say so, and exit now with
+    the command's own status."""
+    from harness.drive.limits import exit_now, leftover_threads
+
+    left = leftover_threads(before)
+    if not left:
+        return
+    code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    names = ", ".join(repr(t.name) for t in left[:5])
+    click.echo(
+        f"warning: {len(left)} thread(s) the target started still run ({names}); conform exits "
+        "without waiting for them",
+        err=True,
+    )
+    exit_now(code)
 
 
 @click.group(cls=Conform, context_settings={"help_option_names": ["-h", "--help"]})

@@ -68,6 +68,7 @@ def matrix_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     quiet: bool,
     html_path: Path | None,
@@ -84,7 +85,7 @@ def matrix_command(
     did not run, or the run is partial.
     """
     targets = targets_of(specs, commands, xfails, {"modes": modes, **given})
-    columns = columns_from_reports(reports)
+    columns = columns_from_reports(reports, classes=classes)
     if not targets and not columns:
         raise click.UsageError("give at least one TARGET, --exec or --from")
     comparable(columns, live=(given["seed"], modes) if targets else None)  # before any run
@@ -94,7 +95,9 @@ def matrix_command(
     read = [p for p in (baseline, *(t.xfail for t in targets)) if p is not None]
     check_written(written, read)
     if targets:
-        selection = Selection(tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude)
+        selection = Selection(
+            tuple(suite_path(d) for d in suite_dirs), patterns, rules, exclude, classes=classes
+        )
         plan = prepare(selection, modes)
         check_written(written, [f for s in plan.suites for f in (s.recordings_dir, s.golden_dir)])
         for target in targets:  # a wrong --xfail file is the user's mistake: say so now

@@ -82,9 +82,10 @@ def targets_of(
     return targets
 
 
-def columns_from_reports(given: Sequence[str]) -> list[Column]:
+def columns_from_reports(given: Sequence[str], *, classes: Sequence[str] = ()) -> list[Column]:
     """Columns from `[LABEL=]REPORT.json` files: reports with the same label (by default, the
-    same target) are the shards of one run, merged."""
+    same target) are the shards of one run, merged; with `classes`, only the results of cases
+    of those classes of input (`--class`)."""
     grouped: dict[str, list[Report]] = {}
     for text in given:
         label, file = (None, text) if Path(text).is_file() else split_label(text)
@@ -94,7 +95,7 @@ def columns_from_reports(given: Sequence[str]) -> list[Column]:
     return [
         Column(
             label,
-            Report.combine(label, reports),
+            Report.combine(label, reports).of_classes(classes),
             target=reports[0].info.target,
             kind=reports[0].info.kind,
         )

@@ -18,6 +18,7 @@ from harness.check.results import LEVELS
 from harness.drive.inprocess import split_spec
 from harness.drive.process import DEFAULT_TIMEOUT
 from harness.seconds import Seconds
+from harness.suite.classes import CLASSES
 from harness.suite.recording import PIN_TAGS, id_of_name
 from reference.choices import OUTCOMES
 
@@ -169,6 +170,15 @@ selection = _stack(
         callback=case_patterns,
         help="Leave out cases whose id matches this pattern (as -k matches); repeatable.",
     ),
+    click.option(
+        "--class",
+        "classes",
+        type=click.Choice([str(c) for c in CLASSES]),
+        multiple=True,
+        help="Only cases of this class of input, computed from their golden files: 'valid' "
+        "(streams a server may send), 'invalid' (input the rules refuse) or "
+        "'implementation-defined'; repeatable.",
+    ),
 )
 
 #: `--mode` (repeatable) and `--seed`: how each case's input is pushed.
@@ -275,5 +285,13 @@ reports = _stack(
         "--badge",
         "badge",
         "Write a status badge: a shields.io endpoint JSON file (docs/ci.md).",
+    ),
+    click.option(
+        "--badge-label",
+        "badge_label",
+        default="conform",
+        show_default=True,
+        metavar="TEXT",
+        help="The text on the left of the --badge (your implementation's name, say).",
     ),
 )

@@ -77,6 +77,7 @@ def run_command(
     patterns: tuple[str, ...],
     rules: tuple[str, ...],
     exclude: tuple[str, ...],
+    classes: tuple[str, ...],
     modes: tuple[str, ...],
     shard: str | None,
     verbose: bool,
@@ -87,6 +88,7 @@ def run_command(
     xfail_file: Path | None,
     write_xfail: Path | None,
     badge: Path | None,
+    badge_label: str,
     **given: Any,
 ) -> None:
     """Run TARGET (module:Class, module:factory or file.py:Class) over the suite's cases.
@@ -114,8 +116,11 @@ def run_command(
         rules,
         exclude,
         None if shard is None else parse_shard(shard),
+        classes,
     )
-    outputs = Outputs(json_path, junit, write_xfail, badge).absolute()
+    if not badge_label.strip():
+        raise click.BadParameter("an empty label: give some text", param_hint="'--badge-label'")
+    outputs = Outputs(json_path, junit, write_xfail, badge, badge_label=badge_label).absolute()
     plan = prepare(selection, options.modes)
     inputs = {} if options.xfail_file is None else {"--xfail": options.xfail_file}
     check_outputs(outputs, inputs=inputs, plan=plan)
@@ -143,6 +148,11 @@ def run_command(
         if record.signum is not None:
             click.echo(
                 f"interrupted ({stop.name}): {len(record.results)} of {plan.runs} runs finished; "
+                "the reports hold those, marked partial"
+            )
+        if record.limit is not None:
+            click.echo(
+                f"stopped: {record.limit}; {len(record.results)} of {plan.runs} runs finished, "
                 "the reports hold those, marked partial"
             )
         for note in notes:

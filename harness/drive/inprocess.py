@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.drive.base import Driver
+from harness.drive.blame import origin_of, split_origin
+from harness.drive.limits import check_descriptors
 from harness.drive.normalize import (
     REFERENCE_EVENTS,
     REFERENCE_STATE,
@@ -190,6 +192,7 @@ def load_target(spec: str) -> Factory:
 
 
 _HARNESS_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_KIT_DIR = os.path.join(_HARNESS_DIR, "clients") + os.sep  # the adapter kit: the adapter's code
 
 
 def _crash(exc: BaseException, doing: str, *, then: BaseException | None = None) -> TargetCrash:
@@ -198,14 +201,16 @@ def _crash(exc: BaseException, doing: str, *, then: BaseException | None = None)
     frames = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
-        if not frame.filename.startswith(_HARNESS_DIR)
+        if not frame.filename.startswith(_HARNESS_DIR) or frame.filename.startswith(_KIT_DIR)
     ][-_TRACEBACK_FRAMES:]
-    lines = ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
+    origin = origin_of(exc)
+    lines = [] if origin is None else [origin.text() + "\n"]  # read back by `split_origin`
+    lines += ["Traceback (most recent call last):\n", *traceback.format_list(frames)]
     lines += traceback.format_exception_only(type(exc), exc)
     message = f"{doing} raised {type(exc).__name__}: {text_of(exc)}"
     if then is not None:  # reading the exception itself raised: both are the target's
         message += f"; then reading it raised {type(then).__name__}: {text_of(then)}"
-        lines += ["\n", _crash(then, "reading it").details, "\n"]
+        lines += ["\n", split_origin(_crash(then, "reading it").details)[1], "\n"]
     return TargetCrash(message, details="".join(lines).rstrip())
 
 
@@ -324,6 +329,7 @@ class InProcessDriver:
         self.own_steps = False
 
     def start_case(self) -> None:
+        check_descriptors()  # a target that leaks them fails here, naming the limit
         self._assembler = new_assembler(self._factory)
 
     def push(self, data: str, line: int) -> dict[str, Any]:

@@ -219,11 +219,20 @@ def _shared_text(
 MAX_REPLY_TEXT = 256 * 1024 * 1024
 
 
-class _Budget:
-    """What is left of `MAX_REPLY_TEXT` for the reply being resolved."""
+#: The pieces (references and strings) the texts of one reply may have: `PIECES_PER_PUSH` for
+#: each push of the case so far, and `PIECES_BASE`. conform's own worker sends a completion's
+#: text as one piece per event; a program that answered each push with millions of one-character
+#: references once took the harness to 3.3 GB and 50 s for one case.
+PIECES_PER_PUSH, PIECES_BASE = 4, 4096
 
-    def __init__(self) -> None:
+
+class _Budget:
+    """What is left of `MAX_REPLY_TEXT`, and of the pieces allowed, for the reply being
+    resolved (a case of `pushes` pushes so far)."""
+
+    def __init__(self, pushes: int = 0) -> None:
         self.left = MAX_REPLY_TEXT
+        self.pieces = self.allowed = PIECES_PER_PUSH * pushes + PIECES_BASE
 
     def take(self, size: int, where: str) -> str | None:
         """None when `size` more characters (or bytes, which are never fewer) fit; else why not."""
@@ -231,6 +240,16 @@ class _Budget:
             return f"{where} would make the reply's texts longer than {MAX_REPLY_TEXT:,} characters"
         self.left -= size
         return None
+
+    def count(self, pieces: int, where: str) -> str | None:
+        """None when `pieces` more pieces fit; else why not (the limit named)."""
+        self.pieces -= pieces
+        if self.pieces >= 0:
+            return None
+        return (
+            f"{where}: the reply's texts have more than {self.allowed:,} pieces, conform's limit "
+            f"({PIECES_PER_PUSH} for each push of the case so far, and {PIECES_BASE:,})"
+        )
 
 
 def _text(
@@ -245,7 +264,10 @@ def _text(
     pieces = value.get(_TEXT_REF)
     if len(value) != 1 or not isinstance(pieces, list):
         return None, f'{where} must be a string or {{"$text": [piece, ...]}}'
-    budget = _Budget() if budget is None else budget
+    budget = _Budget(len(payloads)) if budget is None else budget
+    problem = budget.count(len(pieces), f"{where}.$text")
+    if problem is not None:
+        return None, problem
     parts: list[str] = []
     for number, piece in enumerate(pieces):
         if isinstance(piece, str):
@@ -324,7 +346,7 @@ def resolve_texts(
     `replies` is the file of protocol 4 (None in 2 and 3, where a piece in it is garbage).
     """
     slices = {} if slices is None else slices
-    budget = _Budget()  # for the whole reply
+    budget = _Budget(len(payloads))  # for the whole reply
     if op == "push":
         events = reply.get("events")
         for number, event in enumerate(events if isinstance(events, list) else ()):

@@ -33,20 +33,26 @@ class Outputs:
     junit: Path | None = None
     write_xfail: Path | None = None
     badge: Path | None = None
+    #: The badge's label (the text on its left).
+    badge_label: str = "conform"
 
     def absolute(self) -> Outputs:
         """The same outputs with absolute paths: an in-process target may change directory."""
-        return Outputs(*(None if p is None else Path(os.path.abspath(p)) for p in self._paths()))
+        return self._with([None if p is None else Path(os.path.abspath(p)) for p in self._paths()])
 
     def _paths(self) -> tuple[Path | None, ...]:
         return (self.json, self.junit, self.write_xfail, self.badge)
+
+    def _with(self, paths: list[Path | None]) -> Outputs:
+        json, junit, write_xfail, badge = paths
+        return Outputs(json, junit, write_xfail, badge, badge_label=self.badge_label)
 
     def split(self, later: Callable[[Path], bool]) -> tuple[Outputs, Outputs]:
         """(the outputs for which `later` is false, those for which it is true)."""
         paths = self._paths()
         now = [None if p is None or later(p) else p for p in paths]
         rest = [None if n is not None else p for n, p in zip(now, paths, strict=True)]
-        return Outputs(*now), Outputs(*rest)
+        return self._with(now), self._with(rest)
 
     def named(self) -> dict[str, Path]:
         """The outputs asked for, by option name."""
@@ -99,13 +105,13 @@ def write_outputs(
         writers.append(baseline)
     if outputs.junit is not None:
         junit = outputs.junit
-        writers.append(lambda: write_junit(junit, results, info))
+        writers.append(lambda: write_junit(junit, results, info, problems=report.problems()))
     if outputs.json is not None:
         json_path = outputs.json
-        writers.append(lambda: write_json(json_path, results, info))
+        writers.append(lambda: write_json(json_path, results, info, problems=report.problems()))
     if outputs.badge is not None:
         badge = outputs.badge
-        writers.append(lambda: _write_badge(badge, record))
+        writers.append(lambda: _write_badge(badge, record, outputs.badge_label))
     if ci and on_github_actions():
 
         def github() -> None:
@@ -130,7 +136,7 @@ def write_outputs(
         raise first
 
 
-def _write_badge(path: Path, record: RunRecord) -> None:
+def _write_badge(path: Path, record: RunRecord, label: str) -> None:
     info = record.info
-    text = badge_json(record.results, label="conform", level=info.level, partial=info.why_partial())
+    text = badge_json(record.results, label=label, level=info.level, partial=info.why_partial())
     write_report(path, text)

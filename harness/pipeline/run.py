@@ -9,11 +9,13 @@ Nothing here prints: the front doors render the record.
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +28,7 @@ from harness.check.results import CaseResult
 from harness.check.xfail import XfailList
 from harness.drive.forked import forked_workers
 from harness.drive.inprocess import Driver
+from harness.drive.limits import DescriptorGuard
 from harness.drive.process import allow_programs, stop_all_programs
 from harness.errors import INTERNAL_ERROR, ConformError
 from harness.files import environment_error
@@ -44,6 +47,9 @@ class RunRecord:
     report: Report
     failure: BaseException | None = None
     signum: int | None = None
+    #: Set when the target used up something conform needs (the descriptors of an in-process
+    #: run): what, with the limit named. A failure of the target (exit 1), the report partial.
+    limit: str | None = None
 
     @property
     def results(self) -> tuple[CaseResult, ...]:
@@ -59,6 +65,8 @@ class RunRecord:
         fails the run, else 0 (README.md#exit-codes)."""
         if self.signum is not None:
             return 128 + self.signum
+        if self.limit is not None:
+            return 1
         if self.failure is not None:
             return INTERNAL_ERROR
         return 1 if self.report.failed else 0
@@ -307,6 +315,9 @@ def _run_target(
         if cores is None or options.in_process
         else _IdleCoreDrivers(options, cores, len(plan.cases), stop)
     )
+    guard = DescriptorGuard() if options.in_process else nullcontext(None)
+    limit: str | None = None
+    guarded = guard.__enter__()
     try:
         try:
             drivers = Drivers(options.start_driver if idle is None else idle)
@@ -335,9 +346,16 @@ def _run_target(
     except ConformError:
         if not stop.stopped:
             raise
+    except OSError as exc:
+        if guarded is not None and exc.errno in (errno.EMFILE, errno.ENFILE):
+            guarded.release()  # conform's own files need it now: the target used them up
+            limit = guarded.tripped or guarded.message()
+        else:
+            failure = exc
     except Exception as exc:
         failure = exc
     finally:
+        guard.__exit__(None, None, None)
         stop.stop_raising()
         if drivers is not None:
             drivers.close_unused()
@@ -354,15 +372,24 @@ def _run_target(
         time.perf_counter() - started,
         began,
         interrupted=stop.stopped,
-        stopped=None if failure is None else f"{type(failure).__name__}: {failure}",
+        stopped=limit if failure is None else f"{type(failure).__name__}: {failure}",
         suites=plan.roots,
         kind=options.kind,
         shard=plan.selection.shard,
         level=options.level,
         rerun=options.rerun_args(),
+        cwd=_cwd(),
+        pythonpath=os.environ.get("PYTHONPATH", ""),
     )
     report = Report(info, tuple(in_order(results, plan.cases, plan.modes)))
-    return RunRecord(report, failure, stop.signum if stop.stopped else None)
+    return RunRecord(report, failure, stop.signum if stop.stopped else None, limit)
+
+
+def _cwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the folder was deleted under the run
+        return ""
 
 
 @dataclass(frozen=True)

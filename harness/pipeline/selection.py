@@ -12,28 +12,32 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.check.modes import MODES
 from harness.check.options import unique_modes
 from harness.check.xfail import XfailList
-from harness.errors import ConformError
+from harness.errors import ConformError, SuiteError
+from harness.safetext import printable
 from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, selected_cases
+from harness.suite.classes import CLASSES, InputClass
 from harness.suite.golden import Golden, open_golden
 
 
 @dataclass(frozen=True)
 class Selection:
     """Which cases a run covers: suite folders (none: the shipped suite), `-k` patterns, `--rule`
-    tags, `--exclude` patterns, and `--shard K/N`."""
+    tags, `--exclude` patterns, `--shard K/N`, and `--class` (the classes of input kept; none:
+    every class)."""
 
     suite_dirs: tuple[Path, ...] = ()
     patterns: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     shard: tuple[int, int] | None = None
+    classes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,10 @@ class Plan:
                 golden = self._goldens.setdefault(case.case_id, golden)
         return golden
 
+    def input_class(self, case: Case) -> InputClass:
+        """The class of `case`'s input, from its golden file (read once, as `golden_file`)."""
+        return self.golden_file(case).input_class
+
     def expected_failures(self, path: Path | None) -> XfailList | None:
         """The expected failures in `path`, every line checked against the whole suite and
         every mode (None when no file is given)."""
@@ -98,13 +106,58 @@ def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
     for suite in suites:
         suite.require_recordings(selection.patterns, walked=walked[suite])
     all_ids = tuple(case.case_id for case in cases_of(suites, walked=walked))
-    return Plan(
+    plan = Plan(
         tuple(suites),
         tuple(in_shard(cases, selection.shard)),
         chosen_modes,
         selection,
         all_ids,
     )
+    if not selection.classes:
+        return plan
+    unknown = [c for c in selection.classes if c not in CLASSES]
+    if unknown:
+        raise ConformError(
+            f"{unknown[0]!r} is not a class of input; the classes are {', '.join(CLASSES)}"
+        )
+    kept = tuple(case for case in plan.cases if plan.input_class(case) in selection.classes)
+    if not kept:
+        raise _no_case_of_class(suites, selection)
+    return replace(plan, cases=kept, _goldens=plan._goldens)
+
+
+def _no_case_of_class(suites: Sequence[Suite], selection: Selection) -> SuiteError:
+    where = ", ".join(printable(str(suite.root)) for suite in suites)
+    named = " ".join(f"--class {c}" for c in selection.classes)
+    return SuiteError(
+        f"no case of {where} selected by the other options is of {named}",
+        hint="'conform list' shows each case's class",
+    )
+
+
+def classes_of(cases: Sequence[Case]) -> dict[str, InputClass | None]:
+    """Each case's class of input, from its golden file (None for a case whose golden file is
+    missing or unreadable: `conform run` names the problem)."""
+    found: dict[str, InputClass | None] = {}
+    for case in cases:
+        try:
+            found[case.case_id] = open_golden(case).input_class
+        except ConformError:
+            found[case.case_id] = None
+    return found
+
+
+def select_classes(cases: Sequence[Case], classes: Sequence[str]) -> list[Case]:
+    """The cases of `cases` whose input is of one of `classes` (all of them when none is
+    named); ConformError for a case whose golden file cannot be read."""
+    if not classes:
+        return list(cases)
+    unknown = [c for c in classes if c not in CLASSES]
+    if unknown:
+        raise ConformError(
+            f"{unknown[0]!r} is not a class of input; the classes are {', '.join(CLASSES)}"
+        )
+    return [case for case in cases if open_golden(case).input_class in classes]
 
 
 def select_cases(

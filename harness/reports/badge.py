@@ -6,13 +6,22 @@ writes this file with `conform run --badge FILE` and publishes it (a gist, GitHu
 so its README shows whether it conforms, at which level, and how many cases pass.
 
 The message counts **cases** (a case conforms when it passes in every mode it ran in), never
-case-and-mode runs, and says the level, so a badge never claims more than the run checked:
+case-and-mode runs, per class of input (docs/spec.md section 10), and says the level, so a badge
+never claims more than the run checked:
 
 - every case conforms: `conforms (full)`, green;
-- some fail, but exactly as the baseline (`--xfail`) expects: `190/204 cases (full, baseline)`,
-  yellow, since that is a project keeping its promise, not a conforming one;
-- anything fails the run (a failure the baseline does not expect, an unexpected pass, a crash, a
-  timeout): `150/204 cases (full)`, red.
+- some fail, but exactly as the baseline (`--xfail`) expects: `valid 180/185, refuses invalid
+  input (full, baseline)`, yellow, since that is a project keeping its promise, not a conforming
+  one;
+- only invalid input fails the run (valid and implementation-defined input all right): `valid
+  streams right, accepts all invalid input (full)` or `valid streams right, invalid 85/116
+  (full)`, orange: the contract requires `protocol` there, so the run fails (exit 1), but the
+  badge says what kind of failure it is;
+- anything else fails the run (a valid or implementation-defined case, an unexpected pass):
+  `valid 150/185, invalid 100/116 (full)`, red.
+
+Results without a class (a report written before classes existed) are counted as one lot:
+`150/204 cases (full)`.
 
 Like every reporter, this only turns result records into output; writing the file atomically is
 the caller's job (`harness.files`).
@@ -23,6 +32,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from typing import Any, Protocol
+
+from harness.check.results import CaseResult
+from harness.reports.verdict import class_totals, failing_classes
+from harness.suite.classes import InputClass
 
 __all__ = ["SCHEMA_VERSION", "badge", "badge_json"]
 
@@ -36,6 +49,7 @@ _EXPECTED_FAILURE = frozenset({"xfailed"})
 
 GREEN = "brightgreen"
 YELLOW = "yellow"
+ORANGE = "orange"
 RED = "red"
 GREY = "lightgrey"
 
@@ -58,6 +72,8 @@ def badge(
 ) -> dict[str, Any]:
     """The shields.io endpoint document for one target's results at one level; a partial run
     (`partial` says why) is grey and says so, whatever its results."""
+    results = list(results)
+    classed = bool(results) and all(getattr(r, "input_class", None) is not None for r in results)
     cases: dict[str, bool] = {}  # case id -> passed in every mode
     meets_baseline = True
     for result in results:
@@ -73,6 +89,12 @@ def badge(
         message, color = f"no cases ({level})", GREY
     elif conforming == total and meets_baseline:
         message, color = f"conforms ({level})", GREEN
+    elif classed and (found := _by_class(results)) is not None:
+        words, only_invalid = found
+        if meets_baseline:
+            message, color = f"{words} ({level}, baseline)", YELLOW
+        else:
+            message, color = f"{words} ({level})", ORANGE if only_invalid else RED
     elif meets_baseline:
         message, color = f"{conforming}/{total} cases ({level}, baseline)", YELLOW
     else:
@@ -83,6 +105,31 @@ def badge(
         "message": message,
         "color": color,
     }
+
+
+def _by_class(results: list[_Result]) -> tuple[str, bool] | None:
+    """The message's words by class, and whether only invalid input fails the run."""
+    if not all(isinstance(r, CaseResult) for r in results):
+        return None
+    records = [r for r in results if isinstance(r, CaseResult)]
+    totals = class_totals(records)
+    valid = totals[InputClass.VALID]
+    invalid = totals[InputClass.INVALID]
+    defined = totals[InputClass.IMPLEMENTATION_DEFINED]
+    parts = []
+    if valid.cases:
+        right = not valid.failed
+        parts.append("valid streams right" if right else f"valid {valid.passed}/{valid.cases}")
+    if invalid.cases:
+        if not invalid.failed:
+            parts.append("refuses invalid input")
+        elif invalid.accepted == invalid.cases:
+            parts.append("accepts all invalid input")
+        else:
+            parts.append(f"invalid {invalid.passed}/{invalid.cases}")
+    if defined.failed:
+        parts.append(f"implementation-defined {defined.passed}/{defined.cases}")
+    return ", ".join(parts), failing_classes(records) <= {str(InputClass.INVALID)}
 
 
 def badge_json(

@@ -13,8 +13,9 @@ from pathlib import Path, PurePosixPath
 from harness.check.results import CaseResult
 from harness.check.status import STATUS_ORDER, Status
 from harness.files import cannot_write
-from harness.reports.report import RunInfo, counts, failed, first_line, headline
+from harness.reports.report import Report, RunInfo, counts, failed, first_line, headline
 from harness.reports.text import describe_fold, fold, fold_header, label, rule_totals
+from harness.reports.verdict import class_totals
 from harness.safetext import printable
 
 _SUMMARY_ROWS = 100
@@ -83,6 +84,17 @@ def github_summary(results: Sequence[CaseResult], info: RunInfo) -> str:
         "",
         f"{len(results)} runs ({info.cases} cases x {len(info.modes)} modes, seed {info.seed}) "
         f"in {info.duration:.2f} s: {', '.join(parts) or 'none'}",
+        "",
+        f"**Verdict:** {Report(info, tuple(results)).verdict()}." if results else "",
+        "",
+        "| class of input | cases conforming | real captures | |",
+        "|---|---|---|---|",
+        *(
+            f"| {name} | {t.passed}/{t.cases} | {f'{t.real_passed}/{t.real}' if t.real else ''} "
+            f"| {'❌' if t.failed else '✅'} |"
+            for name, t in class_totals(results).items()
+            if t.cases
+        ),
         "",
         "| rule | cases conforming | |",
         "|---|---|---|",

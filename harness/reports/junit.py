@@ -13,7 +13,8 @@ from pathlib import Path
 from harness.check.results import CaseResult
 from harness.check.status import Status
 from harness.files import write_report
-from harness.reports.report import RunInfo, conform_version, counts, headline
+from harness.reports.problems import Problem
+from harness.reports.report import Report, RunInfo, conform_version, counts, headline
 from harness.reports.text import describe_case, rule_totals
 from harness.safetext import shorten
 
@@ -83,7 +84,26 @@ def _partial_case(results: Sequence[CaseResult], info: RunInfo) -> ET.Element:
     return case
 
 
-def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
+def _class_properties(
+    results: Sequence[CaseResult], info: RunInfo, problems: Sequence[Problem] | None
+) -> list[tuple[str, str]]:
+    """`class.valid` = `185/185 cases conforming (real captures 9/9)`, one per class of input
+    the run had, and `verdict`: the verdict in words (docs/json-report.md, `verdict`)."""
+    if not results:
+        return []
+    report = Report(info, tuple(results))
+    found = []
+    for name, t in report.classes().items():
+        if t.cases:
+            real = f" (real captures {t.real_passed}/{t.real})" if t.real else ""
+            found.append((f"class.{name}", f"{t.passed}/{t.cases} cases conforming{real}"))
+    found.append(("verdict", report.verdict(problems)))
+    return found
+
+
+def junit_xml(
+    results: Sequence[CaseResult], info: RunInfo, *, problems: Sequence[Problem] | None = None
+) -> str:
     """The JUnit XML document of a run: one testcase per case and mode, in one testsuite."""
     n = counts(results)
     partial = info.why_partial()
@@ -118,6 +138,7 @@ def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
             (f"rule.{tag}", f"{n['passed']}/{n['cases']} cases conforming")
             for tag, n in rule_totals(results).items()
         ),
+        *_class_properties(results, info, problems),
     ):
         ET.SubElement(properties, "property", {"name": key, "value": _xml_text(value)})
     suite.extend(_junit_case(result) for result in results)
@@ -127,6 +148,12 @@ def junit_xml(results: Sequence[CaseResult], info: RunInfo) -> str:
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def write_junit(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:
-    """Write the JUnit XML report to `path`, atomically."""
-    write_report(path, junit_xml(results, info))
+def write_junit(
+    path: Path,
+    results: Sequence[CaseResult],
+    info: RunInfo,
+    *,
+    problems: Sequence[Problem] | None = None,
+) -> None:
+    """Write the JUnit XML report to `path`, atomically (`problems`: the run's, when made)."""
+    write_report(path, junit_xml(results, info, problems=problems))

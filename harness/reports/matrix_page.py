@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.check.results import CRASHED, FAILED, PASSED, TIMED_OUT, XFAILED, XPASSED
-from harness.reports.matrix_table import DASH, NOT_RUN, chosen, score
+from harness.reports.matrix_table import CLASS_ROWS, DASH, NOT_RUN, chosen, class_score, score
+from harness.reports.problems import CATEGORY_TITLES
 from reference.choices import OUTCOMES
 
 #: Per status: CSS class, symbol, and the word in the legend. Symbols and shades both differ, so
@@ -132,6 +133,18 @@ def _scores_table(data: Mapping[str, Any]) -> list[str]:
         out.append(f'<tr><th scope="row" style="text-align:left">{_e(name)}</th>')
         out += [_score_cell(t["rules"].get(tag)) for t in targets]
         out.append("</tr>")
+    for name, title in CLASS_ROWS:
+        if any(t.get("classes", {}).get(name, {}).get("cases") for t in targets):
+            out.append(f'<tr><th scope="row" style="text-align:left">{_e(title)}</th>')
+            for t in targets:
+                totals = t.get("classes", {}).get(name)
+                kind = (
+                    "none"
+                    if not totals or not totals.get("cases")
+                    else ("full" if totals["failed"] == 0 else "part")
+                )
+                out.append(f'<td class="{kind}">{_e(class_score(totals))}</td>')
+            out.append("</tr>")
     out.append('<tr class="total"><th scope="row" style="text-align:left">all cases</th>')
     for t in targets:
         cases = t["cases"]
@@ -160,6 +173,11 @@ def _scores_table(data: Mapping[str, Any]) -> list[str]:
             f'<td class="{"ok" if t["ok"] else "bad"}">{mark} {_e(t["verdict"])}{xfail}</td>'
         )
     out.append("</tr></tbody></table>")
+    said = [t for t in targets if t.get("in_words")]
+    if said:
+        out.append('<ul id="words">')
+        out += [f"<li><b>{_e(t['label'])}</b> {_e(t['in_words'])}.</li>" for t in said]
+        out.append("</ul>")
     return out
 
 
@@ -172,8 +190,17 @@ def _problems_view(targets: Sequence[Mapping[str, Any]]) -> list[str]:
         out.append(f"<h3>{_e(t['label'])}: {len(problems)} problem(s)</h3>")
         if not problems:
             continue
-        out.append("<ol>")
-        for problem in problems:
+        heading: object = object()
+        for n, problem in enumerate(problems, start=1):
+            category = problem.get("category")
+            if category != heading:
+                if n > 1:
+                    out.append("</ol>")
+                heading = category
+                title = CATEGORY_TITLES.get(str(category))
+                if title is not None:
+                    out.append(f"<h4>on {_e(title)}</h4>")
+                out.append(f'<ol start="{n}">')
             rule = f" [{problem['rule']}]" if problem.get("rule") else ""
             out.append(
                 f"<li><details><summary>{_e(problem['title'])}{_e(rule)}: "

@@ -187,6 +187,7 @@ def _column_json(column: Column) -> dict[str, Any]:
     info = report.info if report is not None else None
     cases = {r.case_id for r in results}
     passing = cases - {r.case_id for r in results if not r.status.conforms}
+    problems = [] if report is None else report.problems()
     return {
         "label": column.label,
         "target": info.target if info is not None else column.target,
@@ -201,8 +202,10 @@ def _column_json(column: Column) -> dict[str, Any]:
         "totals": {"runs": len(results), **counts(results)},
         "cases": {"total": len(cases), "conforming": len(passing)},
         "rules": rule_totals(results),
+        "classes": {} if report is None else {n: t.to_json() for n, t in report.classes().items()},
+        "in_words": None if report is None or not results else report.verdict(problems),
         "choices": _choices(results),
-        "problems": [] if report is None else [p.to_json() for p in report.problems()],
+        "problems": [p.to_json() for p in problems],
     }
 
 
@@ -361,6 +364,10 @@ def markdown(data: Mapping[str, Any]) -> str:
         name = f"{tag} {rule['title']}" if tag != "none" else rule["title"]
         cells = [score(t["rules"].get(tag)) for t in targets]
         lines.append(f"| {_md(name)} | " + " | ".join(cells) + " |")
+    for name, title in CLASS_ROWS:
+        if any(t.get("classes", {}).get(name, {}).get("cases") for t in targets):
+            cells = [class_score(t.get("classes", {}).get(name)) for t in targets]
+            lines.append(f"| **{title}** | " + " | ".join(cells) + " |")
     totals = [
         f"**{t['cases']['conforming']}/{t['cases']['total']}**"
         + ("" if t["error"] is None else " (did not run)")
@@ -379,7 +386,29 @@ def markdown(data: Mapping[str, Any]) -> str:
         f"Cases conforming in every mode ({modes}; seed {data['seed']}); "
         "✗: some case of the rule fails; expected failures (`--xfail`) count as not conforming.",
     ]
+    said = [(t["label"], t.get("in_words")) for t in targets if t.get("in_words")]
+    if said:
+        lines.append("")
+        lines += [f"- `{_md(label)}` {_md(words)}." for label, words in said]
     return "\n".join(lines) + "\n"
+
+
+#: The matrix's rows per class of input (docs/spec.md section 10), above the rule rows' totals.
+CLASS_ROWS = (
+    ("valid", "valid streams"),
+    ("invalid", "invalid input"),
+    ("implementation-defined", "implementation-defined"),
+)
+
+
+def class_score(totals: Mapping[str, Any] | None) -> str:
+    """`185/185 (real 9/9)`, with a mark when not all conform; a dash without such cases."""
+    if not totals or not totals.get("cases"):
+        return DASH
+    mark = "" if totals["failed"] == 0 else " ✗"
+    real = totals.get("real") or {}
+    shown_real = f" (real {real['passed']}/{real['cases']})" if real.get("cases") else ""
+    return f"{totals['passed']}/{totals['cases']}{mark}{shown_real}"
 
 
 def matrix_text(data: Mapping[str, Any]) -> str:

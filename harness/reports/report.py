@@ -10,22 +10,27 @@ docs/json-report.md.
 
 from __future__ import annotations
 
+import functools
 import json
-import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from harness.check.modes import DEFAULT_SEED
 from harness.check.results import CaseResult, Crash, Expectation, Mismatch
 from harness.check.status import Status, count_statuses
+from harness.drive.blame import Origin
 from harness.errors import ConformError
 from harness.files import write_report
-from harness.reports.problems import Problem, group, problems_json
+from harness.reports.problems import Problem, accepted_kinds, group, problems_json
+from harness.reports.run_info import RunInfo as RunInfo
+from harness.reports.run_info import conform_version as conform_version
+from harness.reports.run_info import pasted_command as pasted_command
+from harness.reports.run_info import reproduce as reproduce
+from harness.reports.run_info import shown_recording as shown_recording
 from harness.reports.text import recording_path, rule_totals
+from harness.reports.verdict import ClassTotals, class_totals, verdict_words
 from harness.safetext import (
     ABSENT,
     ONE_LINE_CHARS,
@@ -35,72 +40,14 @@ from harness.safetext import (
     shorten_with_size,
     shown,
 )
-from harness.suite.cases import default_suite_root, exact_args
-from harness.suite.recording import id_of_name, name_of_id
+from harness.suite.classes import CLASSES, InputClass
+from harness.suite.refusals import refusal
 
 #: The version of the JSON report's layout (`report_schema` in the document).
 REPORT_SCHEMA = 1
 #: Characters kept of a payload, message or said in the JSON report; of a crash's details.
 FILE_TEXT_CHARS = 2_000
 FILE_DETAILS_CHARS = 20_000
-
-
-def conform_version() -> str:
-    """The installed conform's version."""
-    try:
-        return metadata.version("conform")
-    except metadata.PackageNotFoundError:
-        return "unknown"
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """What was run: the facts every report states besides the results."""
-
-    target: str
-    suite: Path
-    cases: int
-    modes: tuple[str, ...]
-    seed: int
-    duration: float = 0.0
-    started: datetime = field(default_factory=lambda: datetime.now(UTC))
-    interrupted: bool = False  # stopped by a signal: results are the finished cases only
-    #: Set when conform itself failed mid-run: the error; the results are those run before it.
-    stopped: str | None = None
-    #: Every suite run, when --suite named several (`suite` is the first).
-    suites: tuple[Path, ...] = ()
-    #: `python` for a TARGET (module:Class), `exec` for an --exec program.
-    kind: str = "python"
-    #: `--shard K/N` as (K, N): the run covers that shard of the cases only.
-    shard: tuple[int, int] | None = None
-    #: The level of conformance the run judged (`full` or `completion`).
-    level: str = "full"
-    #: The options a command reproducing one result must repeat (`--strict`, `--level ...`).
-    rerun: tuple[str, ...] = ()
-
-    def recording_file(self, result: CaseResult) -> Path:
-        """The recording's file: in the suite that holds it."""
-        name = name_of_id(recording_path(result))
-        for root in self.suites or (self.suite,):
-            if (root / name).is_file():
-                return root / name
-        return self.suite / name
-
-    @property
-    def partial(self) -> bool:
-        """True when the results are not the whole run asked for: interrupted, stopped by an
-        error inside conform, or one shard of several."""
-        return self.interrupted or self.stopped is not None or self.shard is not None
-
-    def why_partial(self) -> str | None:
-        """Why the results are partial, in a few words; None when they are complete."""
-        if self.interrupted:
-            return "interrupted"
-        if self.stopped is not None:
-            return "stopped by an error inside conform"
-        if self.shard is not None:
-            return f"shard {self.shard[0]} of {self.shard[1]}"
-        return None
 
 
 @dataclass(frozen=True)
@@ -122,11 +69,32 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON report (docs/json-report.md)."""
-        return json_report(self.results, self.info)
+        return json_report(self.results, self.info, problems=self.problems())
 
     def problems(self) -> list[Problem]:
-        """The distinct problems of the run (`harness.reports.problems`)."""
-        return problems_of(self.results, self.info)
+        """The distinct problems of the run (`harness.reports.problems`), made once."""
+        return list(self._problems)
+
+    @functools.cached_property
+    def _problems(self) -> tuple[Problem, ...]:
+        return tuple(problems_of(self.results, self.info))
+
+    def classes(self) -> dict[str, ClassTotals]:
+        """Each class of input's totals (`harness.reports.verdict`)."""
+        return class_totals(self.results)
+
+    def verdict(self, problems: Sequence[Problem] | None = None) -> str:
+        """The verdict in words, class by class (`harness.reports.verdict`)."""
+        found = self.problems() if problems is None else problems
+        return verdict_words(self.classes(), kinds=accepted_kinds(found))
+
+    def of_classes(self, classes: Sequence[str]) -> Report:
+        """This report with only the results of cases of `classes` (all when none given)."""
+        if not classes:
+            return self
+        kept = tuple(r for r in self.results if str(r.input_class or "valid") in classes)
+        cases = len({r.case_id for r in kept})
+        return Report(replace(self.info, cases=cases), kept)
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], *, source: str = "the report") -> Report:
@@ -212,45 +180,13 @@ class Report:
         return cls(info, tuple(ordered))
 
 
-def reproduce(info: RunInfo, *, case: str, mode: str) -> str:
-    """The `conform run` command that runs this case in this mode alone, as the run did."""
-    words = ["conform", "run"]
-    words += ["--exec", info.target] if info.kind == "exec" else [info.target]
-    try:
-        shipped: Path | None = default_suite_root()
-    except ConformError:
-        shipped = None
-    paths = list(info.suites or (info.suite,))
-    if paths != [shipped]:
-        for path in paths:
-            words += ["--suite", ":shipped" if path == shipped else _from_here(path)]
-    words += [*exact_args(case, paths), "--mode", mode]
-    if info.seed != DEFAULT_SEED:
-        words += ["--seed", str(info.seed)]
-    words += info.rerun
-    return shlex.join(words)
-
-
-def _from_here(path: Path) -> str:
-    """`path` as a user in the current folder can use it: relative when inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve())) or "."
-    except (ValueError, OSError):
-        return str(path)
-
-
-def shown_recording(info: RunInfo, result: CaseResult) -> str:
-    """The recording's file as a path that exists from the current folder (its name's bytes
-    shown as UTF-8, whatever the locale)."""
-    return id_of_name(_from_here(info.recording_file(result)))
-
-
 def problems_of(results: Sequence[CaseResult], info: RunInfo) -> list[Problem]:
     """The distinct problems among `results`, each with the command that reproduces it."""
     return group(
         results,
         recording=info.recording_file,
-        command=lambda r: reproduce(info, case=r.case_id, mode=r.mode),
+        command=lambda r: pasted_command(info, case=r.case_id, mode=r.mode),
+        refusal=lambda r: refusal(info.recording_file(r)),
     )
 
 
@@ -321,13 +257,14 @@ def _crash_json(crash: Crash | None) -> dict[str, Any] | None:
         "step": crash.step,
         "line": crash.line,
         "payload": _text(crash.payload),
+        "origin": None if crash.origin is None else crash.origin.to_json(),
     }
 
 
 def result_json(result: CaseResult) -> dict[str, Any]:
     """One result as the JSON report holds it."""
     expectation = result.expectation
-    return {
+    found = {
         "case": result.case_id,
         "mode": result.mode,
         "recording": recording_path(result),
@@ -344,7 +281,12 @@ def result_json(result: CaseResult) -> dict[str, Any]:
         },
         "pins": list(result.pins),
         "choice": [dict(c) for c in result.choice],
+        "class": None if result.input_class is None else str(result.input_class),
+        "real": result.real,
     }
+    if result.unlisted:
+        found["unlisted"] = result.unlisted
+    return found
 
 
 def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
@@ -379,6 +321,7 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
             crash.get("line"),
             crash.get("payload"),
             str(crash.get("at") or ""),
+            Origin.from_json(crash.get("origin")),
         ),
         expectation=None
         if not expectation
@@ -389,6 +332,9 @@ def result_from_json(doc: Mapping[str, Any]) -> CaseResult:
         ),
         pins=tuple(doc.get("pins") or ()),
         choice=tuple(dict(c) for c in doc.get("choice") or ()),
+        unlisted=int(doc.get("unlisted") or 0),
+        input_class=InputClass(doc["class"]) if doc.get("class") in CLASSES else None,
+        real=bool(doc.get("real", False)),
     )
 
 
@@ -412,11 +358,18 @@ def _info_from_json(doc: Mapping[str, Any]) -> RunInfo:
         shard=None if shard is None else (int(shard["index"]), int(shard["count"])),
         level=str(doc.get("level", "full")),
         rerun=tuple(str(w) for w in doc.get("rerun") or ()),
+        cwd=str(doc.get("cwd") or ""),
+        pythonpath=str(doc.get("pythonpath") or ""),
     )
 
 
-def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
-    """The JSON report of a run (docs/json-report.md)."""
+def json_report(
+    results: Sequence[CaseResult], info: RunInfo, *, problems: Sequence[Problem] | None = None
+) -> dict[str, Any]:
+    """The JSON report of a run (docs/json-report.md); `problems`: its distinct problems, when
+    the caller has them."""
+    problems = problems_of(results, info) if problems is None else problems
+    totals = class_totals(results)
     return {
         "report_schema": REPORT_SCHEMA,
         "conform_version": conform_version(),
@@ -424,6 +377,8 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "target_kind": info.kind,
         "level": info.level,
         "rerun": list(info.rerun),
+        "cwd": info.cwd,
+        "pythonpath": info.pythonpath,
         "started": info.started.isoformat(timespec="seconds"),
         "shard": None if info.shard is None else {"index": info.shard[0], "count": info.shard[1]},
         "suite": {
@@ -437,7 +392,9 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
         "partial": info.why_partial(),
         "totals": {"runs": len(results), **counts(results)},
         "rules": rule_totals(results),
-        "problems": problems_json(problems_of(results, info)),
+        "classes": {name: t.to_json() for name, t in totals.items()},
+        "verdict": verdict_words(totals, kinds=accepted_kinds(problems)),
+        "problems": problems_json(problems),
         "duration": round(info.duration, 6),
         "interrupted": info.interrupted,
         "stopped": info.stopped,
@@ -445,11 +402,19 @@ def json_report(results: Sequence[CaseResult], info: RunInfo) -> dict[str, Any]:
     }
 
 
-def json_text(results: Sequence[CaseResult], info: RunInfo) -> str:
+def json_text(
+    results: Sequence[CaseResult], info: RunInfo, *, problems: Sequence[Problem] | None = None
+) -> str:
     """The JSON report as text: two-space indent, UTF-8, trailing newline."""
-    return dumps(json_report(results, info), indent=2) + "\n"
+    return dumps(json_report(results, info, problems=problems), indent=2) + "\n"
 
 
-def write_json(path: Path, results: Sequence[CaseResult], info: RunInfo) -> None:
-    """Write the JSON report to `path`, atomically."""
-    write_report(path, json_text(results, info))
+def write_json(
+    path: Path,
+    results: Sequence[CaseResult],
+    info: RunInfo,
+    *,
+    problems: Sequence[Problem] | None = None,
+) -> None:
+    """Write the JSON report to `path`, atomically (`problems`: the run's, when made already)."""
+    write_report(path, json_text(results, info, problems=problems))

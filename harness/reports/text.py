@@ -196,6 +196,11 @@ def describe_fold(
     hidden = len(result.mismatches) - len(shown_mismatches)
     if hidden > 0:
         lines.append(f"  … and {hidden} more mismatch(es)")
+    if result.unlisted:
+        lines.append(
+            f"  … and {result.unlisted:,} more step(s) that differ, not listed (a run keeps "
+            f"its first {len(result.mismatches)} mismatches)"
+        )
     if result.stderr is not None:
         stderr = shorten_with_size(result.stderr, _DETAILS_CHARS)
         lines.extend("  " + line for line in stderr.splitlines())

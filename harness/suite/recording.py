@@ -26,6 +26,12 @@ RECORDING_SUFFIXES = (".http", ".sse")
 
 _DIRECTIVE_CAPPED = "thinking_capped:"
 _DIRECTIVE_PINS = "pins:"
+_DIRECTIVE_SOURCE = "source:"
+
+#: Where a recording comes from (its `source:` directive, docs/spec.md section 1): a real capture
+#: from a named server version, a shape a named server is documented to send, or hand-written.
+REAL, DOCUMENTED, HAND_WRITTEN = "real", "documented", "hand-written"
+SOURCES = (REAL, DOCUMENTED, HAND_WRITTEN)
 
 #: What a recording may say it pins: the rules, the implementation-defined points, and `SSE`
 #: (the event-stream reading rules of docs/spec.md section 1).
@@ -39,6 +45,16 @@ class RecordingInfo:
     thinking_capped: bool
     comments: tuple[str, ...]
     pins: tuple[str, ...] = ()  # in PIN_TAGS order
+    #: Where it comes from: REAL, DOCUMENTED or HAND_WRITTEN (the default of an `.sse` file;
+    #: an `.http` file, the form of a capture, is REAL unless it says otherwise).
+    source: str = HAND_WRITTEN
+    #: The server and version a real or documented recording names (`llama-server build 11434`).
+    origin: str = ""
+
+    @property
+    def real(self) -> bool:
+        """A real capture from a server: valid input that server sent."""
+        return self.source == REAL
 
 
 def _numbered_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -89,6 +105,7 @@ def _info_of(path: Path, lines: Iterable[str], suffix: str | None = None) -> Rec
     capped = False
     pins: set[str] = set()
     http = (path.suffix if suffix is None else suffix) == ".http"
+    source, origin = (REAL if http else HAND_WRITTEN), ""
     marker = "#" if http else ":"  # what a comment line starts with
     for line in lines:
         line = line.removeprefix("\ufeff") if not comments else line
@@ -107,8 +124,38 @@ def _info_of(path: Path, lines: Iterable[str], suffix: str | None = None) -> Rec
             capped = value == "true"
         elif text.startswith(_DIRECTIVE_PINS):
             pins |= _pins(path, text[len(_DIRECTIVE_PINS) :], line=len(comments))
+        elif text.startswith(_DIRECTIVE_SOURCE):
+            source, origin = _source(path, text[len(_DIRECTIVE_SOURCE) :], line=len(comments))
     ordered = tuple(tag for tag in PIN_TAGS if tag in pins) if pins else ()  # most pin none
-    return RecordingInfo(thinking_capped=capped, comments=tuple(comments), pins=ordered)
+    return RecordingInfo(
+        thinking_capped=capped,
+        comments=tuple(comments),
+        pins=ordered,
+        source=source,
+        origin=origin,
+    )
+
+
+def _source(path: Path, value: str, *, line: int) -> tuple[str, str]:
+    """`source: real llama-server build 11434` as (REAL, "llama-server build 11434")."""
+    kind, _, origin = value.strip().partition(" ")
+    origin = origin.strip()
+    if kind not in SOURCES:
+        raise RecordingError(
+            path,
+            f"'source:' names {kind!r}" if kind else "'source:' names nothing",
+            line=line,
+            hint="write 'source: real SERVER VERSION', 'source: documented SERVER VERSION' "
+            "or 'source: hand-written'",
+        )
+    if kind != HAND_WRITTEN and not origin:
+        raise RecordingError(
+            path,
+            f"'source: {kind}' must name the server and its version",
+            line=line,
+            hint=f"e.g. 'source: {kind} llama-server build 11434'",
+        )
+    return kind, origin
 
 
 def _pins(path: Path, value: str, *, line: int) -> set[str]:

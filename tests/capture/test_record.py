@@ -210,6 +210,7 @@ def test_records_the_stream_byte_for_byte(server: FakeServer, suite: Path) -> No
     assert re.fullmatch(
         rb"# Recorded by conform record, \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(UTC\)\.\n"
         rb"# Server: llama-server build b9999-fake \(from /props build_info\)\.\n"
+        rb"# source: real llama-server build b9999-fake\n"
         rb"# Model: /models/tiny\.gguf \(from /props model_path\)\.\n"
         rb"# Command: conform record http://127\.0\.0\.1:\d+ --request \S+req\.json sub/hello\n",
         comments,

@@ -171,6 +171,7 @@ def test_plain_content_with_progress_and_timings(llama_server: str, tmp_path: Pa
     head = _head(path)
     assert head[0].startswith("# Recorded by conform record, ")
     assert head[1].startswith("# Server: llama-server build ")
+    assert head[2].startswith("# source: real llama-server build ")
     assert "HTTP/1.1 200 OK" in head
     assert "Content-Type: text/event-stream" in head
     assert path.read_bytes().endswith(b"data: [DONE]\n\n")

@@ -165,10 +165,54 @@ def test_golden_check_with_a_pattern_looks_for_orphans_only_among_matching_ids(
     assert code == 1 and "orphaned:" in output
 
 
-def test_list_shows_what_each_case_pins() -> None:
+def test_list_shows_each_cases_class_and_what_it_pins() -> None:
     code, output = conform("list", "-k", "synthetic/r6_nesting_12[9]")
     assert code == 0
-    assert output.split() == ["synthetic/r6_nesting_129", "R6", "I3"]
+    assert output.split() == ["synthetic/r6_nesting_129", "implementation-defined", "R6", "I3"]
+    code, output = conform("list", "-k", "llama-server/tool_call", "-k", "synthetic/r6_nan")
+    lines = output.splitlines()
+    assert lines[0].split() == [
+        "llama-server/tool_call",
+        "valid,",
+        "real",
+        *["R1", "R2", "R3", "R5", "R7", "R9"],
+    ]
+    assert lines[1].split() == ["synthetic/r6_nan", "invalid", "R6"]
+    # The columns line up: the pins start where they start on every line.
+    assert len({line.index("R") for line in lines}) == 1
+
+
+def test_class_selects_on_list_and_run(suite: Suite, tmp_path: Path) -> None:
+    from harness.suite.golden import open_golden
+
+    classes = {case.case_id: str(open_golden(case).input_class) for case in suite.cases()}
+    for kind in ("valid", "invalid", "implementation-defined"):
+        code, output = conform("list", "--ids", "--class", kind)
+        assert code == 0
+        assert output.split() == [c for c, k in classes.items() if k == kind]
+    code, output = conform("list", "--ids", "--class", "valid", "--class", "invalid")
+    assert len(output.split()) == sum(k != "implementation-defined" for k in classes.values())
+    report = tmp_path / "r.json"
+    code, output = conform(
+        "run",
+        "reference:Assembler",
+        "--in-process",
+        "--mode",
+        "plain",
+        "--class",
+        "invalid",
+        "--json",
+        str(report),
+    )
+    assert code == 0, output
+    data = json.loads(report.read_text())
+    assert {r["class"] for r in data["results"]} == {"invalid"}
+    assert data["suite"]["cases"] == sum(k == "invalid" for k in classes.values())
+    assert data["classes"]["valid"]["cases"] == 0
+    code, output = conform("list", "--class", "nonsense")
+    assert code == 2 and "'nonsense' is not one of" in output
+    code, output = conform("run", "reference:Assembler", "-k", "llama-server", "--class", "invalid")
+    assert code == 2 and "Error: no case of " in output and "--class invalid" in output
 
 
 def test_rule_selects_and_exclude_removes(suite: Suite) -> None:
@@ -199,7 +243,8 @@ def test_run_reports_totals_per_rule(tmp_path: Path) -> None:
         "failed": 0,
         "unexpected": 0,
     }
-    assert f"R6 {len(r6)}/{len(r6)}" in output.splitlines()[-2]
+    rules = next(line for line in output.splitlines() if line.startswith("by rule"))
+    assert f"R6 {len(r6)}/{len(r6)}" in rules
 
 
 def test_every_report_totals_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

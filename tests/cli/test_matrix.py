@@ -290,7 +290,7 @@ def test_run_and_matrix_check_xfail_lines_against_every_mode(tmp_path: Path, lin
         assert result.exit_code == 2 and "matches no mode" in result.output
 
 
-def test_idle_cores_add_workers_and_the_results_stay_the_same(
+def test_workers_idle_cores_add_leave_the_results_the_same(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A matrix target adds a worker while fewer run than there are cores (the last long target
@@ -323,13 +323,10 @@ def test_idle_cores_add_workers_and_the_results_stay_the_same(
     assert sorted(started) == ["reference:Assembler", BAD]
     started.clear()
     assert results(True) == alone
-    # Two targets on three cores: each may add one worker at once (2 < 3), and the target that
-    # runs longer adds one more (3 workers) once the other is done; a worker that would start
-    # after its target's last case was taken is not started, so on a loaded machine, where the
-    # cases may all be taken before a core is seen idle, none is added: how many start depends
-    # on the machine's load, and only the bounds do not (`test_idle_cores_grant_and_refuse`
-    # checks the decision itself).
-    assert 2 <= len(started) <= 5, started
+    # How many workers the idle cores add depends on the machine's load (the cases may all be
+    # taken before a core is seen idle; a worker that times out under load is started again), so
+    # only the results are compared here; `test_idle_cores_grant_and_refuse` checks the decision.
+    assert len(started) >= 2, started
     assert len(alone[0]) == len(plan.cases) * 2 and any(len(r[3]) for r in alone[1])
 
 

@@ -100,7 +100,8 @@ def test_pytest_junitxml_carries_the_same_failures_as_conform_junit_xml(
     assert in_conform and set(in_pytest) == set(in_conform)
     assert all(name[0] == junit_names("synthetic/x", "plain")[0] for name in in_pytest)
     for name, text in in_pytest.items():
-        mismatches = [line for line in text.splitlines() if line.startswith("  ")]
+        lines = text.splitlines()  # conform's JUnit report has no `rerun:` line; pytest's has
+        mismatches = [line for line in lines if line.startswith("  ") and "rerun: " not in line]
         assert mismatches and all(line in in_conform[name].splitlines() for line in mismatches)
 
 
@@ -131,6 +132,24 @@ def test_an_xfail_file_makes_strict_xfails(
         "--conform-target", "reference:Assembler", *common, "-k", r8_cases[0]
     )
     assert fixed.ret == 1 and outcomes(fixed)["failed"] == 1  # XPASS(strict)
+
+
+def test_conform_class_selects_the_cases_of_a_class_of_input(
+    pytester: pytest.Pytester, suite: Suite
+) -> None:
+    from harness.suite.golden import open_golden
+
+    invalid = [c for c in suite.cases() if open_golden(c).input_class == "invalid"]
+    lax = f"{MINIATURES}:AcceptsInvalidInput"  # every valid stream right, no invalid refused
+    common = ["--conform-in-process", "--conform-mode", "plain"]
+    result = pytester.runpytest("--conform-target", lax, *common, "--conform-class", "invalid")
+    assert outcomes(result) == {"failed": len(invalid)}
+    result = pytester.runpytest("--conform-target", lax, *common, "--conform-class", "valid",
+                                "--conform-class", "implementation-defined")  # fmt: skip
+    assert result.ret == 0 and outcomes(result)["passed"] == len(suite.cases()) - len(invalid)
+    result = pytester.runpytest("--conform-target", lax, *common, "--conform-class", "nonsense")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: 'nonsense' is not a class of input*"])
 
 
 def test_an_unimportable_target_is_a_usage_error(pytester: pytest.Pytester) -> None:

@@ -80,10 +80,10 @@ def targets(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ("RaisesInInit", "crashed at new: creating the assembler raised ValueError: no config"),
         ("returns_none", "crashed at new: creating the assembler returned None, not an assembler"),
-        ("RaisesInPush", "crashed at step 0 (line 16): push raised KeyError: 'choices'"),
-        ("UnreadableEvents", "crashed at step 0 (line 16): push returned something conform cannot "
+        ("RaisesInPush", "crashed at step 0 (line 17): push raised KeyError: 'choices'"),
+        ("UnreadableEvents", "crashed at step 0 (line 17): push returned something conform cannot "
          "read: "),
-        ("StateRaises", "crashed at step 0 (line 16): reading the state raised RuntimeError: no "
+        ("StateRaises", "crashed at step 0 (line 17): reading the state raised RuntimeError: no "
          "tokens yet"),
         ("RaisesInFinish", "crashed at finish: finish raised ZeroDivisionError: finish"),
         ("UnreadableCompletion", "crashed at finish: finish returned something conform cannot "

@@ -98,9 +98,10 @@ def test_every_feature_of_the_catalogue_is_generated() -> None:
     made_by_breakers = {*streams_module.WRONG_FEATURES.values(), "not_json"}
     made_by_breakers |= set(streams_module.NOT_JSON_FEATURES.values())
     assert made_by_breakers <= set(BY_NAME)
-    broken_group = {f.name for f in FEATURES if f.group == "broken"}
+    # Features with drawn=False are the corpus's only, until the model learns them (issue 35).
+    broken_group = {f.name for f in FEATURES if f.group == "broken" and f.drawn}
     assert broken_group <= made_by_breakers
-    wanted = set(BY_NAME) - made_by_breakers
+    wanted = {f.name for f in FEATURES if f.drawn} - made_by_breakers
     seen: set[str] = set()
 
     def all_seen(drawn: list[Stream]) -> bool:

@@ -37,6 +37,7 @@ def _run_step(tmp_path: Path, inputs: dict[str, str]) -> list[str]:
         "CONFORM_ARGS": inputs.get("args", ""),
         "CONFORM_REPORT": "conform-report.json",
         "CONFORM_BADGE": "",
+        "CONFORM_BADGE_LABEL": "",
     }
     subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],

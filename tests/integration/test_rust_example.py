@@ -173,6 +173,7 @@ PITFALLS = {
         "synthetic/r6_pitfall_minus_zero_index",
         "synthetic/r9_pitfall_minus_zero_counts",
     ],
+    "enum_from_map": ["synthetic/type_confusion/choice_finish_reason_as_one_key_map"],
 }
 
 

@@ -129,9 +129,73 @@ def test_conform_run_writes_the_badge(tmp_path: Path) -> None:
 
     path = tmp_path / "badge.json"
     miniature = Path(__file__).resolve().parents[1] / "miniatures.py"
-    result = invoke("run", f"{miniature}:DropsProgress", "--in-process", "-k", "llama-server",
-                    "--mode", "plain", "--badge", str(path))  # fmt: skip
+    result = invoke(
+        "run",
+        f"{miniature}:DropsProgress",
+        "--in-process",
+        "-k",
+        "llama-server",
+        "--mode",
+        "plain",
+        "--badge",
+        str(path),
+    )
     assert result.exit_code == 1
     document = json.loads(path.read_text(encoding="utf-8"))
     check(document)
-    assert document["color"] == "red" and document["message"].endswith("cases (full)")
+    # Its results carry their class: the valid ones fail, in words.
+    assert document["color"] == "red" and document["message"] == "valid 6/9 (full)"
+
+
+def classed(case: str, status: str, kind: str, mode: str = "plain", **more: object) -> CaseResult:
+    return CaseResult(case, mode, f"{case}.sse", status, 0.0, input_class=kind, **more)  # type: ignore[arg-type]
+
+
+def _accepted(case: str) -> CaseResult:
+    from harness.check.results import Mismatch
+    from harness.safetext import ABSENT
+
+    miss = Mismatch("steps[2].error", {"kind": "protocol"}, ABSENT, 2, 9)
+    return classed(case, "failed", "invalid", mismatches=(miss,))
+
+
+def test_only_invalid_input_failing_is_orange_and_says_what_kind() -> None:
+    # The contract requires protocol there: the run fails (exit 1), but the badge says the
+    # valid streams are right and what the target does with invalid input.
+    doc = badge(
+        [classed("v", "passed", "valid"), _accepted("i"), classed("j", "passed", "invalid")],
+        label="x",
+    )
+    check(doc)
+    assert doc["message"] == "valid streams right, invalid 1/2 (full)"
+    assert doc["color"] == "orange"
+    every = badge([classed("v", "passed", "valid"), _accepted("i"), _accepted("j")], label="x")
+    assert every["message"] == "valid streams right, accepts all invalid input (full)"
+    assert every["color"] == "orange"
+
+
+def test_a_failing_valid_or_implementation_defined_case_is_red() -> None:
+    for kind in ("valid", "implementation-defined"):
+        doc = badge([classed("a", "failed", kind), _accepted("i")], label="x")
+        assert doc["color"] == "red", doc
+
+
+def test_a_baseline_that_only_expects_invalid_input_to_fail_is_yellow_and_says_so() -> None:
+    doc = badge([classed("v", "passed", "valid"), classed("i", "xfailed", "invalid")], label="x")
+    assert doc == {**doc, "message": "valid streams right, invalid 0/1 (full, baseline)"}
+    assert doc["color"] == "yellow"
+
+
+def test_the_lax_miniature_is_told_exactly_that(tmp_path: Path) -> None:
+    from tests.conftest import invoke
+
+    path = tmp_path / "badge.json"
+    miniature = Path(__file__).resolve().parents[1] / "miniatures.py"
+    some = ("-k", "llama-server", "-k", "synthetic/r6_*", "-k", "synthetic/i3_*", "--mode", "plain")
+    result = invoke(
+        "run", f"{miniature}:AcceptsInvalidInput", "--in-process", *some, "--badge", str(path)
+    )
+    assert result.exit_code == 1
+    document = json.loads(path.read_text(encoding="utf-8"))
+    assert document["message"] == "valid streams right, accepts all invalid input (full)"
+    assert document["color"] == "orange"

@@ -223,7 +223,7 @@ def test_golden_without_recording(root: Path) -> None:
     check = invoke("golden", "check", "--suite", root)
     assert check.exit_code == 1 and f"orphaned: {orphan}" in check.output
     listed = invoke("list", "--suite", root)
-    assert listed.exit_code == 0 and listed.stdout.split() == ["good", "R3"]
+    assert listed.exit_code == 0 and listed.stdout.split() == ["good", "valid", "R3"]
     assert f"warning: {orphan}: a golden file without a recording" in listed.stderr
     updated = invoke("golden", "update", "--suite", root)
     assert updated.exit_code == 0 and f"warning: {orphan}" in updated.stderr

@@ -99,5 +99,5 @@ def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
 def test_real_capture(suite) -> None:
     path = suite.recordings_dir / "llama-server" / "tool_call.http"
     found = list(iter_payloads(path))
-    assert len(found) == 24 and found[0].line == 16
+    assert len(found) == 24 and found[0].line == 17
     assert all(p.data.startswith("{") for p in found)

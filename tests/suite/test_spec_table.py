@@ -41,14 +41,32 @@ def table() -> str:
     pinned: dict[str, list[str]] = defaultdict(list)
     for case in Suite(ROOT).cases():
         for tag in case.pins:
-            pinned[tag].append(f"`{case.case_id}`")
+            pinned[tag].append(case.case_id)
     lines = ["| tag | cases | recordings |", "|---|---|---|"]
     lines += [
-        f"| {TITLES[tag]} | {len(pinned[tag])} | {', '.join(pinned[tag])} |"
+        f"| {TITLES[tag]} | {len(pinned[tag])} | {_listed(pinned[tag])} |"
         for tag in TITLES
         if pinned[tag]
     ]
     return "\n".join(lines) + "\n"
+
+
+def _listed(case_ids: list[str]) -> str:
+    """The case ids, those of a generated folder (`synthetic/type_confusion/...`) as the folder
+    and, in brackets, how many of its cases there are."""
+    shown: list[str] = []
+    folders: dict[str, int] = defaultdict(int)
+    for case_id in case_ids:
+        if case_id.count("/") >= 2:
+            folder = case_id.rsplit("/", 1)[0]
+            if folder not in folders:
+                shown.append(folder)
+            folders[folder] += 1
+        else:
+            shown.append(case_id)
+    return ", ".join(
+        f"`{item}/` ({folders[item]})" if item in folders else f"`{item}`" for item in shown
+    )
 
 
 FEATURE_MARK = (

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Number;
@@ -63,6 +63,7 @@ struct Chunk {
 #[derive(Debug, Deserialize)]
 struct Choice {
     delta: Option<Object<Delta>>,
+    #[serde(default, deserialize_with = "finish_reason")]
     finish_reason: Option<FinishReason>,
 }
 
@@ -196,6 +197,21 @@ fn null_as_empty<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
         return Vec::deserialize(d);
     }
     Ok(Option::<Vec<T>>::deserialize(d)?.unwrap_or_default())
+}
+
+/// Reads a finish reason from a JSON string only.
+///
+/// Fixed: serde's derived `Deserialize` for an enum also reads an externally tagged variant from
+/// a one-key map, so `"finish_reason": {"stop": null}` was the finish reason `stop`. R6 wants one
+/// of three strings; the text is read first, then matched against the variants.
+fn finish_reason<'de, D: Deserializer<'de>>(d: D) -> Result<Option<FinishReason>, D::Error> {
+    if pitfall::active(Pitfall::EnumFromMap) {
+        return Option::<FinishReason>::deserialize(d);
+    }
+    match Option::<String>::deserialize(d)? {
+        None => Ok(None),
+        Some(text) => FinishReason::deserialize(text.as_str().into_deserializer()).map(Some),
+    }
 }
 
 fn tool_index<'de, D: Deserializer<'de>>(d: D) -> Result<usize, D::Error> {

@@ -22,15 +22,18 @@ pub enum Pitfall {
     /// serde_json parses the integer `-0` as the float -0.0: an integer field (a tool-call index,
     /// a progress field) refuses it, and a `predicted_n` of `-0` is no integer for R4.
     MinusZero,
+    /// Derived enums read from a one-key map too (`"finish_reason": {"stop": null}` is `Stop`).
+    EnumFromMap,
 }
 
-pub const NAMES: [(&str, Pitfall); 6] = [
+pub const NAMES: [(&str, Pitfall); 7] = [
     ("default_vs_null", Pitfall::DefaultVsNull),
     ("u64_counts", Pitfall::U64Counts),
     ("struct_from_array", Pitfall::StructFromArray),
     ("surrogate_in_ignored", Pitfall::SurrogateInIgnored),
     ("index_try_from", Pitfall::IndexTryFrom),
     ("minus_zero", Pitfall::MinusZero),
+    ("enum_from_map", Pitfall::EnumFromMap),
 ];
 
 static ACTIVE: OnceLock<Option<Pitfall>> = OnceLock::new();

@@ -11,6 +11,10 @@ it.
 (a member some real server sends that the rules do not read), `value` (an edge value of a field
 that is read), `sse` (the event-stream framing), or `broken` (the one place a stream is broken:
 each shape error of R6, or a rule that fails the stream on purpose).
+
+`drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
+type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
+issue 34 wrote their cases; the model learns them in its rewrite).
 """
 
 from __future__ import annotations
@@ -20,12 +24,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class Feature:
-    """One stream feature: its name, what it is in one line, and the rules it exercises."""
+    """One stream feature: its name, what it is in one line, the rules it exercises, and whether
+    the model draws it."""
 
     name: str
     description: str
     rules: tuple[str, ...]
     group: str
+    drawn: bool = True
 
 
 #: The kinds of delta a chunk's choice can carry; the corpus has a case for every pair of them in
@@ -395,6 +401,46 @@ FEATURES: tuple[Feature, ...] = (
         "a predicted_n that is negative or not an integer, read by R4",
         ("R4",),
         "broken",
+    ),
+    # the type-confusion matrix (harness.suite.confusion): a read field holding a value of another
+    # JSON type that some lax decoder coerces, by the JSON type of that value
+    _F(
+        "confused_boolean",
+        "true or false in a read field (Python's bool is an int, `x || {}` reads false as absent)",
+        ("R6",),
+        "broken",
+        drawn=False,
+    ),
+    _F(
+        "confused_number",
+        "a number where text, a finish reason, an object or an array belongs (scalar coercion, "
+        "enum ordinals, falsy 0)",
+        ("R6",),
+        "broken",
+        drawn=False,
+    ),
+    _F(
+        "confused_string",
+        'a string where a number, an object or an array belongs ("1", "", " ", "stop", JSON text)',
+        ("R6",),
+        "broken",
+        drawn=False,
+    ),
+    _F(
+        "confused_array",
+        "an array where a scalar or an object belongs ([x] unwrapped, [x, y] joined, a struct "
+        "read from its fields in order, [] read as {})",
+        ("R6",),
+        "broken",
+        drawn=False,
+    ),
+    _F(
+        "confused_object",
+        'an object where a scalar or an array belongs ({"stop": null} as an enum, a value wrapped '
+        'in an object, one element for an array, {"0": x})',
+        ("R6",),
+        "broken",
+        drawn=False,
     ),
 )
 

@@ -21,6 +21,7 @@ from harness.drive.inprocess import finish_step, push_step
 from harness.errors import GoldenError, RecordingError
 from harness.files import read_small, remove_stale_temp_file, stale_temp_files, write_atomically
 from harness.suite.cases import Case, Suite
+from harness.suite.classes import InputClass, class_of, class_of_bytes
 from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
 from harness.suite.golden.types import decode_typed
@@ -175,12 +176,29 @@ class Golden:
     which calls that pass makes.
     """
 
-    __slots__ = ("_document", "case", "data")
+    __slots__ = ("_class", "_document", "case", "data")
 
     def __init__(self, case: Case, data: bytes | None) -> None:
         self.case = case
         self.data = data
         self._document: dict[str, Any] | None = None
+        self._class: InputClass | None = None
+
+    @property
+    def input_class(self) -> InputClass:
+        """The class of the case's input (`harness.suite.classes`), read once: from the document
+        when it is parsed already, else from the bytes, whose error kinds alone are read."""
+        found = self._class
+        if found is None:
+            if self._document is not None or self.data is None:
+                found = class_of(self.document)
+            else:
+                try:
+                    found = class_of_bytes(self.data)
+                except ValueError:
+                    found = class_of(self.document)  # raises GoldenError, naming the problem
+            self._class = found
+        return found
 
     @property
     def document(self) -> dict[str, Any]:

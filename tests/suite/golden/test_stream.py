@@ -139,7 +139,7 @@ def test_another_layout_is_refused_with_a_hint(big: Path) -> None:
 
 
 def test_a_step_without_a_line(big: Path) -> None:
-    big.write_text(big.read_text().replace('"line": 18,', '"lime": 18,', 1))
+    big.write_text(big.read_text().replace('"line": 19,', '"lime": 19,', 1))
     missing = r"schema at \$\.steps\[1\] \(near line \d+\): 'line' is missing"
     with pytest.raises(GoldenError, match=missing):
         read(big)
