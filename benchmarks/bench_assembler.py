@@ -22,7 +22,7 @@ stream of its own), long reasoning, small and large content pieces, non-ASCII te
 once, ids repeated, sixteen in random order), many short completions with `usage`, prompt
 progress, members nobody reads at every level (newer servers), `logprobs`, and bare chunks (`id`
 and `choices` alone, as hand-written cases). The typed decode is of every member the reference
-reads and no fewer (`check_typed_shape` compares it with `reference._wire.Chunk`), and before a
+reads and no fewer (`check_typed_shape` compares it with `reference.fast.Chunk`), and before a
 shape is timed the reference must fold each of its streams to the completion the dict-walking
 assembler makes (`check_shape_folds`), so neither side is timed doing less.
 
@@ -742,9 +742,9 @@ def declared(kind: Any) -> dict[str, Any]:
 
 
 def check_typed_shape() -> None:
-    """The msgspec side decodes exactly the members the reference reads (`reference._wire.Chunk`,
-    the lenient shape), no fewer: else its ratio flatters the reference."""
-    from reference._wire import Chunk
+    """The msgspec side decodes exactly the members the reference reads (`reference.fast.Chunk`,
+    the open shape), no fewer: else its ratio flatters the reference."""
+    from reference.fast import Chunk
 
     if declared(_Chunk) != declared(Chunk):
         raise SystemExit(

@@ -66,6 +66,8 @@ _HINTS = {
     errno.EROFS: "the file system is read-only: write somewhere else",
     errno.EACCES: "no permission: check the file and its folder, or write somewhere else",
     errno.EPERM: "no permission: check the file and its folder, or write somewhere else",
+    errno.ENAMETOOLONG: "a name in it is longer than the file system allows (255 bytes on "
+    "most): give a shorter one",
 }
 
 _LIMIT_HINTS = {
@@ -360,9 +362,10 @@ def _check_writable(option: str, path: Path) -> None:
         raise _refused(option, path, exc.strerror or str(exc)) from None
     if mode is not None and stat.S_ISDIR(mode):
         raise _refused(option, path, "it is a folder")
-    if mode is not None and not stat.S_ISREG(mode):
-        return  # a device or a FIFO: written through
-    folder = Path(os.path.abspath(path)).parent
+    if (mode is not None and not stat.S_ISREG(mode)) or _through_proc(path):
+        return  # a device, a FIFO or a descriptor (`/dev/stdout`): written through
+    # A symbolic link is followed: the file it points to is written, in its own folder.
+    folder = Path(os.path.realpath(path) if os.path.islink(path) else os.path.abspath(path)).parent
     while not os.path.lexists(folder) and folder != folder.parent:
         folder = folder.parent
     if not folder.is_dir():

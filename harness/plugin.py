@@ -11,7 +11,8 @@ expected-failures file lists as strict xfails, so a case that starts passing fai
 
 from __future__ import annotations
 
-from contextlib import ExitStack
+import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +21,6 @@ import pytest
 if TYPE_CHECKING:
     from harness.check.results import CaseResult
     from harness.check.xfail import XfailList
-    from harness.drive.inprocess import Driver
     from harness.pipeline import Plan
     from harness.reports.report import RunInfo
     from harness.suite.cases import Case
@@ -87,18 +87,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _seconds(value: str | None) -> float | None:
-    """`--conform-timeout` checked as `conform run --timeout` is: one usage error if it is not
-    a finite number of seconds above 0, at most a day."""
-    import click
-
-    from harness.seconds import Seconds
+    """`--conform-timeout` checked as `conform run --timeout` is (`check_seconds`): one usage
+    error if it is not a finite number of seconds above 0, at most a day."""
+    from harness.errors import ConformError
+    from harness.seconds import check_seconds
 
     if value is None:
         return None
     try:
-        return Seconds().convert(value, None, None)
-    except click.BadParameter as exc:
-        raise pytest.UsageError(f"--conform-timeout: {exc.message}") from None
+        return check_seconds(value, option="--conform-timeout")
+    except ConformError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 class ConformFailure(Exception):
@@ -139,10 +138,14 @@ class _Run:
         #: --conform-class: only cases of these classes of input (none: every class).
         self.classes: tuple[str, ...] = tuple(config.getoption("conform_class") or ())
         self.plan: Plan | None = None  # made at collection (`_conform_items`)
-        self._driver: Driver | None = None
-        self._broken: str | None = None  # why the driver could not be made: not tried again
         self._capped: dict[str, bool] = {}  # each recording's thinking_capped, read once
-        self._workers = ExitStack()  # while open, a Python target's workers fork (drive/forked.py)
+        # The one driver of the session, and the runner `conform run` uses: as harness.pipeline
+        # runs a case (harness/pipeline/case_runner.py).
+        from harness.pipeline.case_runner import CaseRunner
+
+        self.runner = CaseRunner(self.options)
+        self.threads_before = set(threading.enumerate())  # the target may start more
+        self.exit_status = 0  # pytest's, once the session has finished
 
     def golden(self, case: Case) -> dict[str, Any]:
         """The golden document of `case`, when it was made for its recording as it is (a stale
@@ -175,34 +178,8 @@ class _Run:
             rerun=options.rerun_args(),
         )
 
-    def make_driver(self) -> Driver:
-        return self.options.start_driver()
-
-    def driver(self) -> Driver:
-        from harness.errors import ConformError
-
-        if self._broken is not None:
-            raise ConformError(self._broken)
-        if self._driver is None:
-            from harness.drive.forked import forked_workers
-
-            # The one driver of the session (never made again): its target imported once, a
-            # restart after a crash forks a worker.
-            self._workers.enter_context(forked_workers())
-            try:
-                self._driver = self.make_driver()
-            except ConformError as exc:
-                self._broken = str(exc)
-                raise
-        return self._driver
-
     def close(self) -> None:
-        driver, self._driver = self._driver, None
-        try:
-            if driver is not None:
-                driver.close()
-        finally:
-            self._workers.close()
+        self.runner.close()
 
 
 _RUN = pytest.StashKey[_Run]()
@@ -270,10 +247,37 @@ def _keep_conform_ids(config: pytest.Config) -> None:
     setattr(config, "cwd_relative_nodeid", cwd_relative_nodeid)  # noqa: B010
 
 
+@pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config: pytest.Config) -> None:
     run = config.stash.get(_RUN, None)
+    if run is None:
+        return
+    run.close()
+    if run.options.in_process and not hasattr(config, "workerinput"):
+        _exit_past_leftover_threads(config, run)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    run = session.config.stash.get(_RUN, None)
     if run is not None:
-        run.close()
+        run.exit_status = int(exitstatus)
+
+
+def _exit_past_leftover_threads(config: pytest.Config, run: _Run) -> None:
+    """A target run in pytest's process may leave a thread that never ends (one that spins):
+    Python would wait for it for ever once pytest is done. Say so and exit with pytest's
+    status (the last thing pytest does, every other plugin unconfigured)."""
+    from harness.drive.limits import exit_now, leftover_threads
+
+    left = leftover_threads(run.threads_before)
+    if not left:
+        return
+    names = ", ".join(repr(t.name) for t in left[:5])
+    sys.stderr.write(
+        f"conform: {len(left)} thread(s) the target started still run ({names}); pytest exits "
+        "without waiting for them\n"
+    )
+    exit_now(run.exit_status)
 
 
 class ConformGroup(pytest.Collector):
@@ -294,21 +298,11 @@ class ConformItem(pytest.Item):
 
     def runtest(self) -> None:
         from harness.check.results import PASSED
-        from harness.check.runner import run_case
         from harness.errors import ConformError
 
         run = self.config.stash[_RUN]
         try:
-            driver = run.driver()
-            result = run_case(
-                self.case,
-                run.golden(self.case),
-                driver,
-                mode=self.mode,
-                seed=run.options.seed,
-                require=run.options.required_choices(),
-                level=run.options.level,
-            )
+            result = run.runner.run(self.case, run.golden(self.case), mode=self.mode)
         except ConformError as exc:  # the target cannot start, a golden file is stale
             pytest.fail(f"conform: {exc}", pytrace=False)
         if result.status != PASSED:
@@ -352,7 +346,7 @@ def _check_run(run: _Run) -> tuple[Plan, XfailList | None]:
         if options.target is not None and options.in_process:
             load_target(options.target)
         else:
-            run.driver()
+            run.runner.driver()
     except ConformError as exc:
         raise pytest.UsageError(exc.describe()) from None
     return plan, expected

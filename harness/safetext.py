@@ -159,6 +159,9 @@ class _Absent:
     def __repr__(self) -> str:
         return "(absent)"
 
+    def __reduce__(self) -> str:
+        return "ABSENT"  # unpickled as this module's one marker, so that `is ABSENT` holds
+
 
 #: Stands for a field one side does not have (the comparison's marker; shown as `(absent)`).
 ABSENT: Any = _Absent()

@@ -1,10 +1,11 @@
 """The members of OpenAI's chat-completion chunk that the rules do not read, with their types (I5).
 
 A client may validate these against OpenAI's schema and refuse a chunk where one has a type that
-schema does not allow (`"role": 7`, `"index": "zero"`); the contract lets it (I5, docs/spec.md
-section 5), and lets it ignore them as the reference does. `MEMBERS` is the one list of them, by
-where they stand, each with its JSON type and its source; `harness.check.known_fields` re-exports
-it, and the reference checks it under I5 `protocol` (`wrong_type`).
+schema does not allow (`"role": 7`, `"index": "zero"`), or where a member that schema requires is
+left out or null (`REQUIRED`); the contract lets it (I5, docs/spec.md section 5), and lets it
+ignore them as the reference does. `MEMBERS` is the one list of them, by where they stand, each
+with its JSON type and its source; `harness.check.known_fields` re-exports it, and the reference
+checks both under I5 `protocol` (`wrong_type`, `missing_member`).
 
 Types are JSON types: `integer` is a number written without a fraction or exponent, `number` any
 number, and a string member with `values` allows those strings only (OpenAI's enums). `null` is
@@ -23,9 +24,11 @@ chunk's `obfuscation`).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
+
+from reference.json_text import Number
 
 
 class Member(msgspec.Struct, frozen=True, gc=False):
@@ -52,7 +55,7 @@ _TOOL_CALL = "openai-python ChoiceDeltaToolCall"
 _FUNCTION_CALL = "openai-python ChoiceDeltaFunctionCall"
 _LOGPROBS = "openai-python ChoiceLogprobs"
 #: The names above are where each member's type comes from: documentation, which only
-#: `harness.check.known_fields` and its tests read (benchmarks/mutate_reference.py leaves them be).
+#: `harness.check.known_fields` and its tests read (tests/tools/mutate_reference.py leaves them be).
 SOURCES = (
     _CHUNK,
     _CHOICE,
@@ -144,13 +147,18 @@ MEMBERS: dict[str, dict[str, Member]] = {
 }
 
 
+def is_openai_integer(value: Any) -> TypeGuard[Number]:
+    """True for a number of OpenAI's `integer` type: one written without a fraction or exponent."""
+    return isinstance(value, Number) and value.is_written_as_integer
+
+
 def _is(value: Any, kind: str) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "integer":
-        return type(value) is int
+        return is_openai_integer(value)
     if kind == "number":
-        return type(value) in (int, float)
+        return isinstance(value, Number)
     if kind == "object":
         return isinstance(value, dict)
     return isinstance(value, list)  # array
@@ -185,10 +193,35 @@ def _check_items(items: list[Any], member: Member, where: str) -> str | None:
     return None
 
 
+#: The members OpenAI's chunk schema requires that llama-server streams always carry but the rules
+#: let a chunk leave out (R7), by level (openai-python `ChatCompletionChunk.choices`,
+#: `chat_completion_chunk.Choice.delta` and `.index` have no default). Its other required members
+#: (`id`, `object`, `created`, `model`) are left to the rules: R9 and R5 read `id`.
+REQUIRED: dict[str, tuple[str, ...]] = {"top": ("choices",), "choice": ("delta", "index")}
+
+
+def missing_member(chunk: dict[str, Any]) -> str | None:
+    """The path of the first member of `REQUIRED` that `chunk` (a payload as
+    `reference.json_text.read_json` reads it) leaves out or sets to null; None when there is
+    none. A payload with an `error` object is no chunk (R8): it has none."""
+    if isinstance(chunk.get("error"), dict):
+        return None
+    for name in REQUIRED["top"]:
+        if chunk.get(name) is None:
+            return name
+    choices = chunk["choices"]
+    for index, choice in enumerate(choices if isinstance(choices, list) else ()):
+        for name in REQUIRED["choice"] if isinstance(choice, dict) else ():
+            if choice.get(name) is None:
+                return f"choices[{index}].{name}"
+    return None
+
+
 def wrong_type(chunk: Any) -> str | None:
-    """The path of the first unread OpenAI member of `chunk` (a decoded payload) whose value has
-    a type the schema does not allow; None when there is none. Members the rules read, and values
-    of the wrong shape for them, are left to the typed decoder."""
+    """The path of the first unread OpenAI member of `chunk` (a payload as
+    `reference.json_text.read_json` reads it) whose value has a type the schema does not allow;
+    None when there is none. Members the rules read, and values of the wrong shape for them, are
+    left to the shape's check (`reference.shape`)."""
     if not isinstance(chunk, dict):
         return None
     wrong = _check_level(chunk, "top", "")

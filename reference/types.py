@@ -1,9 +1,9 @@
 """The reference's public types: events, the completion and its parts, and the one error it raises.
 
-All are frozen msgspec Structs: immutable, typed, cheap to build (the assembler makes one per event,
-so dataclasses would cost a large share of its time), and what `reference._wire` decodes into
-directly where the payload's shape and the public shape agree (`Timings`). An event encodes
-(`msgspec.json.encode`) as the golden files' event object: its `type` first, then its fields.
+All are frozen msgspec Structs: immutable, typed, cheap to build (an assembler makes one per event),
+and what the fast assembler (`reference.fast`) decodes into directly where the payload's shape and
+the public shape agree (`Timings`). An event encodes (`msgspec.json.encode`) as the golden files'
+event object: its `type` first, then its fields.
 """
 
 from __future__ import annotations
@@ -77,21 +77,17 @@ class ToolCallDelta(msgspec.Struct, frozen=True, gc=False, tag_field="type", tag
 
 ChatEvent = Progress | Reasoning | Content | ToolCallDelta
 
-#: A JSON number as the payload wrote it: integers stay integers (of any size: I2 is decided in
-#: `reference.assembler`, where the choice is known).
-Number = int | float
-
-#: A JSON number whose integers lie within ±(2^53-1): what `Timings` decodes under I2 `protocol`,
-#: so that msgspec checks the range as it decodes (other I2 outcomes decode `reference._wire`'s
-#: `WideTimings`, then make a `Timings` of it; a Struct's constructor checks no types).
+#: A JSON number whose integers lie within ±(2^53-1): what the fast assembler decodes a `Timings`
+#: field as, so that msgspec checks the range as it decodes (the plain assembler builds `Timings`
+#: itself, as I2 chooses; a Struct's constructor checks no types).
 SafeNumber = Annotated[int, msgspec.Meta(ge=-MAX_SAFE_INTEGER, le=MAX_SAFE_INTEGER)] | float
 
 
 class Timings(msgspec.Struct, frozen=True, gc=False, forbid_unknown_fields=True):
-    """llama-server's `timings` object; fields it lacks are None.
+    """llama-server's `timings` object; fields it lacks are None (R3, R9).
 
-    Decoded, it refuses members it does not declare: that is the strict shape of
-    `reference._wire.StrictChunk`; `reference._wire.LooseTimings` is the lenient one.
+    Decoded (by the fast assembler), it refuses members it does not declare, so that a payload
+    whose timings hold one goes to the plain reading, which ignores them.
     """
 
     cache_n: SafeNumber | None = None

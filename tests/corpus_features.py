@@ -402,6 +402,54 @@ def _body(v: View) -> list[str]:
 
 _UNICODE = re.compile("[\U00010000-\U0010ffff\u0300-\u036f\u0590-\u08ff\uffff]")
 
+_ROLE_PREFIX = re.compile(
+    r"^\s*(?:assistant|user|system)\s*:|<\|im_start\|>|<\|eot_id\|>|^### Assistant", re.I | re.M
+)
+_SSE_IN_TEXT = re.compile(r"data: ?[\[{]|\[DONE\]|^: |^event: ", re.M)
+
+
+def _id_names(v: View) -> list[str]:
+    """Every id (the chunks' and the tool calls') and tool name the case's chunks hold."""
+    found = [i for i in _ids(v) if isinstance(i, str)]
+    for _, piece in v.pieces():
+        found += [x for x in (piece.get("id"), _name(piece)) if isinstance(x, str)]
+    return found
+
+
+def _ids_out_of_index_order(v: View) -> bool:
+    arrived: list[Any] = []
+    for _, piece in v.pieces():
+        index = piece.get("index")
+        if isinstance(piece.get("id"), str) and piece["id"] and index not in arrived:
+            arrived.append(index)
+    numbers = [i for i in arrived if isinstance(i, int) and not isinstance(i, bool)]
+    return numbers != sorted(numbers)
+
+
+def _pieces_after_finish(v: View) -> bool:
+    finished = False
+    for _, choice in v.choices():
+        delta = choice.get("delta")
+        calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if finished and isinstance(calls, list) and calls:
+            return True
+        finished = finished or choice.get("finish_reason") is not None
+    return False
+
+
+def _length_after_named_piece(v: View) -> bool:
+    completion = v.completion or {}
+    return completion.get("finish_reason") == "length" and any(
+        call.get("name") and call.get("arguments") == ""
+        for call in completion.get("tool_calls", ())
+    )
+
+
+def _ids_differ_in_case(v: View) -> bool:
+    ids = {p["id"] for _, p in v.pieces() if isinstance(p.get("id"), str) and p["id"]}
+    return len({i.lower() for i in ids}) < len(ids)
+
+
 #: Each feature's detector, by feature name.
 DETECTORS: dict[str, Callable[[View], bool]] = {
     # structure
@@ -475,7 +523,7 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "delta_reasoning": lambda v: any("reasoning" in d for _, d in v.deltas()),
     "delta_thinking": lambda v: any("thinking" in d for _, d in v.deltas()),
     "delta_function_call": lambda v: any("function_call" in d for _, d in v.deltas()),
-    "choice_text": lambda v: any("text" in c for _, c in v.choices()),
+    "choice_text": lambda v: any("text" in c or "message" in c for _, c in v.choices()),
     "tool_call_type": lambda v: any("type" in p for _, p in v.pieces()),
     "usage_details": lambda v: any(
         isinstance(c.get("usage"), dict)
@@ -564,11 +612,111 @@ DETECTORS: dict[str, Callable[[View], bool]] = {
     "negative_predicted_n": lambda v: _predicted_n(
         v, lambda x: _is_number(x) and (x < 0 or (isinstance(x, float) and not x.is_integer()))
     ),
+    "ids_out_of_index_order": _ids_out_of_index_order,
+    "pieces_after_finish": _pieces_after_finish,
+    "length_after_named_piece": _length_after_named_piece,
+    "role_prefix_text": lambda v: any(_ROLE_PREFIX.search(t) for t in v.texts()),
+    "sse_syntax_in_text": lambda v: any(_SSE_IN_TEXT.search(t) for t in v.texts()),
+    "blank_id_or_name": lambda v: any(i and not i.strip("\u200b").strip() for i in _id_names(v)),
+    "long_id_or_name": lambda v: any(len(i) >= 1000 for i in _id_names(v)),
+    "ids_differ_in_case": _ids_differ_in_case,
     "confused_boolean": lambda v: _confused(v, bool),
     "confused_number": lambda v: _confused(v, int) or _confused(v, float),
     "confused_string": lambda v: _confused(v, str),
     "confused_array": lambda v: _confused(v, list),
     "confused_object": lambda v: _confused(v, dict),
+}
+
+
+def _repeated_text(v: View) -> bool:
+    """A text piece equal to the one before, or one that starts with the whole text so far."""
+    so_far = {"reasoning": "", "content": ""}
+    last: dict[str, str | None] = {"reasoning": None, "content": None}
+    for event in v.events:
+        kind = event["type"]
+        if kind not in so_far:
+            continue
+        text = event["text"]
+        if text == last[kind] or (so_far[kind] and text.startswith(so_far[kind])):
+            return True
+        last[kind] = text
+        so_far[kind] += text
+    return False
+
+
+def _predicted_n_resets(v: View) -> bool:
+    highest = 0
+    for n, chunk in enumerate(v.chunks):
+        timings = chunk.get("timings") if isinstance(chunk, dict) else None
+        if not isinstance(timings, dict) or not _is_number(timings.get("predicted_n")):
+            continue
+        if timings["predicted_n"] == 0 and highest > 0 and n in v.reasoning_chunks:
+            return True
+        highest = max(highest, timings["predicted_n"])
+    return False
+
+
+def _role_later(v: View) -> bool:
+    text = False
+    for _, delta in v.deltas():
+        if "role" in delta and text:
+            return True
+        text = text or bool(delta.get("content") or delta.get("tool_calls"))
+    return False
+
+
+_LOOKALIKE = re.compile(r"^\s|\s$|^\w+: |data: |<\/?think>", re.IGNORECASE)
+
+
+def _odd_ids(v: View) -> bool:
+    ids = [*(c.get("id") for c in v.objects), *(p.get("id") for _, p in v.pieces())]
+    names = [_name(p) for _, p in v.pieces()]
+    return any(
+        isinstance(x, str) and x and (not x.strip() or len(x) > 200 or x.isdigit())
+        for x in (*ids, *names)
+    )
+
+
+def _null_fields(v: View) -> bool:
+    for chunk in v.objects:
+        if any(k in chunk and chunk[k] is None for k in ("error", "prompt_progress", "choices")):
+            return True
+    return any("tool_calls" in d and d["tool_calls"] is None for _, d in v.deltas())
+
+
+#: The features of the stream model's rewrite (issue 35), by feature name.
+DETECTORS |= {
+    "repeated_text": _repeated_text,
+    "tool_call_without_function": lambda v: any("function" not in p for _, p in v.pieces()),
+    "arguments_absent_or_null": lambda v: any(
+        isinstance(p.get("function"), dict) and p["function"].get("arguments") is None
+        for _, p in v.pieces()
+    ),
+    "choice_without_delta": lambda v: any(
+        c.get("finish_reason") is not None and c.get("delta") is None for _, c in v.choices()
+    ),
+    "usage_beside_choices": lambda v: any(
+        isinstance(c.get("usage"), dict) and c.get("choices") for c in v.objects
+    ),
+    "timings_null": lambda v: any(
+        "timings" in c and c["timings"] is None and v.timings_before(n) is not None
+        for n, c in enumerate(v.chunks)
+        if isinstance(c, dict)
+    ),
+    "predicted_n_resets": _predicted_n_resets,
+    "role_chunk_later": _role_later,
+    "edge_text_and_ids": lambda v: _odd_ids(v) or any(
+        _LOOKALIKE.search(e["text"]) for e in v.events if e["type"] in ("reasoning", "content")
+    ),
+    "several_choices": lambda v: any(
+        isinstance(c.get("choices"), list)
+        and (
+            len(c["choices"]) > 1
+            or any(isinstance(x, dict) and x.get("index") not in (0, None) for x in c["choices"])
+        )
+        for c in v.objects
+    ),
+    "null_fields": _null_fields,
 }
 
 

@@ -34,9 +34,9 @@ _EXAMPLES = (
     "examples/js/assembler.mjs",
     "examples/go/assembler.go",
     "examples/rust/src/assembler.rs",
-    "examples/clients/_llama.py",
 )
 _KITS = (
+    "harness/clients/llama.py",
     "examples/kits/js/conform-kit.mjs",
     "examples/kits/go/llama.go",
     "examples/kits/rust/src/lib.rs",
@@ -49,7 +49,7 @@ def _fields(kind: Any) -> tuple[str, ...]:
 
 
 #: Each family of fields: where its names come from, and every place that must name each one.
-#: (harness/drive/normalize.py's TIMINGS_FIELDS, replies.py and check/modes.py read the timings
+#: (harness/drive/normalize.py's TIMINGS_FIELDS, reply_form.py and check/members.py read the timings
 #: fields from `reference.Timings`: no edit there.)
 FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timings": (
@@ -58,6 +58,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/check/known_fields.py",
+            "harness/suite/read_fields.py",
             "harness/fuzz/model/values.py",
             *_EXAMPLES,
             *_KITS,
@@ -72,9 +73,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
-            "harness/check/modes.py",
+            "harness/drive/reply_form.py",
+            "harness/check/members.py",
             "harness/check/known_fields.py",
+            "harness/suite/read_fields.py",
             "harness/fuzz/model/values.py",
             *_EXAMPLES,
             *_KITS,
@@ -90,7 +92,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
+            "harness/drive/reply_form.py",
             *_EXAMPLES,
             "docs/spec.md",
             "docs/protocol.md",
@@ -103,7 +105,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             f"{_SCHEMAS}golden.schema.json",
             *_REPLIES,
             "harness/drive/normalize.py",
-            "harness/drive/replies.py",
+            "harness/drive/reply_form.py",
             *_EXAMPLES,
             "docs/spec.md",
             "docs/protocol.md",

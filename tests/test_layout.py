@@ -30,6 +30,7 @@ STAGES = {
     "harness.capture": 5,
     "harness.suite": 6,
     "harness.worker": 7,
+    "harness.clients": 7,  # the adapter kit: runs in a worker's process, in the target's code
     "harness.drive": 8,
     "harness.errors": 9,
     "harness.seconds": 9,

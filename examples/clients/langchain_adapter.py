@@ -7,8 +7,9 @@ What is being tested is the client (`langchain-openai`, the version pyproject's 
 pins), wrapped as its docs show: `ChatOpenAI(base_url=..., http_client=...)` pointed at
 llama-server, `llm.stream(prompt)`, and `gathered = gathered + chunk` for the final message.
 
-- FROM THE CLIENT: everything from the HTTP response on. The response is `_http_feed.HttpFeed`'s,
-  whose body is the pushed payloads, one server-sent event each, served by the transport of the
+- FROM THE CLIENT: everything from the HTTP response on. The response is the feed's (conform's
+  adapter kit, `harness.clients`, docs/clients.md), whose body is the pushed payloads, one
+  server-sent event each, served by the transport of the
   `http_client` (the client's transport hook); `ChatOpenAI`'s call of openai-python's
   `chat.completions.create(stream=True)` gets the `openai.Stream` over it that openai-python makes
   for a 200 event-stream response, without building the request (`_Completions`), so the client's
@@ -17,55 +18,62 @@ llama-server, `llm.stream(prompt)`, and `gathered = gathered + chunk` for the fi
   (its `content` and `tool_call_chunks` are the events), and LangChain's own accumulation
   (`AIMessageChunk.__add__`): the completion's content, tool calls and finish reason
   (`response_metadata["finish_reason"]`).
-- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state; two fields
-  LangChain has no place for, read from the payload the client accepted as `timings` is:
+- FROM THE ADAPTER: `timings`, `prompt_progress` and the reasoning state; two fields
+  LangChain has no place for, read from the payload after the client has dealt with it (`peek`,
+  which never raises: a payload that is not a JSON object has none of them):
   `reasoning_content` (`ChatOpenAI` documents that it does not extract it: "API scope" in its
   module docstring; the completion's `reasoning_content` is the adapter's concatenation) and the
   completion id (a streamed message's `id` is LangChain's own run id, `lc_run--...`, and the
   server's id is kept nowhere); no event for empty text; `stream_closed_early` when `finish`
   comes before any finish reason (LangChain does not check); the error mapping below.
 
-Errors: `openai.APIError` raised through LangChain is the server's error (`server`, with the
-client's message); `APIResponseValidationError`, and the `ValueError`/`RecursionError` that
-`json.loads` raises inside the client, are `protocol`. Anything else the client raises is left
-alone, so conform reports it as a crash with the client's traceback.
+Errors (`harness.clients.ClientErrors`): `openai.APIError` raised through LangChain is the
+server's error (`server`, with the client's message); `APIResponseValidationError` and the JSON
+parser's error for a payload that is not JSON are `protocol`. Anything else the client raises is
+a crash, at the client's own frame.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import openai
-from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
-from _llama import (
+from langchain_openai import ChatOpenAI
+from openai.types.chat import ChatCompletionChunk
+
+from harness.clients import (
+    API_BASE,
+    ClientErrors,
     Completion,
     Content,
+    InlineFeed,
     Reasoning,
     ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
     ToolCallDelta,
-    protocol,
+    peek,
+    raise_for,
     read_id,
     read_progress,
     read_reasoning,
     read_timings,
+    shared_transport,
+    stream_request,
 )
-from langchain_openai import ChatOpenAI
-from openai.types.chat import ChatCompletionChunk
 
-
-def _map(exc: BaseException) -> BaseException:
-    if isinstance(exc, openai.APIResponseValidationError):
-        return protocol(str(exc))
-    if isinstance(exc, openai.APIError):
-        return StreamError("server", exc.message)
-    if isinstance(exc, ValueError | RecursionError):  # json.loads, through the client
-        return protocol(f"{type(exc).__name__}: {exc}")
-    return exc
+#: The packages this adapter wraps: a crash in them is the client's, one here the adapter's.
+CONFORM_WRAPS = ("langchain_openai", "langchain_core", "openai")
+#: How the client says what went wrong (LangChain lets openai-python's errors through).
+ERRORS = ClientErrors(
+    server=(openai.APIError,),
+    refused=(openai.APIResponseValidationError,),
+    # LangChain's own check of a stream that ended before any chunk (`BaseChatModel.stream`).
+    closed_early=lambda exc: "No generation chunks were returned" in str(exc),
+    message=lambda exc: getattr(exc, "message", str(exc)),
+)
 
 
 #: The transport that serves the running case's feed, and the one request it answers.
@@ -130,7 +138,7 @@ class Assembler(ReasoningReaders):
     """One stream, read and added up by LangChain's ChatOpenAI."""
 
     def __init__(self) -> None:
-        self._feed: HttpFeed = InlineFeed()
+        self._feed = InlineFeed()
         self._reader = _Reader()
         self._llama = ReasoningState()
         self._reasoning: str | None = None
@@ -157,25 +165,20 @@ class Assembler(ReasoningReaders):
 
     # -- push ------------------------------------------------------------------------------------
 
-    def _fail(self, exc: BaseException) -> BaseException:
-        self._feed.end()  # the case ends here: let the client go
-        return _map(exc)
-
     def push(self, data: str) -> list[Any]:
         self._reader.chunks = []
         self._feed.write(data)
-        if self._feed.error is not None:
-            raise self._fail(self._feed.error) from self._feed.error
         try:
+            if self._feed.error is not None:
+                raise_for(ERRORS, self._feed.error)
             return self._events(data)
-        except BaseException as exc:
-            self._feed.end()
-            raise exc
+        except BaseException:
+            self._feed.end()  # the case ends here: let the client go
+            raise
 
     def _events(self, data: str) -> list[Any]:
-        # Adapter: the llama-server fields of the payload the client accepted, validated first.
-        payload = json.loads(data)
-        payload = payload if isinstance(payload, dict) else {}
+        # Adapter: the llama-server fields of the payload the client dealt with.
+        payload = peek(data)
         self._id = read_id(self._id, payload.get("id"))
         self._llama.take_timings(read_timings(payload.get("timings")))
         progress = read_progress(payload.get("prompt_progress"))
@@ -194,7 +197,9 @@ class Assembler(ReasoningReaders):
         for chunk in self._reader.chunks:  # Client: LangChain's chunk for this payload
             if isinstance(chunk.content, str) and chunk.content:
                 events.append(Content(chunk.content))
-            for piece in chunk.tool_call_chunks:
+            # An AIMessageChunk has them; a chunk of another role (LangChain makes one for a
+            # delta whose role is not the assistant's) has none.
+            for piece in getattr(chunk, "tool_call_chunks", None) or []:
                 events.append(
                     ToolCallDelta(
                         index=piece.get("index"),
@@ -212,7 +217,7 @@ class Assembler(ReasoningReaders):
     def finish(self, thinking_capped: bool) -> Completion:
         self._feed.end()
         if self._feed.error is not None:
-            raise _map(self._feed.error) from self._feed.error
+            raise_for(ERRORS, self._feed.error)
         if not self.is_finished:
             raise StreamError("stream_closed_early", "no finish reason arrived")
         message = self._gathered

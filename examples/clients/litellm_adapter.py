@@ -16,12 +16,12 @@ to `litellm.stream_chunk_builder`. This adapter builds exactly that stack, fed o
   that ends before a finish reason: "Stream ended before a finish_reason was received"), and the
   completion (`stream_chunk_builder` over every chunk litellm yielded: text, reasoning text, tool
   calls, id, finish reason).
-- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
-  openai-python's chunk before litellm sees it (litellm drops both fields); dropping empty text;
-  and the error mapping below.
+- FROM THE ADAPTER (conform's adapter kit, `harness.clients`, docs/clients.md): `timings`,
+  `prompt_progress` and the reasoning state, read from openai-python's chunk before litellm sees
+  it (litellm drops both fields); dropping empty text; and the error mapping below.
 
 The stream is openai-python's `Stream` (its SSE decoder, `json.loads`, the `error` check, the
-`ChatCompletionChunk`) over the response of `_http_feed`'s transport, whose body is the pushed
+`ChatCompletionChunk`) over the response of the kit's transport, whose body is the pushed
 payloads, one server-sent event each: the object `chat.completions.create(stream=True)` returns
 for a 200 response, made without building the request every time. litellm iterates its source
 itself and may read several chunks before it yields one, so the wrapper runs in a greenlet
@@ -44,11 +44,15 @@ runs at once, as it does nothing). The call's parameters carry `api_base`, as
 exception is FastAPI's, is found missing once when it is not installed. None of it changes the
 chunks, the errors raised to the caller or the completion built from them.
 
-Errors: litellm raises its own exception types (`litellm.exceptions`, subclasses of
-openai-python's), with the original error as their cause. The adapter maps one whose root cause is
-openai-python's `APIError` for an `error` payload to `server`, with that error's message (litellm's
-own message prefixes it with its exception names), and the rest of the `APIError` family to
-`protocol`. Anything else is left alone, so conform reports it as a crash.
+Errors (`harness.clients.ClientErrors`): litellm raises its own exception types
+(`litellm.exceptions`, subclasses of openai-python's), with the original error as their cause.
+One whose cause is openai-python's `APIError` for an `error` payload is `server`, with that
+error's message (litellm's own message prefixes it with its exception names); litellm's "Stream
+ended before a finish_reason was received" is `stream_closed_early`; openai-python's
+`APIResponseValidationError` and the JSON parser's error for a payload that is not JSON are
+`protocol`. Anything else is a crash, raised as what litellm caught, at its own frame (litellm
+wraps a `TypeError` of its chunk handling in an `APIConnectionError` too: it is no error of the
+contract's).
 """
 
 from __future__ import annotations
@@ -69,26 +73,33 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import litellm
 import openai
-from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
-from _llama import (
+from litellm.litellm_core_utils import streaming_handler
+from litellm.litellm_core_utils.litellm_logging import Logging
+from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+from openai.types.chat import ChatCompletionChunk
+
+from harness.clients import (
+    API_BASE,
+    ClientErrors,
     Completion,
     Content,
+    InlineFeed,
     Reasoning,
     ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
     ToolCallDelta,
-    protocol,
+    raise_for,
     read_progress,
     read_reasoning,
     read_timings,
+    shared_transport,
+    stream_request,
 )
-from litellm.litellm_core_utils import streaming_handler
-from litellm.litellm_core_utils.litellm_logging import Logging
-from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
-from openai.types.chat import ChatCompletionChunk
 
+#: The packages this adapter wraps: a crash in them is the client's, one here the adapter's.
+CONFORM_WRAPS = ("litellm", "openai")
 MODEL = "openai/llama-server"
 # litellm resets two contextvars of its logging (the trace and session ids) when a stream closes;
 # on this machine, with CPython 3.11.7, that `ContextVar.set` in the client's thread killed the
@@ -113,13 +124,35 @@ litellm.register_model({MODEL: _FREE, "llama-server": _FREE})
 _EOF_MESSAGE = "Stream ended before a finish_reason was received"
 
 
+def _server_error(exc: BaseException) -> bool:
+    """openai-python's own error for an `error` payload (litellm's exceptions subclass
+    openai-python's, and wrap it: the server's message is on that cause)."""
+    return (
+        isinstance(exc, openai.APIError)
+        and type(exc).__module__.startswith("openai")
+        and not isinstance(exc, openai.APIResponseValidationError)
+    )
+
+
+#: How litellm says what went wrong: it raises its own exception types, with what it caught as
+#: their cause (or `original_exception`), which `ClientErrors` follows.
+ERRORS = ClientErrors(
+    server=_server_error,
+    refused=(openai.APIResponseValidationError,),
+    # litellm's own check when its source ends (`_stream_eof_error`, an httpx.RemoteProtocolError
+    # that reaches the caller only as text in litellm's message).
+    closed_early=lambda exc: _EOF_MESSAGE in str(exc),
+    message=lambda exc: getattr(exc, "message", str(exc)),
+)
+
+
 def _extra(model: Any, name: str) -> Any:
     return (getattr(model, "model_extra", None) or {}).get(name)
 
 
 #: The feed of the stream being assembled. conform runs one case at a time per worker and calls
 #: no `finish` after an error, so a new stream closes the last one's feed and its thread ends.
-_OPEN: list[HttpFeed] = []
+_OPEN: list[InlineFeed] = []
 
 
 #: openai-python's client, made once as litellm keeps it: its SSE decoder and chunk parsing make
@@ -382,11 +415,13 @@ class Assembler(ReasoningReaders):
             if delta.content:
                 events.append(Content(delta.content))
             for piece in delta.tool_calls or []:
+                if not hasattr(piece, "index"):
+                    continue  # not a tool call: what litellm passed on of a malformed one
                 function = getattr(piece, "function", None)
                 events.append(
                     ToolCallDelta(
                         index=piece.index,
-                        id=piece.id,
+                        id=getattr(piece, "id", None),
                         name=getattr(function, "name", None),
                         arguments=getattr(function, "arguments", None) or "",
                     )
@@ -400,34 +435,7 @@ class Assembler(ReasoningReaders):
         if exc is None:
             return
         self._error = None
-        # litellm's exceptions subclass openai-python's; the root cause says what happened.
-        chain: list[BaseException] = []
-        cause: BaseException | None = exc
-        while isinstance(cause, BaseException) and cause not in chain:
-            chain.append(cause)
-            # litellm keeps the error it wrapped as `original_exception`, not always as the cause.
-            cause = (
-                getattr(cause, "original_exception", None) or cause.__cause__ or cause.__context__
-            )
-        root = next((c for c in reversed(chain) if not isinstance(c, StopIteration)), exc)
-        message = getattr(exc, "message", None)
-        message = message if isinstance(message, str) else str(exc)
-        if any(_EOF_MESSAGE in str(c) for c in chain):
-            # litellm's own check when its source ends (`_stream_eof_error`, an
-            # httpx.RemoteProtocolError that reaches us only as text in litellm's message).
-            raise StreamError("stream_closed_early", message) from exc
-        if (
-            isinstance(root, openai.APIError)
-            and type(root).__module__.startswith("openai")
-            and not isinstance(root, openai.APIResponseValidationError)
-        ):
-            # litellm reports it as "litellm.MidStreamFallbackError: litellm.APIConnectionError:
-            # APIConnectionError: OpenAIException - <message>"; the server's message is
-            # openai-python's, on the cause.
-            raise StreamError("server", root.message) from exc
-        if isinstance(exc, litellm.exceptions.APIError | openai.APIError):
-            raise protocol(f"{type(exc).__name__}: {message}") from exc
-        raise exc
+        raise_for(ERRORS, exc)
 
     # -- finish ----------------------------------------------------------------------------------
 

@@ -2,64 +2,69 @@
 
     conform run examples/clients/openai_adapter.py:Assembler --xfail examples/clients/openai.xfail
 
-What is being tested is the client (openai-python >= 1.40; read against 3.x):
+What is being tested is the client (openai-python, the version pyproject's `clients` extra pins),
+fed through conform's adapter kit (`harness.clients`, docs/clients.md):
 
 - FROM THE CLIENT: everything from the HTTP response on. Each case is one `openai.Stream`, the
   object `client.chat.completions.create(stream=True)` returns for a 200 event-stream response,
-  over the response of `_http_feed`'s transport, whose body is the pushed payloads, one
-  server-sent event each (the request, the same every case, is not built each time: it was a
-  third of the CPU of a run): the client's own SSE decoder and `openai.Stream` (`json.loads`, the
-  `error` check that raises `openai.APIError`, building a `ChatCompletionChunk` without
-  validation), then folding chunks
-  (`ChatCompletionStreamState.handle_chunk`: text, tool calls, finish reason, id), the content and
-  tool-call events it returns, and the final completion (`get_final_completion`), including
-  `reasoning_content`, which the client accumulates as an unknown delta field.
-- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, which no
-  OpenAI client keeps; reasoning events (the client has no event for an unknown field, so the
-  adapter reads `reasoning_content` from the client's parsed delta); the piece's own tool-call `id`
-  and `name` (the client's event carries the accumulated name and no id); dropping the client's
-  events for empty text (the contract has none); `stream_closed_early` when `finish` comes before
-  any finish reason (the client's docstring leaves that check to its caller); and the error
-  mapping below.
+  over the response of the kit's transport, whose body is the pushed payloads, one server-sent
+  event each (the request, the same every case, is not built each time: it was a third of the
+  CPU of a run): the client's own SSE decoder and `openai.Stream` (`json.loads`, the `error`
+  check that raises `openai.APIError`, building a `ChatCompletionChunk` without validation),
+  then folding chunks (`ChatCompletionStreamState.handle_chunk`: text, tool calls, finish reason,
+  id), the content and tool-call events it returns, and the final completion
+  (`get_final_completion`), including `reasoning_content`, which the client accumulates as an
+  unknown delta field.
+- FROM THE ADAPTER: `timings`, `prompt_progress` and the reasoning state, which no OpenAI client
+  keeps, read from the payload after the client has dealt with it (`peek`, which never raises);
+  reasoning events (the client has no event for an unknown field); the piece's own tool-call
+  `id` and `name` (the client's event carries the accumulated name and no id); dropping the
+  client's events for empty text (the contract has none); `stream_closed_early` when `finish`
+  comes before any finish reason (the client's docstring leaves that check to its caller).
 
-Errors: `openai.APIError` from the stream is the server's error (`server`, with the client's
-message); `APIResponseValidationError`, and the `ValueError`/`RecursionError` that `json.loads`
-raises through the client, are `protocol`. Anything else the client raises is left alone, so
-conform reports it as a crash with the client's traceback.
+Errors (`harness.clients.ClientErrors`): `openai.APIError` from the stream is the server's error
+(`server`, with the client's message); `APIResponseValidationError` and the JSON parser's error
+for a payload that is not JSON are `protocol`. Anything else the client raises is a crash, at
+the client's own frame.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import openai
-from _http_feed import API_BASE, HttpFeed, InlineFeed, shared_transport, stream_request
-from _llama import (
+from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from harness.clients import (
+    API_BASE,
+    ClientErrors,
     Completion,
     Content,
+    InlineFeed,
     Reasoning,
     ReasoningReaders,
     ReasoningState,
     StreamError,
     ToolCall,
     ToolCallDelta,
-    protocol,
+    peek,
+    raise_for,
     read_progress,
     read_reasoning,
     read_timings,
+    shared_transport,
+    stream_request,
 )
-from openai.lib.streaming.chat import (
-    ChatCompletionStreamState,
-    ContentDeltaEvent,
-    FunctionToolCallArgumentsDeltaEvent,
+
+#: The package this adapter wraps: a crash in it is the client's, one here the adapter's.
+CONFORM_WRAPS = ("openai",)
+#: How openai-python says what went wrong.
+ERRORS = ClientErrors(
+    server=(openai.APIError,),
+    refused=(openai.APIResponseValidationError,),
+    message=lambda exc: getattr(exc, "message", str(exc)),
 )
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-
-def _extra(model: Any, name: str) -> Any:
-    """An unknown field the client kept on its (unvalidated) model, or None."""
-    return (getattr(model, "model_extra", None) or {}).get(name)
-
 
 #: The client, made once as an application makes it: its SSE decoder and chunk parsing read the
 #: stream.
@@ -69,11 +74,15 @@ _TRANSPORT = shared_transport()
 _REQUEST = stream_request()
 
 
+def _extra(model: Any, name: str) -> Any:
+    """An unknown field the client kept on its (unvalidated) model, or None."""
+    return (getattr(model, "model_extra", None) or {}).get(name)
+
+
 class _Reader:
     """The client's side, run by the feed (in a greenlet); it holds nothing of the Assembler."""
 
     def __init__(self) -> None:
-        self.client = _CLIENT
         self.chunks: list[Any] = []  # the client's parsed chunks since the last push
 
     def read(self) -> None:
@@ -83,7 +92,7 @@ class _Reader:
         stream = openai.Stream(
             cast_to=ChatCompletionChunk,
             response=_TRANSPORT.handle_request(_REQUEST),
-            client=self.client,
+            client=_CLIENT,
         )
         for chunk in stream:
             self.chunks.append(chunk)
@@ -93,7 +102,7 @@ class Assembler(ReasoningReaders):
     """One stream, read by openai-python's own HTTP stack and folded by its stream state."""
 
     def __init__(self) -> None:
-        self._feed: HttpFeed = InlineFeed()
+        self._feed = InlineFeed()
         self._reader = _Reader()
         self._state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
         self._started = False
@@ -123,59 +132,66 @@ class Assembler(ReasoningReaders):
     def push(self, data: str) -> list[Any]:
         self._reader.chunks = []
         self._feed.write(data)  # after a payload starting with [DONE] the client reads no more
-        if self._feed.error is not None:
-            self._feed.end()  # the case ends here: let the client go
-            raise _map(self._feed.error) from self._feed.error
         try:
+            if self._feed.error is not None:
+                raise_for(ERRORS, self._feed.error)
             events: list[Any] = []
             for chunk in self._reader.chunks:
-                events += self._fold(chunk)
-            return events
+                # Client: fold the chunk; its events come per choice, content, then tool calls.
+                client_events = [e for e in self._state.handle_chunk(chunk) if e.type != "chunk"]
+                self._started = True
+                events += self._events(chunk, client_events)
+            # Adapter: the llama-server fields of the payload the client accepted.
+            return self._llama_fields(data, events)
         except BaseException:
-            self._feed.end()
+            self._feed.end()  # the case ends here: let the client go
             raise
 
-    def _fold(self, chunk: Any) -> list[Any]:
-        # Adapter: the llama-server fields, read from the client's chunk and validated first.
-        self._llama.take_timings(read_timings(_extra(chunk, "timings")))
-        progress = read_progress(_extra(chunk, "prompt_progress"))
-        reasoning = [read_reasoning(_extra(c.delta, "reasoning_content")) for c in chunk.choices]
-
-        # Client: fold the chunk; its events come per choice, content first, then tool calls.
-        client_events = [e for e in self._state.handle_chunk(chunk) if e.type != "chunk"]
-        self._started = True
-        wanted = iter(e for e in client_events if e.type in _DELTA_EVENTS)
-
-        events: list[Any] = [] if progress is None else [progress]
-        for choice, reasoning_text in zip(chunk.choices, reasoning, strict=True):
-            if reasoning_text:
-                events.append(Reasoning(reasoning_text))
-            if choice.delta.content is not None:
-                text = cast(ContentDeltaEvent, next(wanted)).delta  # the client's content.delta
+    def _events(self, chunk: Any, client_events: list[Any]) -> list[Any]:
+        """The client's events for `chunk`, with the adapter's reasoning and each piece's own id
+        and name, in the contract's order (per choice: reasoning, content, tool calls)."""
+        pending = [e for e in client_events if e.type in _DELTA_EVENTS]
+        events: list[Any] = []
+        choices = chunk.choices if isinstance(chunk.choices, list) else []
+        for choice in choices:
+            delta = getattr(choice, "delta", None)
+            reasoning = read_reasoning(_extra(delta, "reasoning_content"))
+            if reasoning:
+                events.append(Reasoning(reasoning))
+            if getattr(delta, "content", None) is not None and _next(pending, "content.delta"):
+                text = pending.pop(0).delta  # the client's content.delta
                 if text:
                     events.append(Content(text))
-            for piece in choice.delta.tool_calls or []:
-                # the client's tool_calls.function.arguments.delta event
-                event = cast(FunctionToolCallArgumentsDeltaEvent, next(wanted))
-                function = piece.function
+            for piece in getattr(delta, "tool_calls", None) or []:
+                if not _next(pending, "tool_calls.function.arguments.delta"):
+                    continue  # the client made no event for this piece
+                event = pending.pop(0)
+                function = getattr(piece, "function", None)
                 events.append(
                     ToolCallDelta(
                         index=event.index,
-                        id=piece.id,
-                        name=None if function is None else function.name,
+                        id=getattr(piece, "id", None),
+                        name=getattr(function, "name", None),
                         arguments=event.arguments_delta,
                     )
                 )
-        for event in events:
-            self._llama.saw(event)
         return events
+
+    def _llama_fields(self, data: str, events: list[Any]) -> list[Any]:
+        payload = peek(data)
+        self._llama.take_timings(read_timings(payload.get("timings")))
+        progress = read_progress(payload.get("prompt_progress"))
+        found = events if progress is None else [progress, *events]
+        for event in found:
+            self._llama.saw(event)
+        return found
 
     # -- finish ----------------------------------------------------------------------------------
 
     def finish(self, thinking_capped: bool) -> Completion:
         self._feed.end()
         if self._feed.error is not None:
-            raise _map(self._feed.error) from self._feed.error
+            raise_for(ERRORS, self._feed.error)
         if not self.is_finished:
             raise StreamError("stream_closed_early", "no finish reason arrived")
         final: ChatCompletion
@@ -209,11 +225,6 @@ class Assembler(ReasoningReaders):
 _DELTA_EVENTS = frozenset({"content.delta", "tool_calls.function.arguments.delta"})
 
 
-def _map(exc: BaseException) -> BaseException:
-    if isinstance(exc, openai.APIResponseValidationError):
-        return protocol(str(exc))
-    if isinstance(exc, openai.APIError):
-        return StreamError("server", exc.message)
-    if isinstance(exc, ValueError | RecursionError):  # json.loads, through the client
-        return protocol(f"{type(exc).__name__}: {exc}")
-    return exc
+def _next(pending: list[Any], kind: str) -> bool:
+    """True when the client's next event is of `kind`."""
+    return bool(pending) and pending[0].type == kind

@@ -12,8 +12,9 @@ which would answer a tool call with a second request). The profile sets
 for a stream that was cut off, and a caller of llama-server that wants to know sets it
 (docs/clients.md says what the default does).
 
-- FROM THE CLIENT: everything from the HTTP response on. The response is `_http_feed.HttpFeed`'s,
-  whose body is the pushed payloads, one server-sent event each, served by the transport of the
+- FROM THE CLIENT: everything from the HTTP response on. The response is the feed's (conform's
+  adapter kit, `harness.clients`, docs/clients.md), whose body is the pushed payloads, one
+  server-sent event each, served by the transport of the
   `http_client` (the client's transport hook, an `httpx2.AsyncClient`); Pydantic AI's call of
   openai-python's `chat.completions.create(stream=True)` gets the `openai.AsyncStream` over it
   that openai-python makes for a 200 event-stream response, without building the request
@@ -23,17 +24,18 @@ for a stream that was cut off, and a caller of llama-server that wants to know s
   `ToolCallPart`), and its final `ModelResponse`: the completion's texts (its parts of each kind,
   joined), tool calls, finish reason (`provider_details["finish_reason"]`, the server's word;
   `finish_reason` is Pydantic AI's own vocabulary) and id (`provider_response_id`).
-- FROM THE ADAPTER (`_llama.py`): `timings`, `prompt_progress` and the reasoning state, read from
-  the payload the client accepted (Pydantic AI keeps neither); a tool-call event's `index`, which
+- FROM THE ADAPTER: `timings`, `prompt_progress` and the reasoning state, read from the payload
+  after the client has dealt with it (`peek`, which never raises; Pydantic AI keeps neither); a
+  tool-call event's `index`, which
   counts tool-call parts (Pydantic AI's part index counts every part); no event for empty text;
   the error mapping below.
 
-Errors: `openai.APIError` raised inside the client (alone or as the cause of Pydantic AI's
-`ModelAPIError`) is the server's error (`server`, with openai-python's message); Pydantic AI's
-"Streamed response ended without a `finish_reason`" is `stream_closed_early`; the
-`ValueError`/`RecursionError` of `json.loads` inside the client, alone or wrapped ("Failed to
-decode response as JSON"), is `protocol`. Anything else is
-left alone, so conform reports it as a crash with the client's traceback.
+Errors (`harness.clients.ClientErrors`, which follows Pydantic AI's `ModelAPIError` to what it
+wraps): `openai.APIError` raised inside the client is the server's error (`server`, with
+openai-python's message); Pydantic AI's "Streamed response ended without a `finish_reason`" is
+`stream_closed_early`; `APIResponseValidationError` and the JSON parser's error for a payload
+that is not JSON ("Failed to decode response as JSON") are `protocol`. Anything else is a crash,
+at the client's own frame.
 """
 
 from __future__ import annotations
@@ -44,25 +46,9 @@ from typing import Any
 
 import httpx2
 import openai
-from _http_feed import API_BASE, AsyncInlineFeed, HttpFeed, shared_transport, stream_request
-from _llama import (
-    Completion,
-    Content,
-    Progress,
-    Reasoning,
-    ReasoningReaders,
-    ReasoningState,
-    StreamError,
-    ToolCall,
-    ToolCallDelta,
-    protocol,
-    read_progress,
-    read_reasoning,
-    read_timings,
-)
 from openai.types.chat import ChatCompletionChunk
 from pydantic_ai.direct import model_request_stream
-from pydantic_ai.exceptions import ModelAPIError
+from pydantic_ai.exceptions import ModelAPIError, UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelRequest,
     PartDeltaEvent,
@@ -78,22 +64,42 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.profiles.openai import OpenAIModelProfile
 from pydantic_ai.providers.openai import OpenAIProvider
 
-_NO_FINISH = "ended without a `finish_reason`"
+from harness.clients import (
+    API_BASE,
+    AsyncInlineFeed,
+    ClientErrors,
+    Completion,
+    Content,
+    Progress,
+    Reasoning,
+    ReasoningReaders,
+    ReasoningState,
+    ToolCall,
+    ToolCallDelta,
+    peek,
+    raise_for,
+    read_progress,
+    read_reasoning,
+    read_timings,
+    shared_transport,
+    stream_request,
+)
 
-
-def _map(exc: BaseException) -> BaseException:
-    if isinstance(exc, ModelAPIError) and _NO_FINISH in str(exc):
-        return StreamError("stream_closed_early", str(exc))
-    cause: BaseException | None = exc
-    while cause is not None:  # Pydantic AI wraps what it caught ("Failed to decode response")
-        if isinstance(cause, openai.APIResponseValidationError):
-            return protocol(str(cause))
-        if isinstance(cause, openai.APIError):
-            return StreamError("server", cause.message)
-        if isinstance(cause, ValueError | RecursionError):  # json.loads, inside the client
-            return protocol(f"{type(exc).__name__}: {exc}")
-        cause = cause.__cause__
-    return exc
+#: The packages this adapter wraps: a crash in them is the client's, one here the adapter's.
+CONFORM_WRAPS = ("pydantic_ai", "openai")
+#: Pydantic AI's own checks of a stream that ended early: without a finish reason (with the
+#: profile setting below), or without any content or tool call.
+_ENDED_EARLY = ("ended without a `finish_reason`", "Streamed response ended without content")
+#: How the client says what went wrong.
+ERRORS = ClientErrors(
+    server=(openai.APIError,),
+    refused=(openai.APIResponseValidationError,),
+    closed_early=lambda exc: (
+        isinstance(exc, ModelAPIError | UnexpectedModelBehavior)
+        and any(text in str(exc) for text in _ENDED_EARLY)
+    ),
+    message=lambda exc: getattr(exc, "message", str(exc)),
+)
 
 
 def _args(value: Any) -> str:
@@ -176,7 +182,7 @@ class Assembler(ReasoningReaders):
     """One streamed model request, read and accumulated by Pydantic AI."""
 
     def __init__(self) -> None:
-        self._feed: HttpFeed = AsyncInlineFeed(http=httpx2)
+        self._feed = AsyncInlineFeed(http=httpx2)
         self._reader = _Reader()
         self._llama = ReasoningState()
         self._tool_parts: dict[int, int] = {}  # Pydantic AI's part index -> tool-call index
@@ -205,19 +211,17 @@ class Assembler(ReasoningReaders):
     def push(self, data: str) -> list[Any]:
         self._reader.events = []
         self._feed.write(data)
-        if self._feed.error is not None:
-            self._feed.end()  # the case ends here: let the client's thread go
-            raise _map(self._feed.error) from self._feed.error
         try:
+            if self._feed.error is not None:
+                raise_for(ERRORS, self._feed.error)
             return self._translate(data)
         except BaseException:
-            self._feed.end()
+            self._feed.end()  # the case ends here: let the client go
             raise
 
     def _translate(self, data: str) -> list[Any]:
-        # Adapter: the llama-server fields of the payload the client accepted, validated first.
-        payload = json.loads(data)
-        payload = payload if isinstance(payload, dict) else {}
+        # Adapter: the llama-server fields of the payload the client dealt with.
+        payload = peek(data)
         self._llama.take_timings(read_timings(payload.get("timings")))
         progress: Progress | None = read_progress(payload.get("prompt_progress"))
         for choice in payload.get("choices") or []:
@@ -262,7 +266,7 @@ class Assembler(ReasoningReaders):
     def finish(self, thinking_capped: bool) -> Completion:
         self._feed.end()
         if self._feed.error is not None:
-            raise _map(self._feed.error) from self._feed.error
+            raise_for(ERRORS, self._feed.error)
         response = self._feed.result
         texts = [p.content for p in response.parts if isinstance(p, TextPart)]
         thoughts = [p.content for p in response.parts if isinstance(p, ThinkingPart)]

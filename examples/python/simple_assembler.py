@@ -106,17 +106,22 @@ def _no_constants(name: str) -> Any:
 
 
 def _check_strings(value: Any) -> None:
-    """Every string and key must be valid Unicode: an escaped lone surrogate is a protocol error."""
-    if isinstance(value, str):
-        if any("\ud800" <= ch <= "\udfff" for ch in value):
-            raise _protocol("a string holds an unpaired surrogate")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key)
-            _check_strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            _check_strings(item)
+    """Every string and key must be valid Unicode: an escaped lone surrogate is a protocol error.
+
+    A loop, not recursion: `json` may return a value nested nearly as deep as the interpreter's
+    recursion limit allows, and checking it must not go deeper.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= ch <= "\udfff" for ch in item):
+                raise _protocol("a string holds an unpaired surrogate")
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def _object(value: Any, where: str) -> dict[str, Any] | None:

@@ -1,18 +1,14 @@
 """Rewriting a JSON text without changing what it means, working on the original text's tokens.
 
 A mode rewrites only what it means to change and copies every other character, so numbers keep
-their exact text and strings their exact escapes. A payload is rewritten only when changing its
+their exact lexeme and strings their exact escapes. A payload is rewritten only when changing its
 text cannot change its meaning under any reading docs/spec.md allows (`rewritable`): one RFC 8259
 text (no `NaN` or `Infinity`, no unpaired surrogate escape, nothing after the value) nested at most
 `MAX_DEPTH` levels. Anything else, invalid JSON included, is pushed as it was, since its only
-meaning is the error it must cause. msgspec's untyped decoder is the check, several times faster
-than `json.loads`; what it refuses is asked again of `json.loads`, which also takes numbers beyond
-a double's range (valid JSON, and fine in ignored fields).
+meaning is the error it must cause.
 
-Each rewrite is one pass over the tokens (found by one regular expression, possessive so that a
-long string of escapes is scanned once) with the generator's draws made in the order and number
-the first version made them (`tests/check/test_mutation_oracle.py`): a payload is the same text
-for the same seed across versions.
+Each rewrite takes the generator's draws in a fixed order and number, so a payload is the same
+text for the same seed across versions (`tests/check/test_mode_outputs.py` holds them).
 """
 
 from __future__ import annotations
@@ -20,83 +16,46 @@ from __future__ import annotations
 import json
 import random
 import re
-from itertools import accumulate
 from json.encoder import encode_basestring
-from typing import Any, Final
 
 import msgspec
 
 #: Nesting beyond this is a protocol error (docs/spec.md); such payloads are never rewritten.
 MAX_DEPTH = 128
 
-_STRING = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-#: The tokens of a valid JSON text, white space skipped (strings first would be slower: most
-#: tokens are punctuation).
-_SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
-#: The same with the runs of white space as tokens of their own.
+_STRING = r'"[^"\\]*(?:\\.[^"\\]*)*"'
+#: The tokens of a JSON text: punctuation, strings, literals and numbers, and runs of white space.
 _TOKEN = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
+#: The same without the white space.
+_SOLID = re.compile(r"[{}\[\],:]|" + _STRING + r'|[^ \t\n\r"{}\[\],:]+')
 _STRINGS = re.compile(_STRING)
-_STRINGS_SPLIT = re.compile(f"({_STRING})")
-#: A text with this many backslashes is tokenized on a copy whose escaped backslashes and quotes
-#: are blanked, two characters for two: its strings then hold no escape for the pattern to step
-#: through (a 1 MiB tool call's arguments hold 38,000), and each token is the same slice of both.
-_MANY_ESCAPES = 4096
-_PLAIN_STRING = r'"[^"]*+"'
-_PLAIN_TOKEN = re.compile(r"[{}\[\],:]|" + _PLAIN_STRING + r'|[^ \t\n\r"{}\[\],:]+|[ \t\n\r]+')
-_PLAIN_SPLIT = re.compile(f"({_PLAIN_STRING})")
-#: What `with_keys_shuffled` moves: the brackets and commas, each string, and each run of anything
-#: else (colons, numbers, literals, white space), which stays where it is.
-_PIECES = re.compile(r"[{}\[\],]|" + _STRING + r'|[^{}\[\],"]++')
-_PLAIN_PIECES = re.compile(r"[{}\[\],]|" + _PLAIN_STRING + r'|[^{}\[\],"]++')
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BRACKETS = re.compile(r"[\[\]{}]")
 _WHITE = frozenset(" \t\n\r")
-_OPEN = frozenset("{[")
 #: What the `whitespace` mode puts between tokens: nothing, or runs of all four JSON white spaces.
 _GAPS = ("", "", "", " ", "  ", "\t", "\n", "\r", "\r\n", " \n\t", "\n\n  ", "\t\r ", "\n ")
 
 
-#: What `decoded` returns for a text that `rewritable` refuses or msgspec cannot decode.
-REFUSED: Final = object()
-
-
-def _too_deep(data: str) -> bool:
-    return data.count("{") + data.count("[") > MAX_DEPTH and _depth(data) > MAX_DEPTH
-
-
 def rewritable(data: str) -> bool:
     """True when `data` is one JSON text whose text may be rewritten without changing meaning."""
-    if _too_deep(data):
+    if data.count("{") + data.count("[") > MAX_DEPTH and _depth(data) > MAX_DEPTH:
         return False
     try:
         msgspec.json.decode(data)
     except (RecursionError, UnicodeEncodeError):  # a raw lone surrogate: not UTF-8, not JSON text
         return False
     except msgspec.DecodeError:
-        return _rewritable_slowly(data)
+        return _rewritable_by_the_json_module(data)
     return True
-
-
-def decoded(data: str) -> Any:
-    """msgspec's value of `data` when it is `rewritable` and msgspec takes it, else `REFUSED`.
-
-    One decode where `rewritable` and then `msgspec.json.decode` would make two: what msgspec
-    refuses and the stdlib takes (`1e400`) cannot be written back from a msgspec value anyway.
-    """
-    if _too_deep(data):
-        return REFUSED
-    try:
-        return msgspec.json.decode(data)
-    except (RecursionError, UnicodeEncodeError, msgspec.DecodeError):
-        return REFUSED
 
 
 def _reject(name: str) -> None:
     raise ValueError(name)
 
 
-def _rewritable_slowly(data: str) -> bool:
-    """The check again with the stdlib, which unlike msgspec takes numbers like `1e400`."""
+def _rewritable_by_the_json_module(data: str) -> bool:
+    """The check again with the json module, which unlike msgspec takes numbers like `1e400`
+    (valid JSON, and fine in ignored fields)."""
     try:
         json.loads(data, parse_constant=_reject)
     except (ValueError, RecursionError):
@@ -119,7 +78,7 @@ def _depth(data: str) -> int:
     """How deep `data` nests at the end, or at the first point deeper than `MAX_DEPTH`."""
     depth = 0
     for match in _BRACKETS.finditer(_STRINGS.sub("", data)):
-        if match.group() in _OPEN:
+        if match.group() in "{[":
             depth += 1
             if depth > MAX_DEPTH:
                 break
@@ -134,149 +93,47 @@ def colons(data: str) -> int:
 
 
 def _decoded(token: str) -> str:
+    """The text of a string token."""
     text: str = json.loads(token) if "\\" in token else token[1:-1]
     return text
 
 
-def shuffle(rng: random.Random, items: list[Any]) -> None:
-    """`rng.shuffle(items)`, with the same draws, faster for a plain `random.Random`."""
-    if type(rng) is not random.Random:
-        rng.shuffle(items)
-        return
-    getrandbits = rng.getrandbits
-    for i in range(len(items) - 1, 0, -1):
-        n = i + 1
-        k = n.bit_length()
-        j = getrandbits(k)
-        while j >= n:
-            j = getrandbits(k)
-        items[i], items[j] = items[j], items[i]
+# whitespace ------------------------------------------------------------------------------------
 
 
-def _blanked(data: str, *, checked: bool) -> str | None:
-    """`data` with each escaped backslash and quote as two control characters (which a JSON text
-    cannot hold raw), for a `rewritable` text with many escapes (`checked`: known to be one); None
-    for any other text."""
-    if data.count("\\") < _MANY_ESCAPES or "\x00" in data or "\x01" in data:
-        return None
-    if not checked and not rewritable(data):  # where a string token ends: in JSON text only
-        return None
-    return data.replace("\\\\", "\x00\x00").replace('\\"', "\x01\x01")
-
-
-def _same_slices(data: str, pieces: list[str]) -> list[str] | None:
-    """The slices of `data` as long as `pieces`, one after the other; None unless they fill it."""
-    ends = list(accumulate(map(len, pieces)))
-    if not ends or ends[-1] != len(data):
-        return None
-    return list(map(data.__getitem__, map(slice, [0, *ends[:-1]], ends)))
-
-
-def _found(
-    data: str, blanked: str | None, full: re.Pattern[str], plain: re.Pattern[str]
-) -> list[str]:
-    """`full.findall(data)`, found by `plain` in `blanked` if there is one."""
-    if blanked is not None:
-        found = _same_slices(data, plain.findall(blanked))
-        if found is not None:
-            return found
-    return full.findall(data)
-
-
-def _tokens(data: str, blanked: str | None) -> list[str]:
-    """`_TOKEN.findall(data)`, found in `blanked` if there is one."""
-    return _found(data, blanked, _TOKEN, _PLAIN_TOKEN)
-
-
-def _pieces(data: str, blanked: str | None) -> list[str]:
-    """`_PIECES.findall(data)`, found in `blanked` if there is one."""
-    return _found(data, blanked, _PIECES, _PLAIN_PIECES)
-
-
-def with_whitespace(data: str, rng: random.Random, *, checked: bool = False) -> str:
-    """The text with random white space (space, tab, LF, CR) between all tokens and around
-    (`checked`: the caller found `data` `rewritable`)."""
-    blanked = _blanked(data, checked=checked)
-    if blanked is None:
-        solid = _SOLID.findall(data)
-    else:  # in a JSON text, _SOLID's tokens are _TOKEN's but the white space
-        solid = [token for token in _tokens(data, blanked) if token[0] not in _WHITE]
+def with_whitespace(data: str, rng: random.Random) -> str:
+    """The text with random white space (space, tab, LF, CR) between all tokens and around."""
+    solid = _SOLID.findall(data)
     gaps = rng.choices(_GAPS, k=len(solid) + 1)
-    if len(solid) > 1 and "\n" not in "".join(gaps):
+    if len(solid) > 1 and not any("\n" in gap for gap in gaps):
         gaps[rng.randrange(1, len(solid))] = "\n"  # every payload of two tokens or more gets one
-    # gap, token, gap, ..., token, gap: laid out by two slice assignments, not a step per token
-    text = gaps + solid
-    text[::2] = gaps
-    text[1::2] = solid
-    return "".join(text)
+    return "".join([gap + token for gap, token in zip(gaps, solid, strict=False)]) + gaps[-1]
 
 
-#: Characters `encode_basestring` escapes besides `"` and `\` (which a string token's body holds
-#: only escaped): in a token without these or a backslash, the characters are written as they are.
-_CONTROL = re.compile(r"[\x00-\x1f]")
-#: Runs at least this long are escaped a whole buffer at a time rather than by `translate`.
-_LONG_RUN = 64
+# escapes ---------------------------------------------------------------------------------------
 
 
-def with_escapes(data: str, rng: random.Random, *, checked: bool = False) -> str:
+def with_escapes(data: str, rng: random.Random) -> str:
     """The text with a random run of every string's characters (keys too) `\\u` escaped.
 
     The run is one to a third of the string's characters, at a random place; one run per string
-    (rather than scattered characters) keeps this mode's cost near the others'. `checked`: the
-    caller found `data` `rewritable`.
+    (rather than scattered characters) keeps this mode's cost near the others'.
     """
-    # the text between the strings, then each string token
-    blanked = _blanked(data, checked=checked)
-    parts = None if blanked is None else _same_slices(data, _PLAIN_SPLIT.split(blanked))
-    if parts is None:
-        parts = _STRINGS_SPLIT.split(data)
-    getrandbits = rng.getrandbits
-    printable = data.isprintable()  # no control character in any token (and no white space)
-    for at in range(1, len(parts), 2):
-        token = parts[at]
-        # A token with no escape and no control character is " + its characters + ", which
-        # encode_basestring writes back as they were: its pieces are slices of it.
-        verbatim = "\\" not in token and (
-            printable or token.isprintable() or not _CONTROL.search(token)
-        )
-        size = len(token) - 2 if verbatim else len(text := _decoded(token))
-        if not size:
-            continue
-        bits = getrandbits(48)  # one draw for the run's length, place and hex case
-        length = 1 + bits % (size // 3 + 1) if size > 2 else size
-        start = (bits >> 16) % (size - length + 1)
-        end = start + length
-        run = token[start + 1 : end + 1] if verbatim else text[start:end]
-        if length < _LONG_RUN:
-            kept = _RUNS[bits >> 47]  # most runs are a few characters of a key met before
-            escaped = kept.get(run)
-            if escaped is None:
-                escaped = run.translate(_ESCAPES[bits >> 47])
-                if len(kept) < _RUNS_KEPT:
-                    kept[run] = escaped
-        else:
-            escaped = _escaped_long(run, upper=bits >> 47 == 1)
-        if verbatim:
-            parts[at] = token[: start + 1] + escaped + token[end + 1 :]
-        else:
-            head = encode_basestring(text[:start])[:-1]
-            parts[at] = head + escaped + encode_basestring(text[end:])[1:]
-    return "".join(parts)
+    return _STRINGS.sub(lambda match: _escape(match.group(), rng), data)
 
 
-def _escaped_long(run: str, *, upper: bool) -> str:
-    """What `_ESCAPES` makes of a long `run`: each UTF-16 code unit as `\\u` and four hex digits,
-    laid out by slice assignments over the whole run (surrogate pairs outside the BMP)."""
-    hexes = run.encode("utf-16-be", "surrogatepass").hex().encode("ascii")
-    if upper:
-        hexes = hexes.upper()
-    units = len(hexes) // 4
-    out = bytearray(6 * units)
-    out[0::6] = b"\\" * units
-    out[1::6] = b"u" * units
-    for digit in range(4):
-        out[2 + digit :: 6] = hexes[digit::4]
-    return out.decode("ascii")
+def _escape(token: str, rng: random.Random) -> str:
+    text = _decoded(token)
+    size = len(text)
+    if not size:
+        return token
+    bits = rng.getrandbits(48)  # one draw for the run's length, place and hex case
+    length = 1 + bits % (size // 3 + 1) if size > 2 else size
+    start = (bits >> 16) % (size - length + 1)
+    escaped = text[start : start + length].translate(_ESCAPES[bits >> 47])
+    head = encode_basestring(text[:start])[:-1]
+    tail = encode_basestring(text[start + length :])[1:]
+    return head + escaped + tail
 
 
 class _EscapeTable(dict[int, str]):
@@ -297,83 +154,104 @@ class _EscapeTable(dict[int, str]):
         return value
 
 
+#: Escapes in lower and in upper case hex digits (the draw's top bit picks one).
 _ESCAPES = (_EscapeTable("\\u%04x"), _EscapeTable("\\u%04X"))
-#: Short runs already escaped, in lower and in upper case, up to `_RUNS_KEPT` of each.
-_RUNS: tuple[dict[str, str], dict[str, str]] = ({}, {})
-_RUNS_KEPT = 1 << 16
-#: The tokens that open, close or separate; every other token is copied into the member or
-#: element it is in.
-_STRUCTURE = frozenset("{}[],")
 
 
-def with_keys_shuffled(data: str, rng: random.Random, *, checked: bool = False) -> str:
+# key order -------------------------------------------------------------------------------------
+
+
+def with_keys_shuffled(data: str, rng: random.Random) -> str:
     """The text with every object's members in a random order, at every depth.
 
     A member keeps its own white space; members with the same key (compared decoded, so `"a"` and
     `"\\u0061"` are one key) keep their order among themselves, so whichever reading of duplicate
     keys a target has, last wins or all validated, means the same. Objects are shuffled in the
-    order they close. `data` must be one JSON text (`rewritable`; `checked`: found so by the
-    caller).
+    order they close. `data` must be one JSON text (`rewritable`).
     """
     if "{" not in data:
         return data
-    # One pass over the tokens with a stack of the containers open around them: in an object,
-    # `members` holds the finished members and `parts` the current one; in an array (members is
-    # None), `parts` is the array's text so far.
+    text, _ = _value(_TOKEN.findall(data), 0, rng)
+    return text
+
+
+def _value(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
+    """The text of the value at `at` with the white space around it, and where it ends."""
     parts: list[str] = []
-    members: list[str] | None = None
-    keys: list[str] = []
-    key: str | None = None
-    stack: list[tuple[list[str], list[str] | None, list[str], str | None]] = []
-    for token in _pieces(data, _blanked(data, checked=checked)):
-        if token[0] not in _STRUCTURE:  # not `token in`: that would hash a long string
-            if key is None and members is not None and token[0] == '"':
-                key = token
-            parts.append(token)
-        elif token == ",":
-            if members is None:
-                parts.append(token)
-            else:
-                if key is not None or parts:
-                    members.append("".join(parts))
-                    keys.append(key if key is not None else '""')
-                parts, key = [], None
-        elif token == "{":
-            stack.append((parts, members, keys, key))
-            parts, members, keys, key = [], [], [], None
-        elif token == "[":
-            stack.append((parts, members, keys, key))
-            parts, members, key = ["["], None, None
-        elif token == "]":
+    while found[at][0] in _WHITE:
+        parts.append(found[at])
+        at += 1
+    token = found[at]
+    if token == "{":
+        text, at = _object(found, at + 1, rng)
+    elif token == "[":
+        text, at = _array(found, at + 1, rng)
+    else:
+        text, at = token, at + 1
+    parts.append(text)
+    while at < len(found) and found[at][0] in _WHITE:
+        parts.append(found[at])
+        at += 1
+    return "".join(parts), at
+
+
+def _array(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
+    parts = ["["]
+    while True:
+        token = found[at]
+        if token == "]":
             parts.append("]")
-            text = "".join(parts)
-            parts, members, keys, key = stack.pop()
+            return "".join(parts), at + 1
+        if token == ",":
+            parts.append(",")
+            at += 1
+        elif token[0] in _WHITE:
+            parts.append(token)
+            at += 1
+        else:
+            text, at = _value(found, at, rng)
             parts.append(text)
-        else:  # "}"
-            assert members is not None
-            if key is not None or parts:  # a member, or the white space of an empty object
-                members.append("".join(parts))
-                keys.append(key if key is not None else '""')
-            text = "{" + ",".join(_shuffled(members, keys, rng)) + "}"
-            parts, members, keys, key = stack.pop()
-            parts.append(text)
-    return "".join(parts)
 
 
-def _shuffled(members: list[str], keys: list[str], rng: random.Random) -> list[str]:
-    """`members` in a random order, those with the same decoded key in their own order."""
+def _object(found: list[str], at: int, rng: random.Random) -> tuple[str, int]:
+    members: list[tuple[str, str]] = []  # (decoded key, the member's text)
+    parts: list[str] = []
+    key: str | None = None
+    while True:
+        token = found[at]
+        if token == "}" or token == ",":
+            if key is not None:
+                members.append((key, "".join(parts)))
+            elif parts:  # white space alone: an empty object
+                members.append(("", "".join(parts)))
+            parts, key = [], None
+            at += 1
+            if token == "}":
+                break
+        elif key is None and token[0] == '"':
+            key = _decoded(token)
+            parts.append(token)
+            at += 1
+        elif token == ":" or token[0] in _WHITE:
+            parts.append(token)
+            at += 1
+        else:
+            text, at = _value(found, at, rng)
+            parts.append(text)
+    return "{" + ",".join(_shuffled(members, rng)) + "}", at
+
+
+def _shuffled(members: list[tuple[str, str]], rng: random.Random) -> list[str]:
+    """The members' texts in a random order, those with the same key in their own order."""
     if len(members) < 2:
-        return members
-    order = list(range(len(members)))
-    shuffle(rng, order)
-    if len(set(keys)) == len(keys) and "\\" not in "".join(keys):
-        return [members[i] for i in order]  # distinct as written and unescaped: distinct decoded
-    decoded_keys = [_decoded(k) for k in keys]
-    if len(set(decoded_keys)) == len(keys):
-        return [members[i] for i in order]
-    same_key: dict[str, list[int]] = {}
-    for i, k in enumerate(decoded_keys):
-        same_key.setdefault(k, []).append(i)
-    for pending in same_key.values():
-        pending.reverse()
-    return [members[same_key[decoded_keys[i]].pop()] for i in order]
+        return [text for _, text in members]
+    order = members[:]
+    rng.shuffle(order)
+    if len({key for key, _ in members}) < len(members):
+        same_key: dict[str, list[tuple[str, str]]] = {}
+        for member in members:
+            same_key.setdefault(member[0], []).append(member)
+        for pending in same_key.values():
+            pending.reverse()
+        order = [same_key[key].pop() for key, _ in order]
+    return [text for _, text in order]

@@ -1,6 +1,8 @@
 """What a run is asked to do, however it is asked: `conform run`, `conform matrix` (one per
-target), `conform fuzz` and the pytest plugin build one `RunOptions` from their own options, and
-the rules of which options go together live here once.
+target), `conform fuzz` and the pytest plugin build one `RunOptions` from their own options (as
+toml-test's `Runner`), the rules of which options go together live here once, and the object is
+passed whole: to the pipeline, the runner (`seed`, `level`, `required`), the drivers (`driver`,
+the target and how it runs) and the reports (`label`, `rerun_args`).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from harness.check.modes import DEFAULT_SEED, MODES
 from harness.check.results import FULL, LEVELS
 from harness.drive.base import DEFAULT_TIMEOUT
 from harness.drive.inprocess import Driver
-from harness.drive.spec import DriverSpec
+from harness.drive.spec import NO_TARGET, DriverSpec
 from harness.errors import ConformError
+from harness.seconds import check_seconds
 from reference.choices import OUTCOMES, REFERENCE
 
 
@@ -29,7 +32,9 @@ def unique_modes(modes: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """The target, how it runs, and what it is run over; ConformError when options conflict."""
+    """The target, how it runs, what it is run over and how it is judged; ConformError when
+    options conflict. Without a target (neither `target` nor `exec_command`) it judges cases run
+    on a driver of the caller's own (`run_case`), and cannot start one."""
 
     target: str | None = None  # module:Class, module:factory or file.py:Class
     exec_command: str | None = None  # a program speaking the line protocol, instead of `target`
@@ -45,19 +50,28 @@ class RunOptions:
     chosen_points: tuple[tuple[str, str], ...] = ()  # ("I3", "ignore"): that outcome required
     level: str = FULL  # the level of conformance judged: full, or completion
     name: str | None = None  # how reports name the target (default: its spec or command)
-    #: The target and how it runs, as the driver layer takes it: made and checked once, here.
-    driver: DriverSpec = field(init=False, repr=False, compare=False)
+    #: The target and how it runs, as the driver layer takes it: made and checked once, here
+    #: (None without a target).
+    driver: DriverSpec | None = field(init=False, repr=False, compare=False)
+    #: The outcomes required at implementation-defined points (None: any allowed one), from
+    #: `strict` and `chosen_points`.
+    required: dict[str, str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "timeout", check_seconds(self.timeout))
         spec = DriverSpec(
             self.target, self.exec_command, self.in_process, self.timeout, self.validate_protocol
         )
-        object.__setattr__(self, "driver", spec.check())
+        given = self.target is not None or self.exec_command is not None
+        object.__setattr__(self, "driver", spec.check() if given else None)
         if self.jobs > 1 and self.in_process:
             raise ConformError("-j runs worker processes; it does not go with --in-process")
         if self.level not in LEVELS:
             raise ConformError(f"{self.level!r} is not a level; the levels are {', '.join(LEVELS)}")
         unique_modes(self.modes)
+        required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if self.strict else {}
+        required.update(dict(self.chosen_points))
+        object.__setattr__(self, "required", required or None)
 
     @property
     def chosen_modes(self) -> tuple[str, ...]:
@@ -67,12 +81,14 @@ class RunOptions:
     @property
     def label(self) -> str:
         """The target as reports name it."""
-        return self.name if self.name is not None else self.driver.label
+        if self.name is not None:
+            return self.name
+        return self.driver.label if self.driver is not None else "(no target)"
 
     @property
     def kind(self) -> str:
         """`python` for a TARGET, `exec` for an --exec program."""
-        return self.driver.kind
+        return self.driver.kind if self.driver is not None else "python"
 
     def rerun_args(self) -> tuple[str, ...]:
         """The options besides the target, suites, cases, modes and seed that a command
@@ -92,13 +108,15 @@ class RunOptions:
             words += ["--xfail", str(self.xfail_file)]
         return tuple(words)
 
-    def required_choices(self) -> dict[str, str] | None:
-        """The outcomes required at implementation-defined points (None: any allowed one)."""
-        required = {p: getattr(REFERENCE, p) for p in OUTCOMES} if self.strict else {}
-        required.update(dict(self.chosen_points))
-        return required or None
-
     def start_driver(self) -> Driver:
-        """A driver for the target, started (ConformError when it cannot start); the options
-        were checked when these were made, so each `-j` worker only starts one."""
+        """A driver for the target, started (ConformError when it cannot start, or there is no
+        target); the options were checked when these were made, so each `-j` worker only starts
+        one."""
+        if self.driver is None:
+            raise ConformError(NO_TARGET)
         return self.driver.start()
+
+
+#: The settings of a run that does not say: the default seed, the full level, any allowed outcome
+#: (no target: it judges, and starts no driver).
+DEFAULT_OPTIONS = RunOptions()

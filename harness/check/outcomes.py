@@ -15,7 +15,6 @@ from typing import Any
 from harness.check.modes import HOSTILE_KEYS_MODE, proto_cut
 from harness.check.results import CaseResult
 from harness.suite.cases import Case
-from harness.suite.recording import iter_payloads
 
 Outcome = tuple[tuple[dict[str, str], ...], dict[str, Any]]
 
@@ -50,17 +49,18 @@ def proto_outcomes(
 ) -> list[Outcome]:
     """The outcomes a target refusing `__proto__` members (I6 `protocol`) may give in `mode`.
 
-        `hostile-keys` adds such members; such a target matches each outcome in `candidates` up to
-        the first payload that has one, and fails that payload with `protocol`. None when `require`
-        asks for I6 `ignore`, the mode adds none, or each outcome ends before that payload (an error
+    `hostile-keys` adds such members; such a target matches each outcome in `candidates` up to
+    the first payload that has one, and fails that payload with `protocol`. None when `require`
+    asks for I6 `ignore`, the mode adds none, or each outcome ends before that payload (an error
     there, even `server`, becomes `protocol`: the payload's shape is checked first, R8). The caller
-        passes `require` only for a case that pins I6: gating on a point (`--strict`) concerns the
-        cases that pin it, not the members a mode adds to every case.
+    passes `require` only for a case that pins I6: gating on a point (`--strict`) concerns the
+    cases that pin it, not the members a mode adds to every case.
     """
     if mode != HOSTILE_KEYS_MODE or (require or {}).get("I6", "protocol") != "protocol":
         return []
-    payloads = (payload.data for payload in iter_payloads(case.recording))
-    cut = proto_cut(mode, seed=seed, case_id=case.case_id, payloads=payloads)
+    cut = proto_cut(
+        mode, seed=seed, case_id=case.case_id, payloads=(p.data for p in case.payloads())
+    )
     if cut is None:
         return []
     found: dict[str, Outcome] = {}

@@ -1,196 +1,65 @@
 """Running a target over many cases: in order on one driver, or on `jobs` drivers at once.
 
-Each case's golden file is read once for all its modes (`goldens`, by default parsed from disk;
-the pipeline passes its plan's cache), and `cancel` stops a run between calls. The unit of work
-is `harness.check.runner.run_case`.
+Each case's golden document is read once for all its modes (`goldens`, by default parsed from
+disk; the pipeline passes its plan's cache), and `cancel` stops a run between calls. The unit of
+work is `harness.check.runner.run_case`.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
 from typing import Any
 
-from harness.check.modes import mutator
-from harness.check.results import FULL, CaseResult
-from harness.check.runner import CasePlan, Pushes, Upcoming, first_pass, rendered_pass, run_case
+from harness.check.options import DEFAULT_OPTIONS, RunOptions
+from harness.check.results import CaseResult
+from harness.check.runner import run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
-from harness.suite.golden import Golden, made_for, open_golden
-from harness.suite.recording import RecordingInfo, read_recording
-from harness.suite.sse import Payload
+from harness.suite.golden import made_for, read_golden
+from harness.suite.recording import read_info
+
+#: The golden document of a case (raising GoldenError when it is missing or malformed).
+Goldens = Callable[[Case], dict[str, Any]]
 
 
 def _cancelled(cancel: threading.Event | None) -> bool:
     return cancel is not None and cancel.is_set()
 
 
-class _Case:
-    """One case of a run, read when first needed: its recording and golden file, the golden
-    document when a pass needs it, and what each mode pushes (`Pushes`, shared by the mode's
-    passes and by the plan sent ahead of them)."""
-
-    __slots__ = ("_document", "_goldens", "_pushes", "case", "golden", "info", "payloads")
-
-    def __init__(self, case: Case, goldens: Callable[[Case], Golden]) -> None:
-        self.case = case
-        self._goldens = goldens
-        self.golden: Golden | None = None
-        self.info: RecordingInfo | None = None
-        self.payloads: list[Payload] | None = None
-        self._pushes: dict[str, Pushes] = {}
-        self._document: dict[str, Any] | None = None
-
-    def load(self) -> Golden:
-        """The golden file (raising when the case is broken: a missing golden file)."""
-        if self.golden is None:
-            # The recording's payloads are read once for every mode and outcome of the case
-            # (None for one too large to hold: each pass then reads it as it goes).
-            self.info, self.payloads = read_recording(self.case.recording)
-            self.golden = self._goldens(self.case)
-        return self.golden
-
-    def document(self) -> dict[str, Any]:
-        """The golden document, parsed once (raising when it is malformed or stale)."""
-        if self._document is None:
-            golden, info = self.load(), self.info
-            assert info is not None
-            self._document = made_for(self.case, info.thinking_capped, golden.document)
-        return self._document
-
-    def pushes(self, mode: str, seed: int) -> Pushes | None:
-        if self.payloads is None:
-            return None
-        found = self._pushes.get(mode)
-        if found is None:
-            mutate = mutator(mode, seed=seed, case_id=self.case.case_id)
-            found = self._pushes[mode] = Pushes(self.payloads, mutate)
-        return found
-
-
-class _Runs:
-    """The cases and modes one driver runs, in order, each with the plan of the pass expected
-    after it (`Upcoming`): the next mode's first pass, or the next case's, which `take` gives
-    (and which is read then, ahead of its turn).
-
-    Planning ahead never changes a result: a case that cannot be read ahead is read again in
-    its turn (and raises then), and a driver drops a plan sent ahead that does not come.
-    """
-
-    def __init__(
-        self,
-        take: Callable[[], Case | None],
-        *,
-        modes: Sequence[str],
-        seed: int,
-        require: dict[str, str] | None,
-        goldens: Callable[[Case], Golden],
-    ) -> None:
-        self._take = take
-        self._modes = modes
-        self._seed = seed
-        self._require = require
-        self._goldens = goldens
-        self._cases: deque[_Case] = deque()  # the current case first, then the next if taken
-
-    def _case(self, index: int) -> _Case | None:
-        while len(self._cases) <= index:
-            case = self._take()
-            if case is None:
-                return None
-            self._cases.append(_Case(case, self._goldens))
-        return self._cases[index]
-
-    def __iter__(self) -> Iterator[tuple[_Case, str, Upcoming]]:
-        while (current := self._case(0)) is not None:
-            current.load()
-            for position in range(len(self._modes)):
-                yield current, self._modes[position], partial(self._after, current, position)
-            self._cases.popleft()
-
-    def _first(self, item: _Case, mode: str) -> CasePlan | None:
-        pushes = item.pushes(mode, self._seed)
-        if item.golden is None or pushes is None:
-            return None
-        try:
-            golden = item.document()
-        except Exception:  # raised again in its turn, where it belongs
-            return None
-        return first_pass(
-            item.case, golden, pushes, mode=mode, seed=self._seed, require=self._require
-        )
-
-    def _after(self, current: _Case, position: int) -> CasePlan | None:
-        """The first pass after mode `position` of the current case."""
-        for mode in self._modes[position + 1 :]:
-            found = self._first(current, mode)
-            if found is not None:
-                return found
-        following = self._case(1)
-        if following is None:
-            return None
-        try:
-            following.load()
-        except Exception:  # raised again in its turn, where it belongs
-            return None
-        for mode in self._modes:
-            found = self._first(following, mode)
-            if found is not None:
-                return found
-        return None
+def golden_for(case: Case, goldens: Goldens = read_golden) -> dict[str, Any]:
+    """The golden document of `case`, when it was made for its recording as it is: a broken
+    recording is named first, then a missing, malformed or stale golden file (GoldenError)."""
+    capped = read_info(case.recording).thinking_capped
+    return made_for(case, capped, goldens(case))
 
 
 def _run_all(
-    runs: _Runs,
+    take: Callable[[], Case | None],
     driver: Driver,
     *,
-    seed: int,
+    modes: Sequence[str],
+    options: RunOptions,
     cancel: threading.Event | None,
-    require: dict[str, str] | None,
-    level: str,
+    goldens: Goldens,
 ) -> Iterator[CaseResult]:
-    """Every case and mode of `runs`, stopping when `cancel` is set: a result made while the run
-    was being stopped (its program killed under it) is not the target's, and is dropped."""
-    for item, mode, after in runs:
-        if _cancelled(cancel):
-            return
-        assert item.golden is not None and item.info is not None
-        try:
-            result = rendered_pass(
-                item.case,
-                item.golden,
-                item.document,
-                item.info,
-                driver,
-                mode=mode,
-                seed=seed,
-                level=level,
-                require=require,
-                pushes=item.pushes(mode, seed),
-                after=after,
-            ) or run_case(
-                item.case,
-                item.document(),
-                driver,
-                mode=mode,
-                seed=seed,
-                require=require,
-                level=level,
-                payloads=item.payloads,
-                pushes=item.pushes(mode, seed),
-                after=after,
-                real=item.info.real,
-            )
-        except Exception:
-            if _cancelled(cancel):  # a program that cannot restart because the run is stopping
+    """Every case `take` gives, in every mode, stopping when `cancel` is set: a result made while
+    the run was being stopped (its program killed under it) is not the target's, and is dropped."""
+    while (case := take()) is not None:
+        golden = golden_for(case, goldens)
+        for mode in modes:
+            if _cancelled(cancel):
                 return
-            raise
-        if _cancelled(cancel):
-            return
-        yield result
+            try:
+                result = run_case(case, golden, driver, mode=mode, options=options)
+            except Exception:
+                if _cancelled(cancel):  # a program that cannot restart as the run is stopping
+                    return
+                raise
+            if _cancelled(cancel):
+                return
+            yield result
 
 
 def run(
@@ -198,27 +67,22 @@ def run(
     driver: Driver,
     *,
     modes: Sequence[str],
-    seed: int,
+    options: RunOptions = DEFAULT_OPTIONS,
     cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
-    goldens: Callable[[Case], Golden] = open_golden,
+    goldens: Goldens = read_golden,
 ) -> Iterator[CaseResult]:
-    """Results for every case in every mode, in order; each golden file is read once.
+    """Results for every case in every mode, in order, as `options` judge them; each golden file
+    is read once.
 
     Setting `cancel` (from a signal handler or another thread) ends the run after the call under
-    way returns: no further case or mode starts. While one case and mode is checked, the driver
-    is told the plan of the next (`harness.drive.base.plan_next_case`).
+    way returns: no further case or mode starts.
     """
     remaining = iter(cases)
-    runs = _Runs(
-        lambda: None if _cancelled(cancel) else next(remaining, None),
-        modes=modes,
-        seed=seed,
-        require=require,
-        goldens=goldens,
-    )
-    yield from _run_all(runs, driver, seed=seed, cancel=cancel, require=require, level=level)
+
+    def take() -> Case | None:
+        return None if _cancelled(cancel) else next(remaining, None)
+
+    yield from _run_all(take, driver, modes=modes, options=options, cancel=cancel, goldens=goldens)
 
 
 DriverFactory = Callable[[], Driver]
@@ -230,12 +94,10 @@ def run_parallel(
     make_driver: DriverFactory,
     *,
     modes: Sequence[str],
-    seed: int,
+    options: RunOptions = DEFAULT_OPTIONS,
     jobs: int,
     cancel: threading.Event | None = None,
-    require: dict[str, str] | None = None,
-    level: str = FULL,
-    goldens: Callable[[Case], Golden] = open_golden,
+    goldens: Goldens = read_golden,
 ) -> Iterator[CaseResult]:
     """Results for every case in every mode from `jobs` drivers, as they complete.
 
@@ -250,14 +112,7 @@ def run_parallel(
         driver = make_driver()
         try:
             yield from run(
-                cases,
-                driver,
-                modes=modes,
-                seed=seed,
-                cancel=cancel,
-                require=require,
-                level=level,
-                goldens=goldens,
+                cases, driver, modes=modes, options=options, cancel=cancel, goldens=goldens
             )
         finally:
             driver.close()
@@ -285,9 +140,8 @@ def run_parallel(
             done.put(_WORKER_DONE)
             return
         try:
-            runs = _Runs(take, modes=modes, seed=seed, require=require, goldens=goldens)
             for result in _run_all(
-                runs, driver, seed=seed, cancel=cancel, require=require, level=level
+                take, driver, modes=modes, options=options, cancel=cancel, goldens=goldens
             ):
                 done.put(result)
                 if stop.is_set():

@@ -117,6 +117,3 @@ def _exit_past_leftover_threads(before: set[threading.Thread], exc: SystemExit) 
 @click.version_option(package_name="conform", prog_name="conform")
 def main() -> None:
     """Golden-file conformance harness for assemblers of llama-server chat streams."""
-    from harness.drive.pipes import keep_freed_memory
-
-    keep_freed_memory()  # this process's requests to workers are as large as their payloads

@@ -2,16 +2,19 @@
 
 The command parses its options, calls `harness.fuzz.loop.run_fuzz` once, and renders the record:
 on a difference, the failing results as `conform run` shows them (`harness.reports.text`), then the
-shrunk stream itself, and with `--save DIR` the recording and golden file written (exit 1);
-otherwise one line saying how many streams agreed (exit 0). Bad options are one `Error:` line
-(exit 2), from the `conform` group.
+shrunk stream itself, printed before anything is written; with `--save DIR` the case is then
+written (`harness.fuzz.save`), whole or not at all; otherwise one line saying how many streams
+agreed. The last line says how many streams ran, how fast, and how much of the model's catalogue
+they exercised. Bad options, and a case that cannot be saved, are one `Error:` line (exit 2).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -20,16 +23,16 @@ import click
 from harness.check.options import RunOptions
 from harness.cli import options as opt
 from harness.drive.process import DEFAULT_TIMEOUT
-from harness.errors import ConformError
+from harness.errors import ConformError, Interrupted
 from harness.reports.text import render
 from harness.safetext import printable, shorten
 from harness.seconds import Seconds
 
-if TYPE_CHECKING:  # the search (hypothesis) is imported when `conform fuzz` runs, not at start-up
+if TYPE_CHECKING:  # the search is imported when `conform fuzz` runs, not at start-up
     from harness.fuzz.loop import Finding, FuzzRecord
 
 #: Streams tried while shrinking a difference, by default (`harness.fuzz.loop.SHRINK_STEPS`).
-SHRINK_DEFAULT = 150
+SHRINK_DEFAULT = 2000
 
 #: Characters of each recording line shown in the report (the saved recording has them all).
 _LINE_CHARS = 300
@@ -37,7 +40,8 @@ _STREAM_LINES = 60
 
 
 class _Progress:
-    """`fuzz: 120 streams, 8 s` on a terminal's stderr, redrawn at most ten times a second."""
+    """`fuzz: 1200 streams, 8 s; features 90/95, ...` on a terminal's stderr, redrawn at most
+    ten times a second."""
 
     def __init__(self, stream: TextIO, *, enabled: bool) -> None:
         self.stream = stream
@@ -46,12 +50,13 @@ class _Progress:
         self.drawn_at = 0.0
         self.drawn = False
 
-    def __call__(self, count: int) -> None:
+    def __call__(self, count: int, coverage: Callable[[], str]) -> None:
         now = time.monotonic()
         if not self.enabled or now - self.drawn_at < 0.1:
             return
         self.drawn_at = now
-        self.stream.write(f"\rfuzz: {count} streams, {now - self.started:.0f} s\033[K")
+        line = f"fuzz: {count} streams, {now - self.started:.0f} s; {coverage()}"
+        self.stream.write(f"\r{line}\033[K")
         self.stream.flush()
         self.drawn = True
 
@@ -62,7 +67,7 @@ class _Progress:
 
 
 def _stream_lines(finding: Finding) -> list[str]:
-    lines = finding.recording.splitlines()
+    lines = finding.listing.splitlines()
     shown = [
         f"  {number:>4} | {printable(shorten(line, _LINE_CHARS))}"
         for number, line in enumerate(lines[:_STREAM_LINES], start=1)
@@ -72,28 +77,45 @@ def _stream_lines(finding: Finding) -> list[str]:
     return shown
 
 
-def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
-    finding = record.finding
-    if finding is None:
-        return [
-            f"fuzz: no difference from the reference in {record.streams} streams "
-            f"({record.seconds:.1f} s, --seed {record.seed})"
-        ]
-    lines = render(finding.results)
-    payloads = len(finding.stream.payloads)
-    lines.append(f"the stream, shrunk to {payloads} payload(s) (the .sse recording above):")
-    lines += _stream_lines(finding)
-    if save is not None:
-        from harness.fuzz.loop import save_finding
+def _throughput(record: FuzzRecord) -> str:
+    """`2808 streams in 10.0 s: 281 streams/s, 1.19 ms of CPU a stream`: the search's rate (from
+    its first stream), and the CPU of every process of the run (with a finding: in all, shrinking
+    included)."""
+    rate = record.streams / record.searched if record.searched > 0 else 0.0
+    took = f"{record.streams} streams in {record.searched:.1f} s: {rate:.0f} streams/s"
+    if record.finding is not None:
+        return f"{took}; {record.cpu_seconds:.1f} s of CPU in all, settling the finding included"
+    cpu = record.cpu_seconds / record.streams * 1000 if record.streams else 0.0
+    return f"{took}, {cpu:.2f} ms of CPU a stream"
 
-        case = save_finding(finding, save, seed=record.seed, label=label)
-        lines.append(f"saved: {case.recording} and {case.golden}")
-    else:
-        lines.append("keep it as a case of your suite with --save DIR")
-    lines.append(
-        f"fuzz: {label} differs from the reference, found in {record.streams} streams "
-        f"({record.seconds:.1f} s, --seed {record.seed})"
-    )
+
+def reproduce(finding: Finding, label_args: list[str], request_args: list[str]) -> str:
+    """The command that draws the finding's stream again (the first `number + 1` of its seed)."""
+    words = ["conform", "fuzz", *label_args, "--seed", str(finding.seed)]
+    words += [*request_args, "--examples", str(finding.number + 1)]
+    return " ".join(shlex.quote(word) for word in words)
+
+
+def _report(record: FuzzRecord, *, command: str, save: Path | None) -> list[str]:
+    """The finding's lines, printed before anything is written."""
+    finding = record.finding
+    assert finding is not None
+    lines = render(finding.results, where=lambda _: "(the stream below)")
+    if finding.flaky:
+        lines.append(
+            f"FLAKY: the target differed on this stream in {finding.reproduced} of "
+            f"{finding.runs} runs: not shrunk, and not kept as a case"
+        )
+    elif finding.interrupted:
+        lines.append("shrinking interrupted: the smallest stream so far, not checked again")
+    payloads = len(finding.stream.payloads)
+    was = f", from {record.found_size[0]}" if record.found_size is not None else ""
+    what = "(the .sse recording of the case)" if not finding.checked else "(as checked)"
+    lines.append(f"the stream, {payloads} payload(s){was} {what}:")
+    lines += _stream_lines(finding)
+    lines.append(f"reproduce: {command}")
+    if save is None and not finding.flaky:
+        lines.append(f"keep it as the case {finding.case_id} of your suite with --save DIR")
     return lines
 
 
@@ -108,7 +130,8 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
 @click.option(
     "--in-process",
     is_flag=True,
-    help="Run TARGET inside conform's own process: faster, but a hang or crash stops the run.",
+    help="Run TARGET inside conform's own process (each -j search's): faster, but a hang or "
+    "crash stops the run.",
 )
 @click.option(
     "--examples",
@@ -121,7 +144,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     "seconds",
     type=Seconds(),
     metavar="SECONDS",
-    help="Generate streams for this long instead (shrinking a difference takes a little more).",
+    help="Generate streams for this long, from the first stream (shrinking takes a little more).",
 )
 @click.option(
     "--shrink",
@@ -149,7 +172,7 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     default=1,
     show_default=True,
     metavar="N",
-    help="Search with N worker processes at once (worker K draws with seed + K).",
+    help="Run N searches at once, each in a process of its own (search K draws with seed + K).",
 )
 @click.option(
     "--timeout",
@@ -163,7 +186,10 @@ def _report(record: FuzzRecord, *, label: str, save: Path | None) -> list[str]:
     "--save",
     type=click.Path(path_type=Path, file_okay=False),
     metavar="DIR",
-    help="Write a difference found as a case of the suite at DIR (recordings/ and golden/).",
+    help="Keep a difference found as a case of the suite at DIR (recordings/ and golden/).",
+)
+@click.option(
+    "--force", is_flag=True, help="With --save: replace a case of the same name already there."
 )
 @click.option("-q", "--quiet", is_flag=True, help="No progress line.")
 def fuzz_command(
@@ -182,16 +208,18 @@ def fuzz_command(
     jobs: int,
     timeout: float,
     save: Path | None,
+    force: bool,
     quiet: bool,
 ) -> None:
     """Fuzz TARGET (module:Class, module:factory or file.py:Class) with generated streams.
 
     Each stream, drawn from a model of llama-server streams (docs/fuzz.md), runs through TARGET
-    and the reference in every mode asked for; the first difference is shrunk to a small stream
-    and shown like a 'conform run' failure.
+    and the reference in plain mode and one other; the first difference is checked again, shrunk
+    to a small stream and shown like a 'conform run' failure.
 
     Exits 0 when TARGET agrees with the reference on every stream, 1 on a difference (a
-    mismatch, crash or timeout), 2 on a usage or setup error.
+    mismatch, crash or timeout; a flaky one too), 2 on a usage or setup error (a case --save
+    cannot write included), 130 on Ctrl-C (a difference found is shown, and saved, first).
     """
     if examples is not None and seconds is not None:
         raise ConformError("give --examples N or --time SECONDS, not both")
@@ -200,7 +228,6 @@ def fuzz_command(
         exec_command=exec_command,
         in_process=in_process,
         timeout=timeout,
-        jobs=jobs,
         modes=modes,
         seed=seed,
         strict=strict,
@@ -215,6 +242,7 @@ def fuzz_command(
         seconds=seconds,
         broken={"any": None, "valid": False, "broken": True}[kind],
         shrink_steps=shrink_steps,
+        jobs=jobs,
     )
     if save is not None:
         save = Path(os.path.abspath(save))
@@ -223,7 +251,57 @@ def fuzz_command(
         record = run_fuzz(request, on_stream=progress)
     finally:
         progress.close()
-    label = options.label
-    for line in _report(record, label=label, save=save):
-        click.echo(line)
-    click.get_current_context().exit(1 if record.finding is not None else 0)
+    finding = record.finding
+    error: ConformError | None = None
+    if finding is not None:
+        target_args = [target] if target is not None else ["--exec", exec_command or ""]
+        if in_process:
+            target_args.append("--in-process")
+        again = reproduce(finding, target_args, _request_args(options, kind, modes))
+        for line in _report(record, command=again, save=save):
+            click.echo(line)
+        sys.stdout.flush()  # the finding is on screen before anything is written
+        if save is not None:
+            error = _save(finding, save, force=force)
+    click.echo(_last_line(record, label=options.label))
+    if error is not None:
+        raise error
+    if record.interrupted is not None:
+        raise Interrupted(2)  # Ctrl-C: exit 130, after what was found is shown and kept
+    click.get_current_context().exit(1 if finding is not None else 0)
+
+
+def _request_args(options: RunOptions, kind: str, modes: tuple[str, ...]) -> list[str]:
+    """The options besides the target and seed that make the same streams."""
+    words: list[str] = []
+    for mode in modes:
+        words += ["--mode", mode]
+    if kind != "any":
+        words += ["--streams", kind]
+    return [*words, *(w for w in options.rerun_args() if w != "--in-process")]
+
+
+def _save(finding: Finding, root: Path, *, force: bool) -> ConformError | None:
+    """Save the finding; the error that stopped it, if one did (after the report is out)."""
+    from harness.fuzz.save import save_finding
+
+    try:
+        saved = save_finding(finding, root, force=force)
+    except ConformError as exc:
+        return exc
+    done = {"created": "saved", "replaced": "saved (replacing the case there)"}
+    said = done.get(saved.status, "already saved, unchanged")
+    click.echo(f"{said}: {saved.recording} and {saved.golden}")
+    return None
+
+
+def _last_line(record: FuzzRecord, *, label: str) -> str:
+    took = f"({_throughput(record)}; {record.coverage})"
+    finding = record.finding
+    stopped = f", interrupted ({record.interrupted})" if record.interrupted else ""
+    if finding is None:
+        return f"fuzz: no difference from the reference{stopped} {took}"
+    return (
+        f"fuzz: {label} differs from the reference in stream {finding.number + 1} of --seed "
+        f"{finding.seed}{stopped} {took}"
+    )

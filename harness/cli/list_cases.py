@@ -30,7 +30,7 @@ def list_command(
 ) -> None:
     """List the suites' cases, one a line: its id, its class of input (valid, invalid or
     implementation-defined, from its golden file; real captures say so) and what it pins
-    (R1..R9, I1..I6, SSE).
+    (R1..R9, I1..I9, SSE).
 
     Golden files without a recording are named on stderr.
     """

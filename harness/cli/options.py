@@ -39,7 +39,7 @@ class TargetType(click.ParamType[str]):
 
 
 class PinTag(click.ParamType[str]):
-    """A rule or implementation-defined point a case may pin: R1..R9, I1..I6, SSE."""
+    """A rule or implementation-defined point a case may pin: R1..R9, I1..I9, SSE."""
 
     name = "rule"
 
@@ -127,7 +127,8 @@ one_suite = click.option(
     "--suite",
     "suite_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    default=None,
+    multiple=True,
+    callback=given_once,  # a second --suite would be written into instead, without a word
     help="A folder with recordings/ and golden/. Default: the suite shipped with conform "
     "(written only in a source checkout, never inside an installed package).",
 )

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from harness.cli import options as opt
 from harness.errors import ConformError
 from harness.files import interruptible
 from harness.seconds import Seconds
@@ -106,7 +107,8 @@ class _Progress:
 @click.option(
     "--suite",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
+    multiple=True,
+    callback=opt.given_once,  # a second --suite would be written into instead, without a word
     metavar="DIR",
     help="Suite folder; the capture goes to DIR/recordings/NAME.http. Default: the shipped "
     "suite of a source checkout (never an installed package: pass --suite there).",

@@ -36,6 +36,8 @@ from harness.reports.summary import problems_text, run_summary
 @click.option(
     "--exec",
     "exec_command",
+    multiple=True,
+    callback=opt.given_once,  # a second --exec would run instead of the first, without a word
     metavar="'COMMAND ARGS'",
     help="Run a program speaking conform's line protocol (docs/protocol.md) instead of TARGET.",
 )

@@ -1,9 +1,10 @@
-"""What every driver is: the `Driver` protocol the runner talks to, and the default time limit."""
+"""What every driver is: the `Driver` protocol the runner talks to (and `PassDriver`, one that also
+runs a whole pass in one call), and the default time limit."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 #: Seconds one call into a target (`new`, one `push`, `finish`) may take before it is a timeout.
 DEFAULT_TIMEOUT = 10.0
@@ -30,27 +31,28 @@ class Driver(Protocol):
     def close(self) -> None: ...
 
 
-def plan_case(driver: Driver, pushes: Sequence[str], *, finish: bool | None) -> bool:
-    """Tell `driver` what the case will push (and `finish` with, unless None), when it can use
-    that (a worker speaking protocol 2 sends them all ahead); True when it took the plan.
+@runtime_checkable
+class PassDriver(Driver, Protocol):
+    """A driver that also runs a whole pass in one call (conform's own worker:
+    `harness.drive.batched`): the fast form of `start_case`, each `push` and `finish`, which the
+    runner uses for a pass small enough (`harness.check.batched`)."""
 
-    A driver takes a plan through an optional `plan(pushes, *, finish)` method: drivers without
-    one (in-process, test doubles) simply get each call as it comes.
-    """
-    plan = getattr(driver, "plan", None)
-    if plan is None:
-        return False
-    plan(pushes, finish=finish)
-    return True
+    def run_pass(
+        self, pushes: Sequence[str], lines: Sequence[int], thinking_capped: bool | None
+    ) -> Iterator[dict[str, Any] | None]:
+        """None for `new`, then each step up to the first error step, then the finish object
+        unless `thinking_capped` is None; each as it comes."""
+        ...
 
 
-def plan_next_case(driver: Driver, pushes: Sequence[str], *, finish: bool | None) -> None:
-    """Tell `driver` what the case after the current one will push (and `finish` with, unless
-    None), when it can use that: a worker speaking protocol 2 sends it as soon as the program has
-    answered the current case, so both sides work at once. The runner still starts that case
-    and plans it as usual; a driver takes what it sent ahead only when that plan names the same
-    requests, and drops it otherwise. Drivers without `plan_next` ignore this.
-    """
-    plan_next = getattr(driver, "plan_next", None)
-    if plan_next is not None:
-        plan_next(pushes, finish=finish)
+_RUNS_PASSES: dict[type, bool] = {}
+
+
+def runs_passes(driver: Driver) -> bool:
+    """`isinstance(driver, PassDriver)`, looked up once per type of driver (a protocol's
+    isinstance reads the type's members on each call: a tenth of a millisecond a case)."""
+    kind = type(driver)
+    found = _RUNS_PASSES.get(kind)
+    if found is None:
+        found = _RUNS_PASSES[kind] = isinstance(driver, PassDriver)
+    return found

@@ -32,7 +32,7 @@ from types import ModuleType
 from typing import Any
 
 # `importlib.metadata`, `site` and `sysconfig` are imported when a crash is first placed: the
-# worker imports this module, and must start without them (tests/drive/test_fast_paths.py).
+# worker imports this module, and must start without them (tests/worker/test_worker_start.py).
 
 #: Whose code a crash happened in.
 CLIENT, ADAPTER, TARGET = "client", "adapter", "target"
@@ -100,10 +100,16 @@ class Origin:
 
 
 def split_origin(details: str) -> tuple[Origin | None, str]:
-    """The origin line a worker put first in a crash's details, and the details without it."""
-    first, _, rest = details.partition("\n")
-    origin = Origin.parse(first)
-    return (origin, rest) if origin is not None else (None, details)
+    """The origin line a worker put before a crash's traceback (after the lines of a message
+    that runs over several), and the details without it."""
+    lines = details.split("\n")
+    for at, line in enumerate(lines):
+        origin = Origin.parse(line) if line.startswith("origin: ") else None
+        if origin is not None:
+            return origin, "\n".join(lines[:at] + lines[at + 1 :])
+        if line.startswith("Traceback (most recent call last):"):
+            break
+    return None, details
 
 
 @functools.cache

@@ -9,13 +9,13 @@ interpreter, folder, `sys.path` and environment the worker would have): it impor
 once, and every worker of that target in the run is forked from it, ready at once.
 
 A forked worker is what a started one is: its own session and process group, its stdin, stdout
-and stderr on pipes of its own, the environment and folder it would have had, the files of
-protocols 3 and 4 at the numbers `hello` names. It is re-parented to this process (a child
-subreaper, `harness.drive.pipes`), which waits for it and kills it on a timeout as any program;
-the server is not touched. Whenever the server cannot serve (it failed or refused to start: a
-crash or a hang at import, threads running after it; it died; a fork failed), the worker is
-started the usual way, so a target that cannot start fails exactly as without the server. The
-servers end with the outermost `forked_workers()`, and with every program on Ctrl-C.
+and stderr on pipes of its own, the environment and folder it would have had. It is re-parented
+to this process (a child subreaper, `harness.drive.programs`), which waits for it and kills it on
+a timeout as any program; the server is not touched. Whenever the server cannot serve (it failed
+or refused to start: a crash or a hang at import, threads running after it; it died; a fork
+failed), the worker is started the usual way, so a target that cannot start fails exactly as
+without the server. The servers end with the outermost `forked_workers()`, and with every program
+on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from harness.drive.pipes import Process, Worker, kill_marked, new_family
+from harness.drive.pipes import Process, Worker
+from harness.drive.programs import kill_marked, new_family
 
 if TYPE_CHECKING:  # (the driver itself is not needed to start a server: `head_start`)
     from harness.drive.process import Launch

@@ -14,7 +14,7 @@ import importlib.util
 import os
 import sys
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,15 +22,12 @@ from harness.drive.base import Driver
 from harness.drive.blame import origin_of, split_origin
 from harness.drive.limits import check_descriptors
 from harness.drive.normalize import (
-    REFERENCE_EVENTS,
-    REFERENCE_STATE,
     SAID,
     NormalizeError,
     error_said,
     normalize_completion,
     normalize_error,
     normalize_events,
-    plain_state,
     read_state,
     text_of,
 )
@@ -269,18 +266,6 @@ def step_of(assembler: Any, events: Any, line: int) -> dict[str, Any]:
     return {"line": line, "events": normalized, "state": _state_of(assembler)}
 
 
-def plain_steps(steps: Sequence[dict[str, Any]]) -> None:
-    """Read the reference's own events that `InProcessDriver.push_steps` kept in `steps` into
-    the golden schema's dicts, in place: what a field-by-field comparison and a report take."""
-    known = REFERENCE_EVENTS
-    for step in steps:
-        events = step.get("events")
-        if events and any(type(event) is not dict for event in events):
-            step["events"] = [
-                known[type(event)](event) if type(event) in known else event for event in events
-            ]
-
-
 def _state_of(assembler: Any) -> dict[str, Any]:
     """`read_state`, its failures as TargetCrash."""
     return _checked(read_state, assembler)
@@ -323,10 +308,6 @@ class InProcessDriver:
     def __init__(self, factory: Factory) -> None:
         self._factory = factory
         self._assembler: Any = None
-        #: True when every step the last `push_steps` made is the reference's own (its own
-        #: assembler's, its own events): of the golden schema's types by construction, and no
-        #: float among them (its progress numbers are integers).
-        self.own_steps = False
 
     def start_case(self) -> None:
         check_descriptors()  # a target that leaks them fails here, naming the limit
@@ -334,72 +315,6 @@ class InProcessDriver:
 
     def push(self, data: str, line: int) -> dict[str, Any]:
         return push_step(self._assembler, data, line, say=True)
-
-    def push_steps(self, pushes: Sequence[str], lines: Sequence[int], out: list[Any]) -> None:
-        """`push` each of `pushes` (at `lines`) in turn, appending each step to `out`, up to the
-        first error step; on a crash, `out` holds the steps made before it.
-
-        The usual push is `push_step` written out. The reference's own assembler (the exact
-        type, with its one-call state reader `REFERENCE_STATE`) has its list of events kept as
-        it is: each a frozen Struct of the types its fields were decoded as, which encodes as
-        its golden object (JSON and msgpack alike), so a whole pass is compared in one
-        encoding; `plain_steps` reads them into dicts where a step is looked at field by field.
-        Its state is read in one call, and a step whose four values are those of the step
-        before shares that step's state object (no caller changes a step's parts). Any other
-        assembler's steps are read as `push_step` reads them, and every failure takes
-        `push_step`'s own ways, which say why.
-        """
-        assembler = self._assembler
-        append = out.append
-        known = REFERENCE_EVENTS
-        read = REFERENCE_STATE.get(type(assembler))
-        self.own_steps = read is not None
-        if read is None:
-            self._push_each(pushes, lines, append)
-            return
-        last: tuple[Any, ...] | None = None
-        state: dict[str, Any] = {}
-        for data, line in zip(pushes, lines, strict=True):
-            try:
-                events = assembler.push(data)
-            except KeyboardInterrupt:
-                raise
-            except BaseException as exc:  # as `push_step` takes it
-                append({"line": line, **error_step(exc, "push", say=True)})
-                return
-            if type(events) is not list:
-                self.own_steps = False
-                append(step_of(assembler, events, line))
-                continue
-            if len(events) == 1:  # the usual chunk: one piece of text (no generator)
-                if type(events[0]) not in known:
-                    self.own_steps = False
-                    append(step_of(assembler, events, line))
-                    continue
-            elif not all(map(known.__contains__, map(type, events))):
-                self.own_steps = False
-                append(step_of(assembler, events, line))
-                continue
-            values = read(assembler)  # the reference makes a new tuple on every push
-            if values != last:  # reasoning changes it on each of its pushes
-                last = values
-                found = plain_state(values)  # the one check, as the worker's (worker/program.py)
-                if found is None:
-                    self.own_steps = False
-                    found = _state_of(assembler)
-                state = found
-            append({"line": line, "events": events, "state": state})
-
-    def _push_each(
-        self, pushes: Sequence[str], lines: Sequence[int], append: Callable[[Any], None]
-    ) -> None:
-        """`push_steps` of any assembler but the reference's own: `push_step` on each."""
-        assembler = self._assembler
-        for data, line in zip(pushes, lines, strict=True):
-            step = push_step(assembler, data, line, say=True)
-            append(step)
-            if "error" in step:
-                return
 
     def finish(self, thinking_capped: bool) -> dict[str, Any]:
         return finish_step(self._assembler, thinking_capped, say=True)

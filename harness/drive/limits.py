@@ -95,6 +95,11 @@ class DescriptorGuard:
             f"{HEADROOM} for itself and starts no more cases of it"
         )
 
+    def exhausted(self) -> bool:
+        """True when the target has taken every descriptor (an error of conform's own, such as a
+        recording it could not open, is then the target's doing)."""
+        return _lowest_free() is None
+
     def check(self) -> None:
         if self.tripped is not None:
             raise TargetCrash(self.tripped)

@@ -239,32 +239,6 @@ def read_state(assembler: Any) -> dict[str, Any]:
     }
 
 
-#: The reference's own assembler, with its one-call reader of the four values (`state()`): the
-#: in-process driver reads it after every push (a user's assembler is read by `read_state`).
-REFERENCE_STATE: dict[type, Any] = {reference.Assembler: reference.Assembler.state}
-
-
-def plain_state(values: tuple[Any, ...]) -> dict[str, Any] | None:
-    """The state object of the four values a `REFERENCE_STATE` reader gave, when each is of its
-    plain type (a string or None, a short int, two bools); None otherwise (`read_state` then
-    reads the readers one by one and says what is wrong)."""
-    read_id, tokens, in_reasoning, finished = values
-    if (
-        (read_id is None or type(read_id) is str)
-        and type(tokens) is int
-        and tokens.bit_length() <= MAX_INT_BITS
-        and type(in_reasoning) is bool
-        and type(finished) is bool
-    ):
-        return {
-            "id": read_id,
-            "reasoning_tokens": tokens,
-            "in_reasoning": in_reasoning,
-            "is_finished": finished,
-        }
-    return None
-
-
 def _scalars(obj: Any, names: tuple[str, ...], where: str, *, optional: bool = False) -> list[Any]:
     """The fields `names` of `obj`, read in order, as JSON scalars (as `_field` reads one).
 

@@ -8,15 +8,19 @@ makes a started `Driver` (each `-j` worker calls it once).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Literal
 
 from harness.drive.base import DEFAULT_TIMEOUT, Driver
+from harness.drive.batched import BatchedDriver
 from harness.drive.forked import launcher, worker_command
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import HELLO_TIME, ProcessDriver
 from harness.errors import ConformError
+from harness.seconds import check_seconds
+
+#: What a run without a target, or with two, is told.
+NO_TARGET = "give either TARGET or --exec 'COMMAND ARGS' (exactly one)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,15 +34,11 @@ class DriverSpec:
     validate_protocol: bool = False
 
     def check(self) -> DriverSpec:
-        """This spec, when its options go together; ConformError naming the conflict otherwise."""
+        """This spec, when its options go together; ConformError naming the conflict otherwise
+        (the timeout by the one rule of every time limit, `harness.seconds.check_seconds`)."""
         if (self.target is None) == (self.exec_command is None):
-            raise ConformError("give either TARGET or --exec 'COMMAND ARGS' (exactly one)")
-        timeout = self.timeout
-        if not (isinstance(timeout, int | float) and timeout > 0 and math.isfinite(timeout)):
-            raise ConformError(
-                f"the timeout must be more than 0 seconds, and finite, not {timeout}",
-                hint="for example --timeout 30",
-            )
+            raise ConformError(NO_TARGET)
+        check_seconds(self.timeout)
         if self.in_process and self.exec_command is not None:
             raise ConformError("--in-process runs a Python TARGET; it does not go with --exec")
         if self.in_process and self.validate_protocol:
@@ -105,7 +105,8 @@ def python_target_driver(
     validate: bool = False,
     max_memory: int | None = None,
 ) -> ProcessDriver:
-    """A driver running the Python target `spec` in a worker process (`harness.adapter`).
+    """A driver running the Python target `spec` in a worker process (`harness.adapter`), which
+    also takes a whole pass in one request (`BatchedDriver`).
 
     The worker is this interpreter, in the current directory, with this process's `sys.path`;
     `max_memory` (MiB) overrides the adapter's default address-space limit.
@@ -113,12 +114,12 @@ def python_target_driver(
     command, env = worker_command(spec, max_memory=max_memory)
     # Inside a run, forked from a server that imported the target once (drive/forked.py).
     launch = launcher(time_allowed=max(timeout, HELLO_TIME))
-    return ProcessDriver(
+    return BatchedDriver(
         command,
         timeout=timeout,
         validate=validate,
         env=env,
         label=spec,
-        own_errors=True,
+        own_worker=True,
         launch=launch,
     )

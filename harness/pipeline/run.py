@@ -21,9 +21,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harness.check.modes import SharedMutations, share_mutations
 from harness.check.options import RunOptions
-from harness.check.parallel import in_order, run_parallel
+from harness.check.parallel import Goldens, in_order, run_parallel
 from harness.check.results import CaseResult
 from harness.check.xfail import XfailList
 from harness.drive.forked import forked_workers
@@ -36,7 +35,6 @@ from harness.pipeline.selection import Plan
 from harness.pipeline.signals import Interruption
 from harness.reports.report import Report, RunInfo
 from harness.suite.cases import Case
-from harness.suite.golden import Golden
 
 
 @dataclass(frozen=True)
@@ -222,10 +220,10 @@ class _IdleCoreDrivers:
             return None
         return (time.monotonic() - first) / (taken - 1) * (cases - taken)
 
-    def taken(self, golden: Callable[[Case], Golden]) -> Callable[[Case], Golden]:
+    def taken(self, golden: Goldens) -> Goldens:
         """`golden`, counting the cases taken."""
 
-        def read(case: Case) -> Golden:
+        def read(case: Case) -> dict[str, Any]:
             with self._lock:
                 self._taken += 1
                 if self._first_taken is None:
@@ -330,12 +328,10 @@ def _run_target(
             plan.cases,
             drivers,
             modes=plan.modes,
-            seed=options.seed,
+            options=options,
             jobs=options.jobs if idle is None else idle.jobs,
             cancel=stop.cancel,
-            require=options.required_choices(),
-            level=options.level,
-            goldens=plan.golden_file if idle is None else idle.taken(plan.golden_file),
+            goldens=plan.golden if idle is None else idle.taken(plan.golden),
         ):
             result = result if expected is None else expected.apply(result)
             results.append(result)
@@ -344,7 +340,10 @@ def _run_target(
     except KeyboardInterrupt:  # in-process: the signal landed in the target
         stop.interrupted(stop.signum or signal.SIGINT)
     except ConformError:
-        if not stop.stopped:
+        if guarded is not None and guarded.exhausted():  # a file of conform's own, not opened
+            guarded.release()  # conform's own files need it now: the target used them up
+            limit = guarded.tripped or guarded.message()
+        elif not stop.stopped:
             raise
     except OSError as exc:
         if guarded is not None and exc.errno in (errno.EMFILE, errno.ENFILE):
@@ -423,7 +422,7 @@ def run_targets(
 ) -> list[TargetRun]:
     """Every target over `plan`, all at once (each with its own `-j` workers), in order.
 
-    The targets share the payloads the modes change (`SharedMutations`). With `idle_cores`, a
+    With `idle_cores`, a
     target also adds a worker whenever fewer workers run than this machine has cores
     (`IdleCores`): the long targets that run last then use the cores the short ones left. The
     results are the same with any number of workers.
@@ -457,16 +456,11 @@ def run_targets(
             done(outcome)
 
     threads = [threading.Thread(target=one, args=(t,), name=f"conform-{t.label}") for t in targets]
-    # Every target pushes the same changed payloads: made once for all of them.
-    share_mutations(SharedMutations() if len(targets) > 1 else None)
-    try:
-        with forked_workers():  # each Python target's server lives until every target ends
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-    finally:
-        share_mutations(None)
+    with forked_workers():  # each Python target's server lives until every target ends
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
     if failures:
         raise failures[0]
     return [runs[t.label] for t in targets]

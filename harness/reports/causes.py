@@ -45,8 +45,8 @@ RULE_TEXT: dict[str, str] = {
     "finish_reason wins.",
     "R6": "push fails with protocol for a payload that is not a chunk of the documented shape, an "
     "unknown finish_reason, or a tool-call index that is negative or skips ahead.",
-    "R7": "Unknown fields are ignored at every level; choices may be absent or empty; chunks after "
-    "the finish reason are still read.",
+    "R7": "Unknown fields are ignored at every level; choices may be empty (absent or null: I5); "
+    "chunks after the finish reason are still read.",
     "R8": "A payload with a top-level error object fails with kind server and the server's "
     "message; error: null is no error.",
     "R9": "id is the first non-empty id; progress and timings carry llama-server's fields as "
@@ -57,13 +57,14 @@ RULE_TEXT: dict[str, str] = {
     "field; 100,000 levels must not crash.",
     "I4": "A key twice in one object: the last one wins, or fail with protocol.",
     "I5": "A member OpenAI's schema defines but the rules do not read, with a value of the wrong "
-    "type: ignore it, or fail with protocol; never read meaning from it.",
+    "type, or one it requires (choices, delta, a choice's index) left out or null: ignore it, or "
+    "fail with protocol; never read meaning from it.",
     "I6": "A member named __proto__: ignore it, or fail with protocol; never let it change a "
     "later result.",
     "I7": "More than one choice, or a choice index other than 0: fold them all, keep only index "
     "0, or fail with protocol.",
     "I8": "A server error without a message: the message is '' or a text the implementation "
-    "supplies.",
+    "supplies; a non-empty message is carried exactly.",
     "I9": "A later chunk with another non-empty id: the completion id is the first, or the latest.",
     "SSE": "The event stream is read as the WHATWG server-sent-events rules say; [DONE] ends it.",
 }
@@ -95,7 +96,7 @@ _INDEX = re.compile(r"\[\d+\]")
 _CUT = re.compile(r"^prefix\[\d+\]\.")
 _QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 _NUMBER = re.compile(
-    r"-?\b\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|null|true|false|NaN)\b"
+    r"(?<![\w-])-?\d+(\.\d+)?([eE][-+]?\d+)?\b|0x[0-9a-fA-F]+|\b(None|True|False|NaN)\b"
 )
 _CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
 _BYTE = re.compile(r" \(byte \d+\)")
@@ -133,6 +134,24 @@ def shape(message: str) -> str:
     text = _INDEX.sub("[]", text)
     text = _QUOTED.sub("<…>", text)
     return _NUMBER.sub("N", text)
+
+
+_AT = re.compile(r" - at `(\$[^`]*)`")
+_MUST = re.compile(r"^(?P<what>.+? must (?:be|hold) .+?), (?:not|got) .+$", re.DOTALL)
+
+
+def refusal_kind(reason: str) -> str:
+    """The kind of invalid input the reference's `reason` names: what a field must be, whatever
+    wrong type or value it had (`tool_calls[].index must be an integer`, or `a wrong type or
+    value at $.choices[].delta.tool_calls[].index`: a target that does not check one field lets
+    every wrong value through), else the reason with its particulars taken out."""
+    found = _AT.search(reason)
+    if found is not None:
+        return f"a wrong type or value at `{_INDEX.sub('[]', found.group(1))}`"
+    must = _MUST.match(reason)
+    if must is not None:
+        return shape(must.group("what"))
+    return shape(reason)
 
 
 def field(path: str) -> str:
@@ -235,9 +254,10 @@ def cause(
             if reason is None:
                 reason = f"{field(m.path)} is a protocol error"
             how = "" if answered in ("events", "completion") else f" (it raises {answered})"
+            kind = refusal_kind(reason)
             return Cause(
-                ("accepts", shape(reason), answered),
-                f"accepts invalid input{how}: {shorten(shape(reason), 160)}",
+                ("accepts", kind, answered),
+                f"accepts invalid input{how}: {shorten(kind, 160)}",
                 refusing,
                 accepted=True,
             )

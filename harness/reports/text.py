@@ -227,7 +227,7 @@ def choice_text(choice: Sequence[Mapping[str, str]]) -> str:
 
 
 def rule_totals(results: Iterable[CaseResult]) -> dict[str, dict[str, Any]]:
-    """Per tag a case pins (`R1`..`R9`, `I1`..`I6`, `SSE`, in that order): its cases, and how many
+    """Per tag a case pins (`R1`..`R9`, `I1`..`I9`, `SSE`, in that order): its cases, and how many
     of them conform in every mode run (`passed`) or not (`failed`); a case counts once per tag.
     `unexpected` counts the cases with a result that fails the run (not an expected failure).
     When every failing run of the tag's cases is in one mode, `only_in` names it (a rule that

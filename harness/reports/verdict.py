@@ -143,6 +143,11 @@ def _valid_words(t: ClassTotals) -> str:
     return words
 
 
+def _count(n: int, what: str) -> str:
+    """`1 invalid input`, `3 invalid inputs`."""
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
 def _invalid_words(t: ClassTotals, kinds: int | None) -> str:
     if not t.failed:
         return f"refuses every invalid input ({t.passed}/{t.cases} cases)"
@@ -153,10 +158,11 @@ def _invalid_words(t: ClassTotals, kinds: int | None) -> str:
         what = f"{kinds} kinds of invalid input" if kinds else "invalid input"
         parts.append(f"accepts {what} ({t.accepted} of {t.cases} cases)")
     if t.crashed:
-        parts.append(f"crashes on {t.crashed} invalid inputs instead of refusing them")
+        them = "it" if t.crashed == 1 else "them"
+        parts.append(f"crashes on {_count(t.crashed, 'invalid input')} instead of refusing {them}")
     rest = t.failed - t.accepted - t.crashed
     if rest > 0:
-        parts.append(f"gets {rest} more invalid inputs wrong")
+        parts.append(f"gets {_count(rest, 'more invalid input')} wrong")
     return "; ".join(parts)
 
 

@@ -15,13 +15,20 @@ import re
 import shlex
 import site
 import sysconfig
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import SuiteError
 from harness.safetext import printable
-from harness.suite.recording import RECORDING_SUFFIXES, id_of_name, name_of_id, read_info
+from harness.suite.recording import (
+    RECORDING_SUFFIXES,
+    id_of_name,
+    iter_payloads,
+    name_of_id,
+    read_info,
+)
+from harness.suite.sse import Payload
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +38,24 @@ class Case:
     case_id: str
     recording: Path
     golden: Path
+    #: The recording's payloads when they are held in memory (conform fuzz's generated streams
+    #: have no file); None: read from `recording` as they are needed.
+    held: tuple[Payload, ...] | None = field(default=None, repr=False, compare=False)
     #: The recording's path below `recordings/`, as golden files name it (made once: a run
     #: names it in every result).
     recording_name: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recording_name", f"{self.case_id}{self.recording.suffix}")
+
+    def payloads(self) -> Iterable[Payload]:
+        """The recording's payloads, in order (read one at a time from its file)."""
+        return iter_payloads(self.recording) if self.held is None else self.held
+
+    @property
+    def real(self) -> bool:
+        """True for a real capture (its `source:` line); a stream held in memory is generated."""
+        return self.held is None and read_info(self.recording).real
 
     @property
     def pins(self) -> tuple[str, ...]:

@@ -35,7 +35,7 @@ SOURCES = (REAL, DOCUMENTED, HAND_WRITTEN)
 
 #: What a recording may say it pins: the rules, the implementation-defined points, and `SSE`
 #: (the event-stream reading rules of docs/spec.md section 1).
-PIN_TAGS = (*(f"R{n}" for n in range(1, 10)), *(f"I{n}" for n in range(1, 7)), "SSE")
+PIN_TAGS = (*(f"R{n}" for n in range(1, 10)), *(f"I{n}" for n in range(1, 10)), "SSE")
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,9 +3,8 @@ program (`harness.worker.program`) and its fork server (`harness.worker.forkserv
 
 Both read the same command line (`TARGET [--max-memory MIB]`), keep the real stdin and stdout for
 the protocol and point file descriptors 0 and 1 (and `sys.stdin`, `sys.stdout`) at /dev/null and
-stderr, so what the target prints lands on stderr; and both limit their address space, enable
-faulthandler and keep freed memory for the next payloads. A forked worker is then prepared
-exactly as a started one.
+stderr, so what the target prints lands on stderr; and both limit their address space and enable
+faulthandler. A forked worker is then prepared exactly as a started one.
 """
 
 from __future__ import annotations
@@ -16,14 +15,11 @@ import sys
 from typing import IO
 
 from harness.drive.inprocess import split_spec
-from harness.drive.shared import keep_freed_memory
 
 #: The worker's address-space limit (MiB) unless `--max-memory` says otherwise (0: none).
 DEFAULT_MAX_MEMORY_MIB = 2048
 #: The buffer of the protocol's stdin and stdout: large requests, few reads.
 BUFFER = 1024 * 1024
-#: Bytes of freed memory a worker keeps for the next payloads, at most.
-WORKER_KEEPS = 2**30
 
 
 def worker_arguments(args: list[str]) -> tuple[str, int] | None:
@@ -76,7 +72,3 @@ def prepare_process(max_memory: int) -> None:
     """What a worker does before it imports its target, once its stdio is claimed."""
     faulthandler.enable()  # a segfault in the target leaves its traceback on stderr
     limit_memory(max_memory)
-    # Each large payload reuses the last one's pages. More is kept here than in the `conform`
-    # command: decoding a large payload of non-ASCII UTF-8 needs buffers of twice its size for a
-    # moment, and with less kept, every such payload faulted in a few hundred MB again.
-    keep_freed_memory(trim_above=WORKER_KEEPS)

@@ -1,4 +1,4 @@
-"""benchmarks/mutate_reference.py: mutants are what they say, run in isolation, get killed."""
+"""tests/tools/mutate_reference.py: mutants are what they say, run in isolation, get killed."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import reference
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "mutate_reference.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "tests" / "tools" / "mutate_reference.py"
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,9 @@ def test_every_operator_makes_mutants(mutate: Any) -> None:
 
 
 def test_a_mutant_changes_only_its_copy_and_is_killed_by_its_case(mutate: Any) -> None:
-    mutant = _find(mutate, "if tokens < 0:", "tokens <= 0")
+    mutant = _find(
+        mutate, "if not 0 <= tokens <= MAX_SAFE_INTEGER:", "0 < tokens <= MAX_SAFE_INTEGER"
+    )
     factory = mutate.load_mutant("assembler", mutate.mutated_tree(mutant), "test").Assembler
     chunk = '{"choices":[{"delta":{"reasoning_content":"x"}}],"timings":{"predicted_n":0}}'
     with pytest.raises(reference.InferError):
@@ -60,18 +62,18 @@ def test_the_equivalents_file_lists_only_current_survivors_with_reasons(mutate: 
 def test_a_mutant_on_a_path_only_another_choice_takes_is_killed_under_that_choice(
     mutate: Any,
 ) -> None:
-    # I2 `exact` reads 9007199254740993.0 from the payload's text; the mutant never finds it.
-    mutant = _find(mutate, "return found.pop() if len(found) == 1 else None", "2")
+    # I2 `exact` reads 9007199254740993.0 from the payload's text; the mutant never does.
+    mutant = _find(mutate, "return int(exact)", "return None", module="shape")
     mutate._init_worker()
-    _, _, killer = mutate._kill(("assembler", mutant.number))
+    _, _, killer = mutate._kill(("shape", mutant.number))
     assert killer is not None and ", I2=exact]" in killer, killer
 
 
 def test_a_changed_default_choice_is_not_what_a_mutant_is_run_under(mutate: Any) -> None:
     tree = mutate.ast.parse(mutate._source("choices"))
     for node in mutate.ast.walk(tree):
-        if isinstance(node, mutate.ast.Constant) and node.value == "last" and node.lineno > 40:
-            node.value = "protocol"  # Choices.I4's default
+        if isinstance(node, mutate.ast.AnnAssign) and mutate.ast.unparse(node.target) == "I4":
+            node.value = mutate.ast.Constant("protocol")  # Choices.I4's default
     loaded = mutate.load_mutant("choices", tree, "default")
     assert loaded.REFERENCE.I4 == "protocol" and reference.Assembler()._choices.I4 == "last"
     told = loaded.REFERENCE.replace(mutate.CONFIGS[0])

@@ -67,18 +67,33 @@ class ContentKeyFastPath(_Wrapper):
 
 
 class ToolCallMeansFinished(_Wrapper):
-    """Assumes a stream that started a tool call ends in one: no closed-early error then."""
+    """Assumes a stream cut inside a tool call's arguments ended there: no closed-early error
+    then. (A stream whose complete calls end without a finish reason is a plain case:
+    synthetic/tool_pairs/no_finish_reason.)"""
 
     def __init__(self) -> None:
         super().__init__()
-        self.called = False
+        self.arguments: dict[int, str] = {}
 
     def push(self, data: str) -> list[Any]:
         events = self.inner.push(data)
-        self.called = self.called or any(isinstance(e, reference.ToolCallDelta) for e in events)
+        for e in events:
+            if isinstance(e, reference.ToolCallDelta):
+                self.arguments[e.index] = self.arguments.get(e.index, "") + e.arguments
         return events
 
     def finish(self, thinking_capped: bool) -> Any:
-        if self.called and not self.inner.is_finished:
+        if (
+            any(not _is_json(text) for text in self.arguments.values())
+            and not self.inner.is_finished
+        ):
             self.inner.push('{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}')
         return self.inner.finish(thinking_capped)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True

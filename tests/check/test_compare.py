@@ -7,7 +7,9 @@ import copy
 import pytest
 
 from harness.check.compare import ABSENT, Difference, differences, same, same_step
-from harness.check.runner import FAILED, run_case
+from harness.check.options import RunOptions
+from harness.check.results import FAILED
+from harness.check.runner import run_case
 from harness.drive.inprocess import InProcessDriver
 from harness.suite.cases import Suite
 from harness.suite.golden import read_golden
@@ -71,7 +73,13 @@ def test_a_differing_step_with_no_listed_difference_fails_the_case(
 
     monkeypatch.setattr(deepdiff, "DeepDiff", lambda *args, **kwargs: {})
     (case,) = suite.cases(("llama-server/progress_long_prompt",))
-    result = run_case(case, read_golden(case), InProcessDriver(DropsProgress), mode="plain", seed=1)
+    result = run_case(
+        case,
+        read_golden(case),
+        InProcessDriver(DropsProgress),
+        mode="plain",
+        options=RunOptions(seed=1),
+    )
     assert result.status == FAILED
     assert result.mismatches and all(m.path.startswith("steps[") for m in result.mismatches)
 

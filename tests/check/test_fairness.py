@@ -1,7 +1,11 @@
 """Gating is fair: an implementation that takes another allowed outcome at an implementation-
-defined point passes by default, and fails --strict (or --choose of the reference's outcome) on
-exactly the cases that pin that point, with the point named in the report. The careful clients
-(I5, I6) are checked so in every mode: `hostile-keys` adds `__proto__` members to every case.
+defined point passes by default, and fails --strict (or --choose of the reference's outcome) only
+on cases that pin that point, with the point named in the report. The careful clients (one for
+each outcome the reference does not take at I5 to I9) are checked so in every mode
+(`hostile-keys` adds `__proto__` members to every case), and fail --strict on exactly the cases
+that pin their point where their outcome is not the reference's (a case pinning I7 for its
+`protocol` outcome, whose two choices both have index 0, is read alike under `fold` and
+`index0`).
 
 Each target runs on the cases that pin its point and on the real captures, which pin none: that
 the other cases give the same under every outcome is tests/suite/test_pins.py's property."""
@@ -16,8 +20,9 @@ import pytest
 
 import reference
 from harness.check.modes import MODES
-from harness.suite.cases import Suite
-from reference.choices import REFERENCE
+from harness.suite.cases import Case, Suite
+from harness.suite.golden import read_golden
+from reference.choices import OUTCOMES, REFERENCE
 from tests.check.fair_targets import CAREFUL, OTHERS, RefusesProto
 from tests.conftest import invoke
 
@@ -87,26 +92,38 @@ def test_the_reference_passes_strict(tmp_path: Path) -> None:
     assert all(r["status"] == "passed" for r in results)
 
 
-@pytest.mark.parametrize("point", sorted(CAREFUL))
+def _differs(case: Case, point: str, outcome: str) -> bool:
+    """True when `outcome` at `point` (the reference's own at the case's other points) gives
+    another result than the reference's on `case`: its golden file's own outcome lists the
+    combinations that give that result."""
+    pinned = [p for p in OUTCOMES if p in case.pins]
+    mine = {p: outcome if p == point else getattr(REFERENCE, p) for p in pinned}
+    return mine not in read_golden(case).get("choices", [])
+
+
+@pytest.mark.parametrize(("point", "outcome"), sorted(CAREFUL), ids="=".join)
 def test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned(
-    tmp_path: Path, point: str
+    tmp_path: Path, point: str, outcome: str
 ) -> None:
-    target = f"{TARGETS}:{CAREFUL[point]}"
-    pinned = pinning(point)
+    target = f"{TARGETS}:{CAREFUL[point, outcome]}"
+    cases = [c for c in Suite(ROOT).cases() if point in c.pins]
+    pinned = {c.case_id for c in cases}
+    differing = {c.case_id for c in cases if _differs(c, point, outcome)}
+    assert differing, f"no case pins {point}={outcome}"
     modes = tuple(MODES)
     code, output, results = run(tmp_path, target, *sample(point), modes=modes)
     assert code == 0, output
     assert {r["mode"] for r in results} == set(modes)
     assert {r["case"] for r in results} > pinned  # unpinned cases ran too
-    took = [r["choice"] for r in results if r["case"] in pinned and r["mode"] == "plain"]
-    assert took and all(any(c.get(point) == "protocol" for c in t) for t in took), took
+    took = [r["choice"] for r in results if r["case"] in differing and r["mode"] == "plain"]
+    assert took and all(any(c.get(point) == outcome for c in t) for t in took), took
     if point == "I6":  # the refusing client matched the cut outcome in hostile-keys elsewhere
         cut = [r for r in results if r["mode"] == "hostile-keys" and r["case"] not in pinned]
         assert any({"I6": "protocol"} in r["choice"] for r in cut)
 
     code, output, results = run(tmp_path, target, "--strict", *sample(point), modes=modes)
     failing = {r["case"] for r in results if r["status"] != "passed"}
-    assert code == 1 and failing == pinned, output
+    assert code == 1 and failing == differing, output
 
 
 def test_hostile_keys_refusal_is_wrong_before_the_cut(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 import reference
+from harness.check import members
 from harness.check import modes as inject
 from harness.check.modes import (
     ESCAPES,
@@ -29,11 +30,15 @@ from harness.check.modes import (
     mutate,
     truncation_points,
 )
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import PASSED, CaseResult, _prefix_finishes, run_case
+from harness.check.results import PASSED, CaseResult
+from harness.check.runner import run_case
+from harness.check.truncation import prefix_finishes
 from harness.drive.inprocess import InProcessDriver, finish_step, push_step
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
+from harness.suite.near_names import NEAR_NAMES
 from harness.suite.recording import iter_payloads
 from reference.choices import OUTCOMES, REFERENCE
 from tests.check.mode_targets import (
@@ -59,7 +64,8 @@ SAMPLE = ("llama-server",)
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
     """`factory` run in-process on the SAMPLE cases of `suite` in `modes`."""
-    return list(run(suite.cases(SAMPLE), InProcessDriver(factory), modes=modes, seed=seed))
+    driver = InProcessDriver(factory)
+    return list(run(suite.cases(SAMPLE), driver, modes=modes, options=RunOptions(seed=seed)))
 
 
 def _failures(results: list[CaseResult]) -> list[CaseResult]:
@@ -88,7 +94,8 @@ def test_every_mode_is_listed_by_run_help() -> None:
 
 
 def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
-    results = list(run(suite.cases(), InProcessDriver(reference.Assembler), modes=MODES, seed=SEED))
+    driver = InProcessDriver(reference.Assembler)
+    results = list(run(suite.cases(), driver, modes=MODES, options=RunOptions(seed=SEED)))
     assert len(results) == len(suite.cases()) * len(MODES)
     assert [(r.case_id, r.mode, r.status) for r in _failures(results)] == []
 
@@ -106,7 +113,11 @@ def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mod
                 driver = InProcessDriver(lambda chosen=chosen: reference.Assembler(chosen))
                 for mode in MODES:
                     result = run_case(
-                        case, golden, driver, mode=mode, seed=SEED, require={point: value}
+                        case,
+                        golden,
+                        driver,
+                        mode=mode,
+                        options=RunOptions(seed=SEED, chosen_points=((point, value),)),
                     )
                     if result.status != PASSED:
                         failed.append((case.case_id, point, value, mode, result.status))
@@ -127,8 +138,9 @@ def test_its_mode_catches_it_at_the_field_it_breaks(suite: Suite, mode: str) -> 
     paths = [m.path for r in failed for m in r.mismatches]
     assert any(f".{field}" in path or path.endswith(field) for path in paths), paths
     if mode != TRUNCATED:
-        shown = [m.payload for r in failed for m in r.mismatches]
-        assert all(p is not None for p in shown)  # the exact payload pushed is in the report
+        # the exact payload pushed is in the report (a mismatch at finish has none)
+        shown = [m.payload for r in failed for m in r.mismatches if m.step is not None]
+        assert shown and all(p is not None for p in shown)
 
 
 def test_a_key_order_failure_shows_a_rewritten_payload(suite: Suite) -> None:
@@ -313,7 +325,7 @@ def test_truncated_expects_what_a_fresh_reference_returns_on_each_prefix(suite: 
         golden = json.loads(case.golden.read_text(encoding="utf-8"))
         points = truncation_points(len(golden["steps"]), seed=SEED, case_id=case.case_id)
         capped = golden["thinking_capped"]
-        for cut, expected in _prefix_finishes(case, points, capped):
+        for cut, expected in prefix_finishes(case, points, capped):
             assert expected == _fresh_finish(case, cut, capped), (case.case_id, cut)
             checked += 1
     assert checked > 300
@@ -338,7 +350,9 @@ class CallLog(_Wrapper):
 def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r1_progress_with_text")
     CallLog.calls = []
-    [result] = run([case], InProcessDriver(CallLog), modes=[TRUNCATED], seed=SEED)
+    [result] = run(
+        [case], InProcessDriver(CallLog), modes=[TRUNCATED], options=RunOptions(seed=SEED)
+    )
     assert result.status == PASSED
     # Four payloads: cut after 1, 2 and 3 (after 4 is the plain run).
     assert CallLog.calls == [
@@ -353,7 +367,7 @@ def test_truncated_cuts_a_small_case_after_each_payload(suite: Suite) -> None:
 def test_truncated_finishes_after_the_finish_reason_before_the_last_chunk(suite: Suite) -> None:
     case = next(c for c in suite.cases() if c.case_id == "synthetic/r7_usage_chunk_after_finish")
     steps = len(list(iter_payloads(case.recording)))
-    finishes = dict(_prefix_finishes(case, range(1, steps), False))
+    finishes = dict(prefix_finishes(case, range(1, steps), False))
     assert "completion" in finishes[steps - 1]  # the finish reason had arrived: a completion
 
 
@@ -391,7 +405,7 @@ def test_the_mode_names_are_the_documented_ones() -> None:
 
 
 def test_unknown_values_cover_every_json_type_and_edge() -> None:
-    values = inject._VALUES
+    values = members._VALUES
     kinds = {type(v).__name__ for v in values}
     assert kinds == {"NoneType", "bool", "int", "float", "str", "list", "dict"}
     numbers = [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
@@ -420,4 +434,6 @@ def test_every_invented_name_reaches_every_level_the_contract_reads() -> None:
             "arguments",
         }
     for level, names in seen.items():
-        assert names == set(inject.UNKNOWN_NAMES), level
+        near = {n.name for n in NEAR_NAMES[level]}
+        assert names - near == set(inject.UNKNOWN_NAMES), level
+        assert names & near, level

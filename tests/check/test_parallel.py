@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 
 import pytest
 
+from harness.check.options import RunOptions
 from harness.check.parallel import in_order, run, run_parallel
-from harness.check.runner import PASSED
+from harness.check.results import PASSED
 from harness.drive.inprocess import InProcessDriver
-from harness.drive.process import ProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
 from tests.conftest import invoke
@@ -24,10 +24,10 @@ TESTS = Path(__file__).resolve().parents[1]
 UNEVEN = """
 import os
 
-from tests.miniatures import LastIdWins
+from tests.miniatures import EmptyIdWins
 
 
-class Uneven(LastIdWins):
+class Uneven(EmptyIdWins):
     def push(self, data):
         if '"tool_calls":[{' in data.replace(" ", ""):
             raise RuntimeError("tool calls are not done yet")
@@ -72,57 +72,6 @@ def test_two_jobs_give_the_same_json_report_as_one(tmp_path: Path) -> None:
     assert any("exited with status 3" in m for m in messages), messages
     assert any("RuntimeError" in m for m in messages), messages
     assert one == two
-
-
-#: Uneven, and refusing an integer beyond 2^53 (I2 `protocol`, not the reference's choice): cases
-#: that pin I2 fail their first outcome and pass another, tried in turn (a retry of the case, not
-#: the next case sent ahead).
-CHOOSY = (
-    UNEVEN
-    + """
-
-class Refused(Exception):
-    kind = "protocol"
-
-
-class Choosy(Uneven):
-    def push(self, data):
-        if "9007199254740993" in data:
-            raise Refused("beyond 2^53")
-        return super().push(data)
-"""
-)
-PINNED = ("-k", "synthetic/i2_*", "-k", "synthetic/i4_*")
-
-
-def test_sending_the_next_case_ahead_changes_no_result(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The worker gets the next case (mode, cut, outcome) before this one is checked: crashes,
-    # worker deaths, retries of another outcome and cuts after a failure must all come out as
-    # they do when each case is sent only when it starts.
-    path = tmp_path / "choosy.py"
-    path.write_text(CHOOSY, encoding="utf-8")
-    modes = (*MODES, "--mode", "truncated")  # each cut of a recording is a case sent ahead
-    taken: list[int] = []
-    adopt = ProcessDriver._adopt
-
-    def counted(self: ProcessDriver, spec: Any) -> None:
-        taken.append(1)
-        adopt(self, spec)
-
-    monkeypatch.setattr(ProcessDriver, "_adopt", counted)
-    ahead = without_durations(json_report(tmp_path, f"{path}:Choosy", *PINNED, *modes))
-    assert len(taken) > 50  # many cases were sent ahead
-    monkeypatch.setattr(ProcessDriver, "plan_next", lambda self, pushes, *, finish: None)
-    one_by_one = without_durations(json_report(tmp_path, f"{path}:Choosy", *PINNED, *modes))
-    statuses = {result["status"] for result in one_by_one["results"]}
-    assert statuses == {"passed", "failed", "crashed"}, statuses
-    retried = [
-        r for r in one_by_one["results"] if r["choice"] and r["choice"][0].get("I2") == "protocol"
-    ]
-    assert retried, "no case matched another outcome than its first"
-    assert ahead == one_by_one
 
 
 class SlowFirstDriver(InProcessDriver):
@@ -184,9 +133,14 @@ def test_results_arrive_as_they_complete_and_in_order_sorts_them(
     assert len(cases) > 3
     modes = ("plain", "escapes")
     slow_first.hold_first = True
-    arrived = list(run_parallel(cases, slow_first, modes=modes, seed=1, jobs=3))
+    arrived = list(run_parallel(cases, slow_first, modes=modes, options=RunOptions(seed=1), jobs=3))
     expected = list(
-        run(cases, InProcessDriver(__import__("reference").Assembler), modes=modes, seed=1)
+        run(
+            cases,
+            InProcessDriver(__import__("reference").Assembler),
+            modes=modes,
+            options=RunOptions(seed=1),
+        )
     )
     assert len(slow_first.made) == 3 and all(d.closed for d in slow_first.made)
     assert sum(d.cases for d in slow_first.made) == len(cases) * len(modes)
@@ -229,7 +183,11 @@ def test_a_harness_error_in_a_worker_stops_the_run_and_closes_every_driver(
     assert len(cases) > 10
     cases[0].golden.unlink()
     with pytest.raises(GoldenError):
-        list(run_parallel(cases, CountingSlowDriver, modes=("plain",), seed=1, jobs=2))
+        list(
+            run_parallel(
+                cases, CountingSlowDriver, modes=("plain",), options=RunOptions(seed=1), jobs=2
+            )
+        )
     assert CountingSlowDriver.closed == 2
     assert sum(CountingSlowDriver.started) <= 3, CountingSlowDriver.started
 
@@ -238,7 +196,9 @@ def test_one_job_uses_one_driver_and_closes_it(
     suite: Suite, slow_first: type[SlowFirstDriver]
 ) -> None:
     cases = suite.cases(("synthetic/r1_*",))
-    results = list(run_parallel(cases, slow_first, modes=("plain",), seed=1, jobs=1))
+    results = list(
+        run_parallel(cases, slow_first, modes=("plain",), options=RunOptions(seed=1), jobs=1)
+    )
     assert len(results) == len(cases)
     assert len(slow_first.made) == 1 and slow_first.made[0].closed
 
@@ -272,7 +232,9 @@ def test_cancel_ends_the_run_after_the_call_under_way(suite: Suite, after: int) 
     cases = suite.cases(("synthetic/r1_*",))
     cancel = threading.Event()
     driver = CancelsAfter(cancel, after)
-    results = list(run(cases, driver, modes=("plain", "key-order"), seed=1, cancel=cancel))
+    results = list(
+        run(cases, driver, modes=("plain", "key-order"), options=RunOptions(seed=1), cancel=cancel)
+    )
     assert driver.cases == after
     assert len(results) == after - 1
 
@@ -288,7 +250,11 @@ def test_cancel_stops_every_worker_and_hides_later_errors(suite_copy: Suite, job
         made.append(CancelsAfter(cancel, 3))
         return made[-1]
 
-    results = list(run_parallel(cases, make, modes=("plain",), seed=1, jobs=jobs, cancel=cancel))
+    results = list(
+        run_parallel(
+            cases, make, modes=("plain",), options=RunOptions(seed=1), jobs=jobs, cancel=cancel
+        )
+    )
     assert len(made) == jobs
     started = sum(d.cases for d in made)
     assert started <= 3 * jobs < len(cases), started

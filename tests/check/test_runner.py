@@ -4,29 +4,21 @@ failure reports, and what a crash in the truncated mode says."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import reference
-from harness.check.outcomes import reach
-from harness.check.runner import (
-    CRASHED,
-    FAILED,
-    PASSED,
-    CaseResult,
-    Mismatch,
-    outcomes,
-    run_case,
-)
+from harness.check.options import RunOptions
+from harness.check.outcomes import outcomes, reach
+from harness.check.results import CRASHED, FAILED, PASSED, CaseResult, Mismatch
+from harness.check.runner import run_case
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.safetext import ABSENT
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
-from harness.suite.recording import iter_payloads
 
 PLAIN = "llama-server/content_stop"  # 12 steps and a finish, no implementation-defined point
 I3 = "synthetic/r6_nesting_129"  # I3: protocol (the reference) or ignore
@@ -54,7 +46,9 @@ class FailsAtSecondPush(reference.Assembler):
 def test_a_target_that_errs_early_is_not_pushed_again_nor_finished(suite: Suite) -> None:
     case = one(suite, PLAIN)
     golden = read_golden(case)
-    result = run_case(case, golden, InProcessDriver(FailsAtSecondPush), mode="plain", seed=1)
+    result = run_case(
+        case, golden, InProcessDriver(FailsAtSecondPush), mode="plain", options=RunOptions(seed=1)
+    )
     assert result.status == FAILED
     assert {m.step for m in result.mismatches} == {1, None}  # step 1, then finish: nothing else
     assert result.mismatches[-1] == Mismatch("finish", golden["finish"], ABSENT)
@@ -65,7 +59,13 @@ def test_a_golden_file_with_more_steps_than_payloads_is_stale(suite_copy: Suite)
     golden = read_golden(case)
     golden["steps"].append(golden["steps"][-1])
     with pytest.raises(GoldenError) as caught:
-        run_case(case, golden, InProcessDriver(reference.Assembler), mode="plain", seed=1)
+        run_case(
+            case,
+            golden,
+            InProcessDriver(reference.Assembler),
+            mode="plain",
+            options=RunOptions(seed=1),
+        )
     assert "the golden file has more steps than the 12 payload(s)" in str(caught.value)
     assert f"conform golden update -k {PLAIN}" in str(caught.value)
 
@@ -88,7 +88,11 @@ def test_a_strict_run_of_a_case_without_points_passes(suite: Suite) -> None:
     case = one(suite, PLAIN)
     driver = InProcessDriver(reference.Assembler)
     result = run_case(
-        case, read_golden(case), driver, mode="plain", seed=1, require={"I3": "ignore"}
+        case,
+        read_golden(case),
+        driver,
+        mode="plain",
+        options=RunOptions(seed=1, chosen_points=(("I3", "ignore"),)),
     )
     assert result.status == PASSED and result.outcomes == 1 and not result.narrowed
 
@@ -100,11 +104,11 @@ def test_a_failure_names_how_many_outcomes_it_missed(suite: Suite) -> None:
 
     case = one(suite, I3)
     result = run_case(case, read_golden(case), InProcessDriver(NoReasoningEvents), mode="plain",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == FAILED and result.outcomes == 2
     plain = one(suite, PLAIN)
     result = run_case(plain, read_golden(plain), InProcessDriver(NoReasoningEvents), mode="plain",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == FAILED and result.outcomes == 1
 
 
@@ -127,112 +131,9 @@ def test_a_crash_in_the_truncated_mode_names_the_cut(suite: Suite, tmp_path: Pat
 
     case = one(suite, PLAIN)
     result = run_case(case, read_golden(case), InProcessDriver(FinishRaises), mode="truncated",
-                      seed=1)  # fmt: skip
+                      options=RunOptions(seed=1))  # fmt: skip
     assert result.status == CRASHED and result.crash is not None
     assert result.crash.message == (
         "finish raised RuntimeError: no finish yet (the recording cut after 1 payload(s))"
     )
     assert result.cut == 1
-
-
-def test_a_recording_is_read_once_for_every_mode(
-    suite: Suite, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each case's payloads are read once and shared by its modes, outcomes and cuts."""
-    from harness.check import outcomes, parallel, runner
-    from harness.check.modes import MODES
-
-    reads: list[Path] = []
-    real = runner.iter_payloads
-
-    def counting(path: Path) -> Any:
-        reads.append(path)
-        return real(path)
-
-    real_whole = parallel.read_recording
-
-    def whole(path: Path) -> Any:  # its head and payloads, in one read
-        reads.append(path)
-        return real_whole(path)
-
-    # Every reader of recordings the run goes through.
-    monkeypatch.setattr(parallel, "read_recording", whole)
-    for module in (runner, outcomes):
-        monkeypatch.setattr(module, "iter_payloads", counting)
-    cases = suite.cases((PLAIN, I3))
-    results = list(parallel.run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=7))
-    assert [r.status for r in results] == [PASSED] * len(MODES) * 2
-    assert reads == [case.recording for case in cases]
-
-
-class _OneAtATime:
-    """An in-process driver without `push_steps`: the runner pushes one payload a call."""
-
-    def __init__(self, factory: Any) -> None:
-        self._inner = InProcessDriver(factory)
-        self.start_case, self.push = self._inner.start_case, self._inner.push
-        self.finish, self.case_stderr = self._inner.finish, self._inner.case_stderr
-
-
-class CrashesAtThirdPush(reference.Assembler):
-    """Drops the second push's events (a mismatch), then raises outside the contract."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.pushes = 0
-
-    def push(self, data: str) -> list[Any]:
-        self.pushes += 1
-        if self.pushes == 3:
-            raise RuntimeError("boom")
-        events = super().push(data)
-        return [] if self.pushes == 2 else events
-
-
-def _both_ways(case: Case, golden: dict[str, Any], factory: Any, mode: str) -> list[object]:
-    found: list[object] = []
-    payloads = list(iter_payloads(case.recording))  # read beforehand, as `conform run` does
-    for driver in (InProcessDriver(factory), _OneAtATime(factory)):
-        try:
-            result = run_case(
-                case,
-                golden,
-                driver,  # type: ignore[arg-type]
-                mode=mode,
-                seed=3,
-                payloads=payloads,
-            )
-        except GoldenError as exc:
-            found.append(f"GoldenError: {exc}")
-        else:
-            found.append(replace(result, duration=0.0))
-    return found
-
-
-def test_a_pass_pushed_in_one_call_gives_what_one_push_a_call_gives(suite: Suite) -> None:
-    """The runner's batch (a driver's `push_steps`, one comparison of the whole pass) against its
-    loop: the same results for deliberately wrong targets, crashes and stale golden files."""
-    import tests.miniatures as miniatures
-    from tests.miniatures import BATTERY, PITFALLS
-
-    checked = set()
-    for name, (where, _) in [*BATTERY.items(), *PITFALLS.items()]:
-        case_id, mode = (where, "plain") if "/" in where else (PLAIN, where)
-        if mode not in ("plain", "truncated"):
-            continue
-        case = one(suite, case_id)
-        golden = read_golden(case)
-        for factory in (getattr(miniatures, name), FailsAtSecondPush, CrashesAtThirdPush):
-            batch, loop = _both_ways(case, golden, factory, mode)
-            assert batch == loop, (name, case_id, factory)
-            checked.add(batch.status if isinstance(batch, CaseResult) else "stale")
-        stale = [
-            {**golden, "steps": golden["steps"][:-1]},  # fewer steps than payloads
-            {**golden, "steps": [*golden["steps"], golden["steps"][-1]]},  # more
-            {**golden, "steps": [{**golden["steps"][0], "line": 99}, *golden["steps"][1:]]},
-        ]
-        for changed in stale:
-            batch, loop = _both_ways(case, changed, getattr(miniatures, name), mode)
-            assert batch == loop, (name, case_id, "stale")
-            checked.add(batch.status if isinstance(batch, CaseResult) else "stale")
-    assert {PASSED, FAILED, CRASHED, "stale"} <= checked

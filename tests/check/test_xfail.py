@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.modes import MODES
-from harness.check.runner import (
+from harness.check.results import (
     CRASHED,
     FAILED,
     PASSED,

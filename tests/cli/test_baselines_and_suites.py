@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.modes import MODES
-from harness.check.runner import FAILED, PASSED, CaseResult, Mismatch
+from harness.check.results import FAILED, PASSED, CaseResult, Mismatch
 from harness.check.xfail import XfailList, baseline_text, parse_lines
 from harness.suite import cases as suite_module
 from tests.conftest import invoke

@@ -343,41 +343,6 @@ def test_idle_cores_grant_and_refuse() -> None:
     assert cores.take(lambda: False) is True  # a core came free
 
 
-def test_the_targets_share_the_changed_payloads_made_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The matrix makes each changed payload once for all its targets: the same text as a target
-    alone makes, and within the budget only."""
-    from harness.check import modes
-    from harness.check.modes import MODES, SharedMutations, mutator
-
-    data = '{"id":"c1","choices":[{"index":0,"delta":{"content":"hé"}}],"created":1}'
-    alone = {
-        m: mutator(m, seed=7, case_id="c")(3, data)
-        for m in MODES
-        if mutator(m, seed=7, case_id="c")
-    }
-    made: list[str] = []
-    change = modes._mutator
-
-    def counted(mode: str, **where: Any) -> Any:
-        inner = change(mode, **where)
-        return None if inner is None else lambda step, text: made.append(mode) or inner(step, text)
-
-    monkeypatch.setattr(modes, "_mutator", counted)
-    shared = SharedMutations()
-    for _ in range(3):  # three targets
-        for mode, text in alone.items():
-            found = shared.mutator(mode, seed=7, case_id="c")
-            assert found is not None and found(3, data) == text
-    assert sorted(made) == sorted(alone)  # once each
-    made.clear()
-    tight = SharedMutations(budget=1)  # room for one payload
-    for _ in range(2):
-        for mode, text in alone.items():
-            found = tight.mutator(mode, seed=7, case_id="c")
-            assert found is not None and found(3, data) == text
-    assert len(made) == 2 * len(alone) - 1
-
-
 class _Pace:
     """A matrix target as `IdleCores` sees it: its time left (None: not known yet)."""
 

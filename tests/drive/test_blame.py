@@ -121,6 +121,12 @@ def test_the_origin_travels_as_the_first_line_of_the_details() -> None:
     details = f"{origin.text()}\nTraceback (most recent call last):\n  ..."
     assert split_origin(details) == (origin, "Traceback (most recent call last):\n  ...")
     assert split_origin("Traceback ...") == (None, "Traceback ...")
+    # A message of several lines (pydantic's) comes first: the origin line follows it.
+    message = "1 validation error for AIMessageChunk\nusage_metadata\n  Input should be ..."
+    assert split_origin(f"{message}\n{details}") == (
+        origin,
+        f"{message}\nTraceback (most recent call last):\n  ...",
+    )
     assert Origin.from_json(origin.to_json()) == origin
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import decimal
 import enum
-import itertools
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, NamedTuple
@@ -13,14 +12,11 @@ import msgspec
 import pytest
 
 import reference
-from harness.drive.inprocess import InProcessDriver
 from harness.drive.normalize import (
-    REFERENCE_STATE,
     NormalizeError,
     normalize_completion,
     normalize_error,
     normalize_events,
-    plain_state,
     read_state,
 )
 from harness.suite.cases import Suite
@@ -222,92 +218,6 @@ def test_errors_by_kind() -> None:
     assert normalize_error(Failure(ByName.PROTOCOL)) == {"kind": "protocol"}
     assert normalize_error(Failure(ByName.SERVER, "x")) == {"kind": "server", "message": "x"}
     assert normalize_error(Failure(ByName.OTHER)) is None
-
-
-def test_the_reference_state_in_one_call_is_its_four_readers(suite: Suite) -> None:
-    """`Assembler.state()` (the in-process driver's one-call reader) gives what the documented
-    readers give, value and type, after every push of every shipped recording."""
-    from harness.suite.recording import iter_payloads
-
-    pushes = 0
-    for case in suite.cases():
-        assembler = reference.Assembler()
-        for payload in iter_payloads(case.recording):
-            try:
-                assembler.push(payload.data)
-            except reference.InferError:
-                break
-            state = plain_state(assembler.state())
-            assert msgspec.msgpack.encode(state) == msgspec.msgpack.encode(read_state(assembler))
-            pushes += 1
-    assert pushes > 1000
-
-
-class _IdKind(enum.Enum):
-    A = "chatcmpl-a"
-
-
-def test_values_off_their_plain_types_are_read_by_the_readers(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A value of the one-call reader that is not of its plain type is not trusted: the state
-    is then read through the documented readers (which say what is wrong)."""
-    assert plain_state((_IdKind.A, 0, False, False)) is None
-    assert plain_state((None, True, False, False)) is None
-    assert plain_state((None, 2**5000, False, False)) is None
-    assert plain_state(("x", 0, False, False)) == {
-        "id": "x",
-        "reasoning_tokens": 0,
-        "in_reasoning": False,
-        "is_finished": False,
-    }
-    real = reference.Assembler.state
-    # Each value off its type in turn, as `push_steps` (which checks them itself) meets it.
-    for index, odd in [(0, _IdKind.A), (1, True), (1, 2**5000), (1, 1.0), (2, 1), (3, 0)]:
-
-        def state(a: Any, index: int = index, odd: Any = odd) -> tuple[Any, ...]:
-            values = list(real(a))
-            values[index] = odd
-            return tuple(values)
-
-        monkeypatch.setitem(REFERENCE_STATE, reference.Assembler, state)
-        driver = InProcessDriver(reference.Assembler)
-        driver.start_case()
-        steps: list[Any] = []
-        driver.push_steps(['{"id":"x","choices":[{"delta":{"content":"a"}}]}'], [1], steps)
-        # The readers', not the odd value.
-        assert steps[0]["state"] == {
-            "id": "x",
-            "reasoning_tokens": 0,
-            "in_reasoning": False,
-            "is_finished": False,
-        }, (index, odd)
-        assert type(steps[0]["state"]["reasoning_tokens"]) is int
-        assert not driver.own_steps
-
-
-def test_pushed_in_one_call_the_steps_are_those_of_one_push_a_call(suite: Suite) -> None:
-    """`InProcessDriver.push_steps` (the reference's state read in one call, an unchanged state
-    shared with the step before) makes the steps `push_step` makes, payload by payload."""
-    from harness.drive.inprocess import InProcessDriver, push_step
-    from harness.suite.recording import iter_payloads
-
-    shared = 0
-    for case in suite.cases():
-        payloads = list(iter_payloads(case.recording))
-        driver = InProcessDriver(reference.Assembler)
-        driver.start_case()
-        batch: list[Any] = []
-        driver.push_steps([p.data for p in payloads], [p.line for p in payloads], batch)
-        batch[-1].pop("said", None)
-        assembler = reference.Assembler()
-        single = []
-        for payload in payloads[: len(batch)]:
-            single.append(push_step(assembler, payload.data, payload.line))
-        assert msgspec.msgpack.encode(batch) == msgspec.msgpack.encode(single), case.case_id
-        states = [step["state"] for step in batch if "state" in step]
-        shared += sum(a is b for a, b in itertools.pairwise(states))
-    assert shared > 100
 
 
 def test_the_reference_completion_in_one_call_is_what_its_fields_give(suite: Suite) -> None:

@@ -14,7 +14,10 @@ input:
 - a completion's texts are the concatenation of its events' texts (content, reasoning, each tool
   call's arguments);
 - the payloads give the same events, state, finish and error kinds once unknown fields are injected
-  into them (`harness.check.modes.unknown_fields`).
+  into them (`harness.check.modes.unknown_fields`);
+- the fast reference (`reference.Assembler`) and the plain one (`reference.PlainAssembler`, which
+  generates the golden files) give the same of every input (tests/assembler/test_differential.py
+  is the short run of this).
 
 Two engines. With atheris installed (`pip install -e '.[fuzz]'`), libFuzzer drives coverage-guided
 mutation of the seed corpus (the shipped recordings, whole and one payload at a time) with a
@@ -58,6 +61,9 @@ except ImportError:  # the random engine needs nothing beyond the project
 import harness.suite.recording  # noqa: E402
 import reference  # noqa: E402
 import reference.assembler  # noqa: E402
+import reference.fast  # noqa: E402
+import reference.json_text  # noqa: E402
+import reference.shape  # noqa: E402
 from harness.check.modes import unknown_fields  # noqa: E402
 from harness.errors import ConformError  # noqa: E402
 
@@ -116,9 +122,11 @@ def spec_payloads(text: str) -> list[tuple[int, str]]:
 # --- the properties -------------------------------------------------------------------------------
 
 
-def run_reference(payloads: list[str], capped: bool) -> list[Any]:
+def run_reference(
+    payloads: list[str], capped: bool, assembler: Any = reference.Assembler
+) -> list[Any]:
     """Push every payload and finish; check the types and the completion texts; return all seen."""
-    asm = reference.Assembler()
+    asm = assembler()
     seen: list[Any] = []
     events: list[Any] = []
     for data in payloads:
@@ -195,8 +203,11 @@ def check_one(data: bytes, scratch: Path) -> None:
 
 
 def _check_injection(payloads: list[str], capped: bool, *, seed: int) -> None:
-    """Run the reference on the payloads as they are and with unknown fields; same result."""
+    """Run the reference on the payloads as they are and with unknown fields; same result. The
+    plain reference gives what the fast one gives (`repr`, so that `1` and `1.0` differ)."""
     plain = run_reference(payloads, capped)
+    if repr(run_reference(payloads, capped, reference.PlainAssembler)) != repr(plain):
+        raise Failure("the plain reference gives another result than the fast one")
     rng = random.Random(seed)
     injected = run_reference([unknown_fields(data, rng) for data in payloads], capped)
     if injected != plain:
@@ -310,7 +321,8 @@ def _escaped(token: bytes) -> str:
 def _instrument_code_under_test() -> None:
     """Let libFuzzer see which branches of the reader and the reference an input reaches."""
     assert atheris is not None
-    for module in (harness.suite.recording, reference.assembler):
+    modules = (reference.assembler, reference.fast, reference.json_text, reference.shape)
+    for module in (harness.suite.recording, *modules):
         for value in vars(module).values():
             members = vars(value).values() if isinstance(value, type) else [value]
             for member in members:

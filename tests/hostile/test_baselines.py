@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.check.modes import MODES
-from harness.check.runner import FAILED, PASSED, CaseResult, Mismatch
+from harness.check.results import FAILED, PASSED, CaseResult, Mismatch
 from harness.check.xfail import XfailList, baseline_text, parse_lines, write_baseline
 from tests.conftest import conform
 from tests.hostile.support import small_suite

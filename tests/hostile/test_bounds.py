@@ -1,15 +1,13 @@
 """Every input bounded: what a target sends or keeps is bounded by conform, and a limit reached is
 a failure of the target that names the limit, never a crash or a hang of conform.
 
-- a protocol-2 program that answers each push with 100,000 one-character `$text` references
-  (once 3.3 GB and 50 s for one case) fails at its first such reply, the limit named;
 - a target wrong at every step of a long recording keeps 100 mismatches and counts the rest
   (once every one: 18 times slower, a 5 MB report);
 - an in-process target that leaks descriptors (once exit 2 and no report) fails its cases, the
   limit named, and the reports are written; one that leaks them all at once stops the run, the
   reports written and partial;
-- an in-process target that leaves a thread spinning (once: conform never exited) lets conform
-  exit with its verdict.
+- an in-process target that leaves a thread spinning (once: conform, and pytest with the plugin,
+  never exited) lets them exit with their verdict.
 """
 
 from __future__ import annotations
@@ -21,46 +19,7 @@ import sys
 from pathlib import Path
 
 from tests.conftest import conform
-from tests.hostile.support import CASE, ROOT, small_suite
-
-REFERENCES = """\
-import json, sys
-out, stdin = sys.stdout.buffer, sys.stdin.buffer
-while line := stdin.readline():
-    request = json.loads(line)
-    op, seq = request["op"], request["seq"]
-    if op == "push":
-        if "bytes" in request:
-            stdin.read(request["bytes"] + 1)
-        pieces = ",".join(["[%d,0,1]" % seq] * 100_000)
-        out.write(('{"seq":%d,"events":[{"type":"content","text":{"$text":[%s]}}],"state":'
-                   '{"id":null,"reasoning_tokens":0,"in_reasoning":false,"is_finished":false}}\\n'
-                   % (seq, pieces)).encode())
-        out.flush()
-        continue
-    reply = {"seq": seq, "ok": True}
-    if op == "hello":
-        reply = {"seq": seq, "name": "r", "version": "1", "language": "python", "protocol": 2}
-    elif op == "finish":
-        reply = {"seq": seq, "error": {"kind": "protocol", "message": "x"}}
-    out.write((json.dumps(reply) + "\\n").encode())
-    out.flush()
-    if op == "bye":
-        break
-"""
-
-
-def test_a_hundred_thousand_text_references_in_a_reply_fail_at_the_limit(tmp_path: Path) -> None:
-    suite = small_suite(tmp_path / "suite", CASE)
-    program = tmp_path / "references.py"
-    program.write_text(REFERENCES)
-    code, output = conform(
-        "run", "--exec", f"{sys.executable} {program}", "--suite", suite, "--mode", "plain",
-        "--timeout", "60",
-    )  # fmt: skip
-    assert code == 1, output
-    assert "CRASH" in output and "crashed at step 0" in output, output
-    assert "pieces, conform's limit" in output, output
+from tests.hostile.support import CASE, ROOT
 
 
 def _long_recording(path: Path, payloads: int) -> None:
@@ -189,3 +148,18 @@ def test_an_in_process_target_leaving_a_thread_spinning_lets_conform_exit(tmp_pa
     assert done.returncode == 0, done.stdout + done.stderr
     assert "thread(s) the target started still run ('spin')" in done.stderr
     assert json.loads(report.read_text())["ok"] is True
+
+
+def test_pytest_with_an_in_process_target_leaving_a_thread_spinning_exits(tmp_path: Path) -> None:
+    from tests.conftest import FOREIGN_PLUGINS_OFF
+
+    (tmp_path / "spins.py").write_text(SPINS)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *FOREIGN_PLUGINS_OFF, "-p", "no:randomly", "-p",
+         "no:cacheprovider", "--conform-target", "spins.py:Spins", "--conform-in-process",
+         "--conform-mode", "plain", "-k", CASE, "-q"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 passed" in done.stdout
+    assert "thread(s) the target started still run ('spin')" in done.stderr

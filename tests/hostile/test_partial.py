@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.runner import PASSED, CaseResult
+from harness.check.results import PASSED, CaseResult
 from harness.reports.github import github_summary
 from harness.reports.junit import junit_xml
 from harness.reports.matrix_table import Column, markdown, matrix, verdict

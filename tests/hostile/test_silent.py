@@ -118,7 +118,7 @@ def test_a_read_only_folder_is_refused_before_the_run(tmp_path: Path) -> None:
 
 
 def _few_descriptors() -> None:
-    resource.setrlimit(resource.RLIMIT_NOFILE, (16, 16))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (14, 14))
 
 
 def test_too_few_descriptors_to_start_is_the_error_not_no_cases() -> None:
@@ -131,3 +131,18 @@ def test_too_few_descriptors_to_start_is_the_error_not_no_cases() -> None:
     assert done.stdout == "", done.stdout
     assert done.stderr.startswith("Error: Too many open files"), done.stderr
     assert "ulimit -n" in done.stderr
+
+
+def test_an_option_that_names_one_thing_given_twice_is_refused(tmp_path: Path) -> None:
+    first, second = small_suite(tmp_path / "a", CASE), small_suite(tmp_path / "b", CASE)
+    (second / "golden" / f"{CASE}.json").unlink()
+    for command in (
+        ["golden", "update", "--suite", first, "--suite", second],
+        ["run", "--exec", "prog-a", "--exec", "prog-b", "--suite", first],
+        ["record", "http://127.0.0.1:9", "--request", tmp_path / "r.json", "--suite", first,
+         "--suite", second, "mine/x"],
+    ):  # fmt: skip
+        (tmp_path / "r.json").write_text('{"messages": []}')
+        code, output = conform(*command)
+        assert code == 2 and "given 2 times" in output, (command, output)
+    assert not (second / "golden" / f"{CASE}.json").exists()  # nothing written into either

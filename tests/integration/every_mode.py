@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.check.modes import MODES, PLAIN
-from harness.check.runner import PASSED
+from harness.check.results import PASSED
 from harness.suite.cases import Suite
 from tests.conftest import conform
 

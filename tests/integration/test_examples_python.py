@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.check.xfail import XfailList
 from reference.choices import OUTCOMES
 from tests.conftest import invoke

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from harness.check.modes import PLAIN
-from harness.check.runner import PASSED
+from harness.check.results import PASSED
 from harness.suite.cases import Suite
 from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
 from tests.integration.every_mode import NOT_PLAIN, EveryMode, run_every_mode
-from tests.integration.versions import at_protocol_1, check_both_versions
+from tests.integration.versions import check_protocol_1
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "go"
@@ -95,7 +95,7 @@ def test_the_example_passes_in_each_mode(every_mode: EveryMode, mode: str) -> No
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
-    # --strict requires the reference's own outcome at I1..I6; encoding/json takes others (the
+    # --strict requires the reference's own outcome at I1..I9; encoding/json takes others (the
     # list in examples/go/conform.xfail, the example's --strict baseline, checked in every mode).
     code, output = conform("run", "--exec", binary, "--mode", "plain", "--strict")
     assert code == 1
@@ -113,11 +113,9 @@ def test_the_example_follows_the_protocol_schemas(binary: str, tmp_path: Path) -
     passes_every_case(binary, PLAIN, tmp_path / "report.json", "--validate-protocol")
 
 
-def test_it_speaks_both_versions_of_the_protocol(binary: str, tmp_path: Path) -> None:
-    # conform offers version 2, which the kit speaks (the runs above); offered 1 alone, it passes
-    # too, and spoken to directly it answers each version as that version says.
-    check_both_versions([binary])
-    passes_every_case(at_protocol_1(binary), PLAIN, tmp_path / "report.json")
+def test_it_answers_conforms_hello_with_protocol_1(binary: str) -> None:
+    # What conform sends (the runs above are protocol 1 runs), spoken to it directly.
+    check_protocol_1([binary])
 
 
 def test_a_lone_surrogate_in_the_request_line_is_a_protocol_error(binary: str) -> None:

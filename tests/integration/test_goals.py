@@ -19,7 +19,7 @@ import goals  # noqa: E402
 
 def test_an_unknown_goal_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as caught:
-        goals.main(["--only", "harness,nope"])
+        goals.main(["--only", "suite,nope"])
     assert caught.value.code == 2 and "unknown goal(s) nope" in capsys.readouterr().err
 
 
@@ -43,12 +43,11 @@ def test_check_exits_1_only_when_a_goal_is_missed(monkeypatch: pytest.MonkeyPatc
 
 def test_every_goal_of_the_issue_is_measured() -> None:
     assert set(goals.MEASURES) == set(goals.GOALS)
-    assert goals.GOALS == ("reference", "harness", "suite", "pipes", "long", "matrix")
+    assert goals.GOALS == ("reference", "suite", "pipes", "long", "matrix")
 
 
 def test_the_benchmark_functions_it_reuses_exist() -> None:
     import bench_assembler
-    import bench_harness
     import bench_pipes
 
     from tests.tools import matrix_docs as matrix
@@ -56,7 +55,6 @@ def test_the_benchmark_functions_it_reuses_exist() -> None:
 
     for module, names in [
         (bench_assembler, ["build_stream", "run_json_loads", "run_msgspec_typed"]),
-        (bench_harness, ["workload", "assemble", "run_all", "medians", "timed", "CLOCK", "claims"]),
         (bench_pipes, ["_payloads", "_once"]),
         (matrix, ["build"]),
         (synth, ["write_suite"]),

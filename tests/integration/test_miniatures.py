@@ -15,7 +15,7 @@ import pytest
 
 import tests.miniatures
 from tests.conftest import conform
-from tests.miniatures import BATTERY, PITFALLS, REAL_CLIENTS
+from tests.miniatures import BATTERY, PITFALLS, REAL_CLIENTS, SUITE_POWER
 
 MINIATURES = str(Path(__file__).resolve().parents[1] / "miniatures.py")
 #: The rule of the miniatures whose docstring names a section of the contract instead.
@@ -103,4 +103,26 @@ def test_the_real_client_helpers_alone_pass() -> None:
     # `_Calls` rebuilds the tool calls from the events as R2 says; unchanged, it passes, so each
     # miniature built on it fails through its own change only (in plain mode, as they are run).
     code, output = conform("run", f"{MINIATURES}:_Calls", "--mode", "plain", "--in-process")
+    assert code == 0, output
+
+
+@pytest.mark.parametrize("name", sorted(SUITE_POWER))
+def test_each_planted_bug_of_issue_34_fails_for_its_reason(name: str) -> None:
+    # A lax decoder's coercion, a near-name read, an edge text or id mishandled, a tool-call
+    # combination mishandled: each fails where the case or mode built for its class is.
+    cases, mode, pattern = SUITE_POWER[name]
+    code, output = conform(
+        "run", f"{MINIATURES}:{name}", "--mode", mode, "--in-process", "-k", cases
+    )
+    assert code == 1, output
+    assert re.search(pattern, output), f"{name}: no {pattern!r} in:\n{output}"
+
+
+@pytest.mark.parametrize("name", ["ReadsCamelCase", "MatchesKeysWithoutCase",
+                                  "TopLevelMessageIsError", "SkipsPingEvents"])  # fmt: skip
+def test_the_near_name_bugs_pass_the_plain_real_captures(name: str) -> None:
+    # What catches them is the names unknown-fields adds, not the recordings.
+    code, output = conform(
+        "run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process", "-k", "llama-server/*"
+    )
     assert code == 0, output

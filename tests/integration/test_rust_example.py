@@ -27,7 +27,7 @@ from reference.choices import OUTCOMES
 from tests.conftest import conform
 from tests.integration.builds import cached_build, source_key, tool_version
 from tests.integration.every_mode import NOT_PLAIN, EveryMode, run_every_mode
-from tests.integration.versions import at_protocol_1, check_both_versions
+from tests.integration.versions import check_protocol_1
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "rust"
@@ -131,7 +131,7 @@ def test_the_example_passes_in_each_mode(every_mode: EveryMode, mode: str) -> No
 
 
 def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str) -> None:
-    # --strict requires the reference's own outcome at I1..I6; serde takes others (the list in
+    # --strict requires the reference's own outcome at I1..I9; serde takes others (the list in
     # examples/rust/conform.xfail, the example's --strict baseline, checked in every mode).
     code, output = conform("run", "--exec", shlex.quote(binary), "--mode", "plain", "--strict")
     assert code == 1
@@ -149,18 +149,15 @@ def test_the_example_follows_the_protocol_schemas(binary: str) -> None:
     passes_every_case(binary, PLAIN, "--validate-protocol")
 
 
-def test_it_speaks_both_versions_of_the_protocol(binary: str) -> None:
-    # conform offers version 2, which the kit speaks (the runs above); offered 1 alone, it passes
-    # too, and spoken to directly it answers each version as that version says.
-    check_both_versions([binary])
-    code, output = conform("run", "--exec", at_protocol_1(shlex.quote(binary)), "--mode", PLAIN)
-    assert code == 0, output
-    assert "crashed" not in output and "timed-out" not in output, output
+def test_it_answers_conforms_hello_with_protocol_1(binary: str) -> None:
+    # What conform sends (the runs above are protocol 1 runs), spoken to it directly.
+    check_protocol_1([binary])
 
 
 # Each pitfall, and the cases of the suite that catch it (the rust-named ones were written for it).
 PITFALLS = {
-    "default_vs_null": ["synthetic/r7_choices_null", "synthetic/r1_tool_calls_empty_or_null"],
+    # (`choices: null` refused is I5's other outcome since contract v4: r7_choices_null passes.)
+    "default_vs_null": ["synthetic/r1_tool_calls_empty_or_null"],
     "u64_counts": [
         "synthetic/r9_rust_u64_counts",
         "synthetic/r3_timings_fraction_predicted_n_without_reasoning",

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.reports.badge import badge, badge_json
 
 # shields.io's endpoint schema (https://shields.io/badges/endpoint-badge): schemaVersion 1, label

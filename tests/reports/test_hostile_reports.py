@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.pipeline import run as pipeline_run
 from harness.pipeline.run import INTERNAL_ERROR
 from harness.reports.text import fold, render

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.check.results import Expectation
-from harness.check.runner import FAILED, CaseResult, Crash, Mismatch
+from harness.check.results import FAILED, CaseResult, Crash, Expectation, Mismatch
 from harness.drive.blame import Origin
 from harness.reports.causes import rule_of_field
 from harness.reports.problems import cause, group
@@ -203,7 +202,19 @@ def test_invalid_input_accepted_groups_by_what_the_rules_refuse_in_it() -> None:
     )
     assert sorted(len(p.cases) for p in problems) == [1, 2]
     assert all(p.accepted and p.category == "invalid-accepted" for p in problems)
-    assert any("$.choices[].index" in p.title for p in problems)
+    assert any(
+        p.title == "accepts invalid input: a wrong type or value at `$.choices[].index`"
+        for p in problems
+    )
+    # The plain reference's words: what the field must be, whatever wrong value it had.
+    from harness.reports.causes import refusal_kind
+
+    assert refusal_kind("id must be a string, not a number") == refusal_kind(
+        "id must be a string, not a boolean"
+    )
+    assert refusal_kind("tool_calls[].index must be an integer, got 1.5") == (
+        "tool_calls[].index must be an integer"
+    )
 
 
 def test_an_adapter_fault_is_apart_and_never_the_clients() -> None:

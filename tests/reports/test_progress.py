@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 import pytest
 
-from harness.check.runner import FAILED, PASSED, XPASSED, CaseResult
+from harness.check.results import FAILED, PASSED, XPASSED, CaseResult
 from harness.reports.progress import ProgressBar, paint_line, paint_status, wants_colour
 from tests.conftest import invoke
 

@@ -17,7 +17,7 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from harness.check.compare import ABSENT
-from harness.check.runner import (
+from harness.check.results import (
     CRASHED,
     FAILED,
     PASSED,

@@ -14,7 +14,11 @@ from harness.suite.confusion import COERCIONS, KINDS, READ_FIELDS, SAMPLE, confu
 from harness.suite.recording import iter_payloads
 from tests.tools.corpus_cases import ROOT, write_all
 
-GENERATORS = ("tests.tools.grow_confusion",)
+GENERATORS = (
+    "tests.tools.grow_confusion",
+    "tests.tools.grow_edges",
+    "tests.tools.grow_tool_pairs",
+)
 
 
 def _generator(name: str) -> ModuleType:
@@ -33,7 +37,7 @@ def test_each_generated_case_is_small(name: str) -> None:
     module = _generator(name)
     for case in module.cases():
         assert 2 <= len(case.payloads) <= 8, case.case_id
-        assert all(len(p) < 2000 for p in case.payloads), case.case_id
+        assert all(len(p) < 16_384 for p in case.payloads), case.case_id
 
 
 def test_every_read_field_has_every_value_that_is_wrong_there() -> None:

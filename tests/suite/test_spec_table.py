@@ -28,8 +28,11 @@ TITLES = {
     "I2": "I2 integers beyond ±(2^53-1)",
     "I3": "I3 nesting beyond 128",
     "I4": "I4 duplicate keys",
-    "I5": "I5 OpenAI-defined unread members of a wrong type",
+    "I5": "I5 OpenAI-defined members of a wrong type, required ones missing",
     "I6": "I6 members named `__proto__`",
+    "I7": "I7 more than one choice, a choice index other than 0",
+    "I8": "I8 server errors without a message",
+    "I9": "I9 a later, different id",
     "SSE": "SSE event-stream reading",
 }
 

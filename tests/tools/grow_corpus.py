@@ -92,9 +92,8 @@ class Stream:
         with_timings: bool = True,
         top: dict[str, Any] | None = None,
         id: Any = _ABSENT,
-        choices_absent: bool = False,
     ) -> Stream:
-        body: dict[str, Any] = {} if choices_absent else {"choices": list(choices)}
+        body: dict[str, Any] = {"choices": list(choices)}
         body |= {
             "created": 1795992500,
             "id": self.id if id is _ABSENT else id,
@@ -273,7 +272,11 @@ def _one_chunk(a: str, b: str) -> Iterator[Case]:
             f"Pairs of delta kinds in one chunk: {what}. Every choice folds into the one "
             "completion (R1, R2); in_reasoning follows event order (R4)."
         )
-        yield s.case(about, _pins((a, b)))
+        if two_choices and not a == b == "tool_call":
+            about += " A client may also keep only the choice with index 0, or refuse (I7)."
+            yield s.case(about, _pins((a, b)) + " I7")
+        else:
+            yield s.case(about, _pins((a, b)))
 
 
 # --- structures, neighbouring servers' fields and values that real clients got wrong ---
@@ -455,8 +458,9 @@ def named_cases() -> Iterator[Case]:
     s.chunk(choice(None, "stop"))
     yield s.case(
         "R5, R7: a finish reason in a choice whose delta is null (LangChain and Pydantic AI lost "
-        "it) finishes the stream.",
-        "R5 R7",
+        "it) finishes the stream. OpenAI's chunk schema requires delta: a client that validates "
+        "it may refuse the chunk (I5).",
+        "R5 R7 I5",
     )
 
     s = Stream("r5_finish_reason_repeated_same").role()
@@ -517,12 +521,12 @@ def named_cases() -> Iterator[Case]:
     s.chunk(
         choice({}), top={"prompt_progress": {"total": 5, "cache": 0, "processed": 5, "time_ms": 1}}
     )
-    s.chunk(choices_absent=True)
+    s.chunk()
     s.delta(reasoning_content=" on")
     s.finish("length")
     yield s.case(
         "R4: in_reasoning stays true across chunks without text (an empty delta, a progress "
-        "chunk, a chunk without choices): it is state of the stream, not of one chunk.",
+        "chunk, a chunk whose choices are []): it is state of the stream, not of one chunk.",
         "R1 R4",
     )
 

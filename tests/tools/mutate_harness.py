@@ -1,7 +1,7 @@
 """Mutation testing of the harness: how many small bugs in `harness/` do the project's tests catch?
 
 The modules where a silent bug would make conform pass a wrong implementation are mutated, one
-small change at a time, with the operators of `benchmarks/mutate_reference.py` (the same AST
+small change at a time, with the operators of `tests/tools/mutate_reference.py` (the same AST
 mutator). The killer is the project's own tests: each module has a fast subset of test files
 (`KILLERS`), run with `pytest -x`; a mutant that fails a test is killed, one whose tests all pass
 *survives*: it is equivalent (listed with a reason in
@@ -45,7 +45,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location(
-    "mutate_reference", ROOT / "benchmarks" / "mutate_reference.py"
+    "mutate_reference", ROOT / "tests" / "tools" / "mutate_reference.py"
 )
 assert _spec is not None and _spec.loader is not None
 _mr = importlib.util.module_from_spec(_spec)
@@ -75,6 +75,16 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/suite/golden/test_stream.py",
         "tests/check/test_modes.py",
     ),
+    "harness/check/passes.py": (
+        "tests/check/test_runner.py",
+        "tests/check/test_compare.py",
+        "tests/check/test_modes.py",
+        "tests/suite/golden/test_stream.py",
+    ),
+    "harness/check/truncation.py": (
+        "tests/check/test_modes.py",
+        "tests/check/test_runner.py",
+    ),
     "harness/drive/normalize.py": (
         "tests/drive/test_normalize.py",
         "tests/test_api.py",
@@ -92,8 +102,13 @@ KILLERS: dict[str, tuple[str, ...]] = {
         "tests/cli/test_baselines_and_suites.py",
     ),
     "harness/check/modes.py": (
+        "tests/check/test_mode_outputs.py",
         "tests/check/test_modes.py",
         "tests/check/test_known_fields.py",
+    ),
+    "harness/check/jsontext.py": (
+        "tests/check/test_mode_outputs.py",
+        "tests/check/test_modes.py",
     ),
 }
 #: Slow tests left out of every subset (each has faster tests of the same code in the subsets).

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness.drive.pipes import _RUN, MARK, _marked
+from harness.drive.programs import _RUN, MARK, _marked
 from harness.suite.cases import Suite
 from tests.conftest import SUBREAPER, conform, live_children, wait_for_children
 

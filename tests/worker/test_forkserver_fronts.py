@@ -48,8 +48,9 @@ def test_a_fuzz_run_forks_each_restart(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: bool
 ) -> None:
     target, log = _target(tmp_path, monkeypatch)
-    if not server:
+    if not server:  # the fuzz run's servers, and those of its runner (harness.pipeline)
         monkeypatch.setattr("harness.fuzz.loop.forked_workers", _no_server)
+        monkeypatch.setattr("harness.drive.forked.forked_workers", _no_server)
     status, output = conform(
         "fuzz", target, "--examples", "20", "--shrink", "5", "--mode", "plain",
         "--streams", "valid", "--timeout", "5",

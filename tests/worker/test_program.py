@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from harness.check.modes import PLAIN, UNKNOWN_FIELDS
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import CaseResult
+from harness.check.results import CaseResult
 from harness.drive.inprocess import InProcessDriver, load_target
 from harness.drive.process import ProcessDriver
 from harness.drive.spec import python_target_driver
@@ -42,10 +43,15 @@ SAMPLE = ("llama-server", "synthetic/r2_*", "synthetic/r8_*")
 def test_the_reference_through_the_adapter_matches_in_process(suite: Suite) -> None:
     cases = suite.cases(SAMPLE)
     in_process = records(
-        run(cases, InProcessDriver(load_target("reference:Assembler")), modes=MODES, seed=7)
+        run(
+            cases,
+            InProcessDriver(load_target("reference:Assembler")),
+            modes=MODES,
+            options=RunOptions(seed=7),
+        )
     )
     with ProcessDriver.from_command_line(ADAPTER, timeout=10) as driver:
-        worker = records(run(cases, driver, modes=MODES, seed=7))
+        worker = records(run(cases, driver, modes=MODES, options=RunOptions(seed=7)))
     assert worker == in_process
     assert len(worker) == 2 * len(cases)
 
@@ -55,9 +61,11 @@ def test_a_broken_target_gets_the_same_records_in_a_worker(suite: Suite, target:
     """Mismatches (with the payloads of mutating modes) and crash messages are the same."""
     spec = f"{TARGETS}:{target}"
     cases = suite.cases(("llama-server/*",))
-    in_process = records(run(cases, InProcessDriver(load_target(spec)), modes=MODES, seed=7))
+    in_process = records(
+        run(cases, InProcessDriver(load_target(spec)), modes=MODES, options=RunOptions(seed=7))
+    )
     with python_target_driver(spec) as driver:
-        worker = records(run(cases, driver, modes=MODES, seed=7))
+        worker = records(run(cases, driver, modes=MODES, options=RunOptions(seed=7)))
     assert worker == in_process
     assert any(r[2] != "passed" for r in worker)
 

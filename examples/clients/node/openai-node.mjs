@@ -55,7 +55,8 @@ function mapError(error) {
   if (e instanceof OpenAIError) {
     // The client's own refusals ("Chat completion stream contains an invalid tool call index",
     // "missing role for choice 0"): it checked the stream and rejected it.
-    if (/^missing finish_reason/.test(e.message)) {
+    // Its own checks for a stream that ended early: without a finish reason, or without a chunk.
+    if (/^missing finish_reason|^request ended without sending any chunks/.test(e.message)) {
       return new StreamError("stream_closed_early", e.message);
     }
     return protocolError(e.message);
@@ -112,7 +113,8 @@ export class Target {
   }
 
   get isFinished() {
-    return (this.#snapshot?.choices ?? []).some((c) => c?.finish_reason);
+    const choices = this.#snapshot?.choices;
+    return Array.isArray(choices) && choices.some((c) => c?.finish_reason);
   }
 
   get reasoningTokens() {
@@ -134,7 +136,8 @@ export class Target {
       // Adapter: the llama-server fields, read from the client's chunk and validated first.
       this.#llama.takeTimings(readTimings(chunk.timings));
       const progress = readProgress(chunk.prompt_progress);
-      const choices = chunk.choices ?? [];
+      // Whatever the client let through: only a list of choices is read.
+      const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
       const reasoning = choices.map((c) => readReasoning(c?.delta?.reasoning_content));
       if (progress !== null) events.push(progress);
       choices.forEach((choice, i) => {
@@ -144,7 +147,7 @@ export class Target {
           const text = wanted.shift().e.delta; // the client's content.delta event
           if (text) events.push({ type: "content", text });
         }
-        for (const piece of delta?.tool_calls ?? []) {
+        for (const piece of Array.isArray(delta?.tool_calls) ? delta.tool_calls : []) {
           if (wanted[0]?.type !== "tool") continue; // the client emitted no event for it
           const e = wanted.shift().e; // the client's tool_calls.function.arguments.delta event
           events.push({
@@ -172,7 +175,7 @@ export class Target {
       id: final.id ?? null,
       content: message?.content ?? null,
       reasoning_content: message?.reasoning_content ?? null,
-      tool_calls: (message?.tool_calls ?? []).map((call) => ({
+      tool_calls: (Array.isArray(message?.tool_calls) ? message.tool_calls : []).map((call) => ({
         id: call?.id ?? null,
         name: call?.function?.name ?? null,
         arguments: call?.function?.arguments ?? null,
@@ -195,5 +198,7 @@ if (isMain(import.meta.url)) {
   serve({
     hello: { name: "openai-node", version: VERSION, language: "javascript" },
     create: () => new Target(),
+    // The package this adapter wraps: a crash in it is the client's, one here the adapter's.
+    wraps: ["openai"],
   });
 }

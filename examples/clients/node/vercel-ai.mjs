@@ -244,5 +244,7 @@ if (isMain(import.meta.url)) {
   serve({
     hello: { name: "vercel-ai", version: VERSION, language: "javascript" },
     create: () => new Target(),
+    // The packages this adapter wraps: a crash in them is the client's, one here the adapter's.
+    wraps: ["ai", "@ai-sdk/openai-compatible", "@ai-sdk/provider-utils", "@ai-sdk/provider"],
   });
 }

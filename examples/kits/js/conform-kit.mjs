@@ -311,8 +311,46 @@ function stateOf(target) {
   };
 }
 
-function crashMessage(e) {
-  return `${e?.name ?? "Error"}: ${e?.message ?? e}`;
+function crashMessage(e, wraps) {
+  const message = `${e?.name ?? "Error"}: ${e?.message ?? e}`;
+  const origin = wraps === undefined ? null : crashOrigin(e, wraps);
+  return origin === null ? message : `${message}\n${origin}`;
+}
+
+const KIT_FILE = new URL(import.meta.url).pathname;
+const FRAME = /^\s*at (?:(?:async )?(.*?) \()?(?:file:\/\/)?([^()]+?):(\d+):\d+\)?$/;
+
+/**
+ * The line that says whose code a crash happened in (docs/protocol.md, "Errors"):
+ * `origin: OWNER TYPE PATH:LINE in FUNCTION`, at the innermost frame of the stack in the
+ * adapter's own files (`adapter`, or `target` when it wraps nothing) or in a package it wraps
+ * (`client`, from `node_modules/PACKAGE/`); null when the stack has none. The kit's own frames
+ * are the adapter's; Node's own, and other packages', are no one's.
+ */
+export function crashOrigin(e, wraps) {
+  const lines = typeof e?.stack === "string" ? e.stack.split("\n") : [];
+  for (const line of lines) {
+    const found = FRAME.exec(line);
+    if (found === null) continue;
+    const [, name, file, number] = found;
+    if (file.startsWith("node:") || file.startsWith("internal/")) continue;
+    const modules = file.lastIndexOf("/node_modules/");
+    let owner;
+    let shown;
+    if (modules >= 0) {
+      shown = file.slice(modules + "/node_modules/".length);
+      const parts = shown.split("/");
+      const pkg = parts[0].startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0];
+      if (!wraps.includes(pkg)) continue;
+      owner = "client";
+    } else {
+      owner = wraps.length > 0 || file === KIT_FILE ? "adapter" : "target";
+      const here = `${process.cwd()}/`;
+      shown = file.startsWith(here) ? file.slice(here.length) : file;
+    }
+    return `origin: ${owner} ${e?.name ?? "Error"} ${shown}:${number} in ${name || "<anonymous>"}`;
+  }
+  return null;
 }
 
 /** The size of the payload framed after this request (protocol 2), or null when none follows. */
@@ -330,9 +368,12 @@ export class Session {
   protocol = 1; // the version agreed in `hello`
   ended = false; // the case had its error or its finish: protocol 2 skips what was planned after
 
-  constructor({ hello, create }) {
+  constructor({ hello, create, wraps }) {
     this.hello = hello;
     this.create = create;
+    // The npm packages the adapter wraps (`["openai"]`): a crash's origin line names whose code
+    // it happened in; undefined sends none.
+    this.wraps = wraps;
   }
 
   async answer(line, frame) {
@@ -356,7 +397,7 @@ export class Session {
       if (e instanceof BadRequest) return [errorReply(seq, "bad_request", e.message), false];
       process.stderr.write(`program crashed: ${e?.stack ?? e}\n`);
       this.ended = true;
-      return [errorReply(seq, "crash", crashMessage(e)), false];
+      return [errorReply(seq, "crash", crashMessage(e, this.wraps)), false];
     }
   }
 
@@ -438,7 +479,7 @@ export class Session {
       this.ended = true;
       if (e && KINDS.includes(e.kind)) return errorReply(seq, e.kind, e.message ?? "");
       process.stderr.write(`assembler crashed: ${e?.stack ?? e}\n`);
-      return errorReply(seq, "crash", crashMessage(e));
+      return errorReply(seq, "crash", crashMessage(e, this.wraps));
     }
   }
 }
@@ -526,12 +567,12 @@ function parseLine(bytes) {
  * Runs the line protocol on stdin/stdout until `bye` or end of input.
  * `hello` is {name, version, language}; `create()` makes (or resolves to) one case's target.
  */
-export function serve({ hello, create }) {
+export function serve({ hello, create, wraps }) {
   // The harness closing our stdout (it gave up on us) is no reason for a stack trace.
   process.stdout.on("error", () => process.exit(0));
   // Standard output carries replies only: a client's own logging goes to standard error.
   for (const name of ["log", "info", "debug"]) console[name] = console.error;
-  const session = new Session({ hello, create });
+  const session = new Session({ hello, create, wraps });
   const reader = new RequestReader();
   const requests = [];
   let ended = false;

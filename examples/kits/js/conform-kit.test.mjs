@@ -15,6 +15,7 @@ import {
   readTimings,
   RequestReader,
   Session,
+  crashOrigin,
   encodeReply,
   sseEvent,
 } from "./conform-kit.mjs";
@@ -242,4 +243,30 @@ test("the reader splits lines and frames however the bytes arrive", () => {
     assert.equal(got[3][1].error.kind, "bad_request");
     assert.deepEqual(got[4], [{ seq: 4 }, undefined]);
   }
+});
+
+test("a crash's origin is its innermost frame in the adapter or a package it wraps", () => {
+  const error = new TypeError("Cannot read properties of undefined (reading 'arguments')");
+  error.stack = [
+    "TypeError: Cannot read properties of undefined (reading 'arguments')",
+    "    at node:internal/process/task_queues:95:5",
+    "    at Object.parse (file:///srv/app/node_modules/zod/lib/index.js:10:3)",
+    "    at ChatCompletionStream.#accumulate (/srv/app/node_modules/openai/lib/Stream.js:412:31)",
+    "    at Target.push (/srv/app/adapter.mjs:88:12)",
+  ].join("\n");
+  assert.equal(
+    crashOrigin(error, ["openai"]),
+    "origin: client TypeError openai/lib/Stream.js:412 in ChatCompletionStream.#accumulate",
+  );
+  // Nothing of the wrapped package: the adapter's own frame, an adapter fault.
+  assert.equal(
+    crashOrigin(error, ["ai"]),
+    "origin: adapter TypeError /srv/app/adapter.mjs:88 in Target.push",
+  );
+  // An assembler that wraps nothing owns its crashes.
+  assert.equal(
+    crashOrigin(error, []),
+    "origin: target TypeError /srv/app/adapter.mjs:88 in Target.push",
+  );
+  assert.equal(crashOrigin({ stack: "no frames here" }, ["openai"]), null);
 });

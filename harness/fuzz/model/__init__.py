@@ -1,1 +1,1 @@
-"""The model of llama-server streams: their features, and hypothesis strategies that build them."""
+"""The model of llama-server streams: their features, and a seeded generator that builds them."""

@@ -14,12 +14,14 @@ each shape error of R6, or a rule that fails the stream on purpose).
 
 `drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
 type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
-issue 34 wrote their cases; the model learns them in its rewrite).
+issue 34 wrote their cases; the model learns them later).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from harness.fuzz.model.corpus_only import CORPUS_ONLY
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,12 +44,19 @@ GROUPS: tuple[str, ...] = ("structure", "field", "value", "sse", "broken")
 
 _F = Feature
 
+
 #: Every feature the model knows, grouped as `GROUPS` orders them.
-FEATURES: tuple[Feature, ...] = (
+_DRAWN: tuple[Feature, ...] = (
     # --- structure
     _F(
         "role_chunk",
         'a first chunk with delta.role "assistant" and no text',
+        ("R1", "R7"),
+        "structure",
+    ),
+    _F(
+        "role_chunk_later",
+        'a chunk with delta.role "assistant" after text or tool calls (no new message)',
         ("R1", "R7"),
         "structure",
     ),
@@ -86,6 +95,12 @@ FEATURES: tuple[Feature, ...] = (
         "empty_reasoning_after_content",
         'reasoning_content "" after answer text',
         ("R1", "R4"),
+        "structure",
+    ),
+    _F(
+        "repeated_text",
+        "a text piece equal to the one before, or the whole text so far and more (a snapshot)",
+        ("R1", "R2"),
         "structure",
     ),
     _F(
@@ -131,6 +146,18 @@ FEATURES: tuple[Feature, ...] = (
         ("R2", "R5"),
         "structure",
     ),
+    _F(
+        "tool_call_without_function",
+        "a tool-call piece without function (only its index, or its index and id)",
+        ("R1", "R2"),
+        "structure",
+    ),
+    _F(
+        "arguments_absent_or_null",
+        'a tool-call piece whose arguments are absent or null (its event carries "")',
+        ("R1", "R2"),
+        "structure",
+    ),
     _F("text_between_tool_calls", "answer text between two tool calls", ("R1", "R4"), "structure"),
     _F(
         "reasoning_between_tool_calls",
@@ -157,18 +184,60 @@ FEATURES: tuple[Feature, ...] = (
         "structure",
     ),
     _F(
+        "choice_without_delta",
+        "the finish reason in a choice whose delta is null or absent",
+        ("R5", "R7"),
+        "structure",
+    ),
+    _F(
         "chunks_after_finish",
         "chunks after the finish reason (timings, text)",
         ("R3", "R7"),
         "structure",
     ),
     _F("usage_chunk", 'a last chunk with usage and "choices": []', ("R7",), "structure"),
-    _F("choices_absent", "a chunk without choices (timings or usage only)", ("R7",), "structure"),
+    _F(
+        "usage_beside_choices",
+        "usage in a chunk that also has choices (and text or the finish reason)",
+        ("R7",),
+        "structure",
+    ),
+    _F(
+        "choices_absent",
+        "a chunk without choices (timings or usage only)",
+        ("R7", "I5"),
+        "structure",
+    ),
+    _F(
+        "several_choices",
+        "a chunk with more than one choice, or a choice whose index is not 0 (OpenAI's n)",
+        ("R1", "I7"),
+        "structure",
+    ),
+    _F(
+        "null_fields",
+        'a read field that may be absent written null ("error", "prompt_progress", "id", '
+        '"tool_calls", "choices")',
+        ("R7",),
+        "structure",
+    ),
     _F("timings", "timings objects, each replacing the last", ("R3", "R9"), "structure"),
     _F(
         "timings_partial",
         "a timings object with some of its fields absent or null",
         ("R3", "R9"),
+        "structure",
+    ),
+    _F(
+        "timings_null",
+        'a chunk with "timings": null after timings (absent: the latest stays)',
+        ("R3",),
+        "structure",
+    ),
+    _F(
+        "predicted_n_resets",
+        "reasoning beside timings whose predicted_n is 0 after a larger one",
+        ("R4",),
         "structure",
     ),
     _F(
@@ -197,8 +266,8 @@ FEATURES: tuple[Feature, ...] = (
     ),
     _F(
         "id_changes",
-        "later chunks carry another id (the first non-empty one stays)",
-        ("R9",),
+        "later chunks carry another id (the first non-empty one stays, or the latest: I9)",
+        ("R9", "I9"),
         "structure",
     ),
     _F(
@@ -222,7 +291,7 @@ FEATURES: tuple[Feature, ...] = (
     _F(
         "server_error",
         "a mid-stream server error object, message present, absent or null",
-        ("R8",),
+        ("R8", "I8"),
         "structure",
     ),
     _F("thinking_capped", "finish called with thinking_capped true", ("R5",), "structure"),
@@ -249,7 +318,11 @@ FEATURES: tuple[Feature, ...] = (
         "field",
     ),
     _F(
-        "choice_text", "choice.text (legacy completions, TGI, older llama-server)", ("R7",), "field"
+        "choice_text",
+        "choice.text (legacy completions, TGI, older llama-server) or choice.message (the "
+        "shape of a response that is not streamed)",
+        ("R7",),
+        "field",
     ),
     _F("tool_call_type", 'tool_calls[].type "function" (OpenAI, llama-server)', ("R7",), "field"),
     _F(
@@ -291,6 +364,13 @@ FEATURES: tuple[Feature, ...] = (
         "value",
     ),
     _F("escaped_text", "text written with \\uXXXX escapes and surrogate pairs", ("R1",), "value"),
+    _F(
+        "edge_text_and_ids",
+        "text that looks like something else (a role prefix, data: [DONE], think tags, white "
+        "space only or around the words), ids and names of white space only, very long, digits",
+        ("R1", "R2", "R5", "R9"),
+        "value",
+    ),
     _F("long_text", "a text piece of several KiB", ("R1", "R2"), "value"),
     _F(
         "huge_payload",
@@ -402,46 +482,14 @@ FEATURES: tuple[Feature, ...] = (
         ("R4",),
         "broken",
     ),
-    # the type-confusion matrix (harness.suite.confusion): a read field holding a value of another
-    # JSON type that some lax decoder coerces, by the JSON type of that value
-    _F(
-        "confused_boolean",
-        "true or false in a read field (Python's bool is an int, `x || {}` reads false as absent)",
-        ("R6",),
-        "broken",
-        drawn=False,
-    ),
-    _F(
-        "confused_number",
-        "a number where text, a finish reason, an object or an array belongs (scalar coercion, "
-        "enum ordinals, falsy 0)",
-        ("R6",),
-        "broken",
-        drawn=False,
-    ),
-    _F(
-        "confused_string",
-        'a string where a number, an object or an array belongs ("1", "", " ", "stop", JSON text)',
-        ("R6",),
-        "broken",
-        drawn=False,
-    ),
-    _F(
-        "confused_array",
-        "an array where a scalar or an object belongs ([x] unwrapped, [x, y] joined, a struct "
-        "read from its fields in order, [] read as {})",
-        ("R6",),
-        "broken",
-        drawn=False,
-    ),
-    _F(
-        "confused_object",
-        'an object where a scalar or an array belongs ({"stop": null} as an enum, a value wrapped '
-        'in an object, one element for an array, {"0": x})',
-        ("R6",),
-        "broken",
-        drawn=False,
-    ),
+)
+#: Every feature: those the model draws, and those only the shipped corpus holds yet
+#: (`harness.fuzz.model.corpus_only`), each group in `GROUPS`' order.
+FEATURES: tuple[Feature, ...] = tuple(
+    sorted(
+        (*_DRAWN, *(Feature(*entry, drawn=False) for entry in CORPUS_ONLY)),
+        key=lambda feature: GROUPS.index(feature.group),
+    )
 )
 
 #: Each feature by its name.

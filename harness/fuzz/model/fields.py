@@ -26,6 +26,7 @@ it stands at, plausible values, and where it comes from (sources as of 2026):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +162,13 @@ NEIGHBOUR_FIELDS: tuple[NeighbourField, ...] = (
         "text",
         ("Hello", " world", ""),
         "legacy completions; older llama-server; TGI",
+        "choice_text",
+    ),
+    _N(
+        "choice",
+        "message",
+        ({"role": "assistant", "content": "Hi there"}, {"role": "assistant", "content": None}),
+        "OpenAI (a response that is not streamed; some proxies send it in chunks too)",
         "choice_text",
     ),
     _N("choice", "stop_reason", (None, 151645, "</s>"), "vLLM", "server_specific_fields"),
@@ -306,6 +314,7 @@ WRONG_TYPED_KNOWN: tuple[NeighbourField, ...] = (
 LEVELS: tuple[str, ...] = ("top", "choice", "delta", "tool_call", "function", "usage", "error")
 
 
+@functools.cache
 def at_level(level: str, *, wrong_typed: bool = False) -> tuple[NeighbourField, ...]:
     """The neighbour fields of one level (the wrong-typed known ones with `wrong_typed`)."""
     fields = WRONG_TYPED_KNOWN if wrong_typed else NEIGHBOUR_FIELDS

@@ -7,26 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import strategies as st
+from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.values import arguments, split_text, text
 
-from harness.fuzz.model.values import (
-    BOOLEANS,
-    draw_arguments,
-    ints,
-    rarely,
-    sampled,
-    split_text,
-    text,
-)
-
-Draw = st.DrawFn
-
-
-# --- one stream's plan ----------------------------------------------------------------------
+#: A text piece that is written as `null` rather than as a string.
+NULL_TEXT = "\x7fnull"
 
 
 @dataclass
-class _Piece:
+class Piece:
     """One item of a delta: reasoning or answer text (`text`), or a tool-call piece (`call`)."""
 
     kind: str  # "reasoning", "content", "tool"
@@ -34,57 +23,102 @@ class _Piece:
     call: dict[str, Any] = field(default_factory=dict)
 
 
-#: How many tool calls: mostly up to 3, sometimes up to 14 (more than ten: index 10 after 9).
-_CALL_COUNTS = st.one_of(ints(0, 3), ints(0, 3), ints(4, 14))
+_IDS = ("call_0", "call_abc", "toolu_01", "7", "\u00e9")
+_NAMES = ("read_file", "get_weather", "search", "f", "\u540d")
+#: Ids and names a client may take for missing or cut: white space only, very long (issue 34).
+#: White space only (an id all the same: R2, R5), and thousands of characters.
+BLANK_IDS = (" ", "\t", "\n ", "\u200b ")
+LONG_ID = "call_" + "x7" * 1500
+LONG_NAME = "read_file_" * 200
 
 
-def tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
+def _call_count(draw: Draw) -> int:
+    if draw.rarely(40, "tool_calls_many"):
+        return draw.between(11, 14)
+    if draw.wanted & _SEVERAL_CALLS:
+        return draw.between(2, 5)
+    if draw.wants("tool_calls_out_of_order"):
+        return draw.between(2, 4)
+    if draw.wanted & _NEEDS_A_CALL:
+        return draw.between(1, 3)
+    if draw.rarely(25):
+        return draw.between(4, 10)
+    return draw.pick((0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3))
+
+
+_MIXED = frozenset(("tool_calls_interleaved", "tool_calls_out_of_order"))
+_SEVERAL_CALLS = frozenset(
+    (
+        "tool_calls_parallel",
+        "tool_calls_interleaved",
+        "edge_text_and_ids",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+    )
+)
+_NEEDS_A_CALL = frozenset(
+    (
+        "tool_call",
+        "huge_payload",
+        "tool_call_split_anywhere",
+        "tool_call_repeated_id_name",
+        "tool_call_late_id_name",
+        "tool_call_cut_by_length",
+        "tool_call_never_named",
+        "tool_call_without_function",
+        "arguments_absent_or_null",
+        "tool_call_type",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+    )
+)
+
+
+def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
     """Each tool call's pieces, in order (the first creates the call)."""
-    count = int(draw(_CALL_COUNTS))
+    count = _call_count(draw)
     if count:
         used.add("tool_call")
     if count >= 2:
         used.add("tool_calls_parallel")
     if count > 10:
         used.add("tool_calls_many")
-    calls: list[list[_Piece]] = []
+    blank = draw.rarely(20, "edge_text_and_ids")
+    long = draw.rarely(30, "edge_text_and_ids")
+    calls: list[list[Piece]] = []
     for index in range(count):
-        whole = draw_arguments(draw, used)
-        parts = split_text(draw, whole, int(draw(ints(1, 5))))
+        whole = arguments(draw, used)
+        pieces = draw.pick((1, 1, 2, 2, 3)) if whole and count < 4 else draw.between(1, 2)
+        if draw.wanted & _MIXED:  # pieces to mix: two a call at least
+            pieces = max(pieces, 2)
+        parts = split_text(draw, whole, pieces)
+        if len(parts) == 1 and draw.wants("tool_call_split_anywhere"):
+            parts = split_text(draw, whole + "{}", 3)
         if len(parts) > 1:
             used.add("tool_call_split_anywhere")
-        call_id = str(draw(sampled(("call_0", "call_abc", "toolu_01", "7", "\u00e9")))) + str(index)
-        name = str(draw(sampled(("read_file", "get_weather", "search", "f", "\u540d"))))
-        late = rarely(draw, 8) and len(parts) > 1
-        pieces = []
-        for number, args in enumerate(parts):
-            piece: dict[str, Any] = {"index": index}
-            function: dict[str, Any] = {}
-            if number == (1 if late else 0):
-                piece["id"] = call_id
-                function["name"] = name
-                if late:
-                    used.add("tool_call_late_id_name")
-            elif number > 0 and rarely(draw, 5):
-                used.add("tool_call_repeated_id_name")
-                piece["id"] = draw(sampled((call_id, "other", "", None)))
-                function["name"] = draw(sampled((name, "other", "", None)))
-            elif number == 0 and late and draw(BOOLEANS):
-                piece["id"] = draw(sampled(("", None)))
-            if args or draw(BOOLEANS):
-                function["arguments"] = args
-            if rarely(draw, 3):
-                piece["type"] = "function"
-                used.add("tool_call_type")
-            bare = bool(draw(BOOLEANS))
-            if function or bare:
-                piece["function"] = function
-            pieces.append(_Piece("tool", call=piece))
-        calls.append(pieces)
-    if count and rarely(draw, 5):
+        call_id = draw.pick(_IDS) + str(index)
+        name = draw.pick(_NAMES)
+        if blank and (index == 0 or draw.coin()):
+            if draw.coin():
+                call_id = draw.pick(BLANK_IDS)
+            else:
+                name = draw.pick(BLANK_IDS)
+            used.add("edge_text_and_ids")
+        elif long and (index == 0 or draw.coin()):
+            call_id, name = (LONG_ID, name) if draw.coin() else (call_id, LONG_NAME)
+            used.add("edge_text_and_ids")
+        if index == 1 and draw.rarely(20, "edge_text_and_ids"):
+            # call 0's id in another case: two calls all the same (a case-blind map merges them)
+            first = calls[0][0].call.get("id") or calls[0][-1].call.get("id")
+            if isinstance(first, str) and first.lower() != first.upper():
+                call_id = first.swapcase()
+                used.add("edge_text_and_ids")
+        late = len(parts) > 1 and draw.rarely(7, "tool_call_late_id_name")
+        calls.append(_pieces_of(draw, used, index, parts, call_id, name, late=late))
+    if count and draw.rarely(6, "tool_call_never_named"):
         # a call that never gets a name (or an id): the stream fails at finish (R5)
-        victim = calls[int(draw(ints(0, count - 1)))]
-        key = draw(sampled(("id", "name")))
+        victim = calls[draw.below(count)]
+        key = draw.pick(("id", "name"))
         for part in victim:
             if key == "id":
                 part.call.pop("id", None)
@@ -94,34 +128,147 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[_Piece]]:
     return calls
 
 
-def text_runs(draw: Draw, used: set[str]) -> list[_Piece]:
-    runs: list[_Piece] = []
-    for _ in range(int(draw(ints(0, 4)))):
-        kind = str(draw(sampled(("reasoning", "content"))))
-        for _ in range(int(draw(ints(1, 4)))):
-            if rarely(draw, 7):
+def _pieces_of(
+    draw: Draw,
+    used: set[str],
+    index: int,
+    parts: list[str],
+    call_id: str,
+    name: str,
+    *,
+    late: bool,
+) -> list[Piece]:
+    pieces = []
+    repeat = draw.rarely(5, "tool_call_repeated_id_name")
+    bare = draw.wants("tool_call_without_function")
+    bare_odds = 0 if bare else 6
+    null_args = draw.rarely(6, "arguments_absent_or_null")
+    for number, args in enumerate(parts):
+        piece: dict[str, Any] = {"index": index}
+        function: dict[str, Any] = {}
+        if number == (1 if late else 0):
+            piece["id"] = call_id
+            function["name"] = name
+            if late:
+                used.add("tool_call_late_id_name")
+        elif number > 0 and repeat and draw.coin():
+            used.add("tool_call_repeated_id_name")
+            piece["id"] = draw.pick((call_id, "other", "", None))
+            function["name"] = draw.pick((name, "other", "", None))
+        elif number == 0 and late and draw.coin():
+            piece["id"] = draw.pick(("", None))
+        if args:
+            function["arguments"] = args
+        elif null_args:
+            used.add("arguments_absent_or_null")
+            if draw.coin():
+                function["arguments"] = None
+        elif draw.coin():
+            function["arguments"] = ""
+        if draw.rarely(3, "tool_call_type"):
+            piece["type"] = "function"
+            used.add("tool_call_type")
+        if function and not (bare and "name" not in function and number > 0):
+            piece["function"] = function
+        elif draw.rarely(bare_odds):
+            used.add("tool_call_without_function")
+        else:
+            piece["function"] = {}
+        pieces.append(Piece("tool", call=piece))
+    return pieces
+
+
+def text_runs(draw: Draw, used: set[str]) -> list[Piece]:
+    """Runs of reasoning or answer text, each piece a chunk's worth."""
+    runs: list[Piece] = []
+    kinds = [draw.pick(("reasoning", "content")) for _ in range(draw.pick(_RUN_COUNTS))]
+    if not kinds and draw.wanted & _NEEDS_TEXT:
+        kinds = [draw.pick(("reasoning", "content")) for _ in range(draw.between(1, 3))]
+    for wanted, order in _ORDERS:
+        if draw.wants(wanted):
+            at = draw.below(len(kinds) + 1)
+            kinds[at:at] = order
+    for feature, kind in (*_BETWEEN, ("reasoning_run", "reasoning"), ("content_run", "content")):
+        if draw.wants(feature) and kind not in kinds:
+            kinds.append(kind)
+    for kind in kinds:
+        so_far = ""
+        for _ in range(draw.pick(_RUN_PIECES)):
+            if draw.rarely(7, "empty_text"):
                 used.add("empty_text")
-                runs.append(_Piece(kind, text=str(draw(sampled(("", "\x7fnull"))))))
-            else:
-                runs.append(_Piece(kind, text=text(draw, used)))
+                runs.append(Piece(kind, text=draw.pick(("", NULL_TEXT))))
+                continue
+            piece = text(draw, used)
+            if so_far and draw.rarely(9, "repeated_text"):
+                used.add("repeated_text")
+                # the same piece again, or the whole text so far and more (a snapshot)
+                piece = draw.pick((runs[-1].text or piece, so_far + piece))
+            so_far += piece
+            runs.append(Piece(kind, text=piece))
         used.add("reasoning_run" if kind == "reasoning" else "content_run")
+    if draw.wants("empty_reasoning_after_content"):
+        found = next((i for i, p in enumerate(runs) if p.kind == "content" and p.text), None)
+        at = len(runs) if found is None else found
+        if found is None:
+            runs.append(Piece("content", text=text(draw, used)))
+            used.add("content_run")
+            at = len(runs) - 1
+        runs.insert(at + 1, Piece("reasoning", text=""))
+        used.add("empty_text")
     return runs
 
 
-def interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> list[_Piece]:
+#: How many runs of text a stream has, and pieces a run: small streams mostly (a bug shows in a
+#: few chunks, and a small stream costs little), sometimes more.
+_RUN_COUNTS = (0, 1, 1, 1, 1, 2, 2, 3)
+_RUN_PIECES = (1, 1, 1, 1, 2, 2, 3)
+
+#: Runs in an order a feature needs, put among the others when it is wanted.
+_ORDERS = (
+    ("reasoning_then_content", ["reasoning", "content"]),
+    ("reasoning_after_content", ["content", "reasoning"]),
+    ("reasoning_and_content_in_one_chunk", ["reasoning", "content"]),
+)
+
+
+_NEEDS_TEXT = frozenset(
+    (
+        "reasoning_run",
+        "content_run",
+        "reasoning_then_content",
+        "reasoning_after_content",
+        "reasoning_and_content_in_one_chunk",
+        "empty_text",
+        "empty_reasoning_after_content",
+        "repeated_text",
+        "unicode_text",
+        "nul_in_text",
+        "long_text",
+        "escaped_text",
+        "text_between_tool_calls",
+        "reasoning_between_tool_calls",
+        "predicted_n_zero_later",
+        "role_chunk_later",
+        "id_changes",
+    )
+)
+
+
+def interleave(draw: Draw, sequences: list[list[Piece]], used: set[str]) -> list[Piece]:
     """Merge the sequences keeping each one's order, so that pieces of one call may come between
     another's. A call's first piece keeps creation order (index 0 before 1), or the stream would
     skip ahead; later pieces come in any order."""
     heads = [list(seq) for seq in sequences if seq]
-    merged: list[_Piece] = []
+    merged: list[Piece] = []
     created = 0
+    mixed = draw.wants("tool_calls_interleaved") or draw.wants("tool_calls_out_of_order")
     while heads:
-        ready = [
-            i
-            for i, seq in enumerate(heads)
-            if seq[0].kind != "tool" or seq[0].call["index"] <= created
-        ]
-        pick = heads[int(draw(sampled(ready)))]
+        ready = [seq for seq in heads if seq[0].kind != "tool" or seq[0].call["index"] <= created]
+        if mixed and len(ready) > 1 and merged and merged[-1].kind == "tool":
+            # another sequence than the last piece's, lower indices first
+            others = [s for s in ready if s[0].kind != "tool" or s[0] is not merged[-1]]
+            ready = sorted(others, key=lambda s: s[0].call.get("index", -1))[:2] or ready
+        pick = draw.pick(ready)
         piece = pick.pop(0)
         if piece.kind == "tool" and piece.call["index"] == created:
             created += 1
@@ -132,17 +279,36 @@ def interleave(draw: Draw, sequences: list[list[_Piece]], used: set[str]) -> lis
                 used.add("tool_calls_interleaved")
         merged.append(piece)
         heads = [seq for seq in heads if seq]
+    for feature, kind in _BETWEEN:
+        if draw.wants(feature):
+            _put_between(merged, kind)
     return merged
 
 
-def group_pieces(draw: Draw, pieces: list[_Piece], used: set[str]) -> list[list[_Piece]]:
+#: The features of text between two tool-call pieces, and the kind of text each moves there.
+_BETWEEN = (("text_between_tool_calls", "content"), ("reasoning_between_tool_calls", "reasoning"))
+
+
+def _put_between(merged: list[Piece], kind: str) -> None:
+    """Move a text piece of `kind` between the first two tool-call pieces (when there are two)."""
+    tools = [n for n, piece in enumerate(merged) if piece.kind == "tool"]
+    texts = [n for n, piece in enumerate(merged) if piece.kind == kind and piece.text]
+    if len(tools) < 2 or not texts or any(tools[0] < n < tools[-1] for n in texts):
+        return
+    piece = merged.pop(texts[0])
+    tools = [n for n, p in enumerate(merged) if p.kind == "tool"]
+    merged.insert(tools[0] + 1, piece)
+
+
+def group_pieces(draw: Draw, pieces: list[Piece], used: set[str]) -> list[list[Piece]]:
     """Cut the pieces into chunks: a chunk holds at most one reasoning and one answer text."""
-    chunks: list[list[_Piece]] = []
-    current: list[_Piece] = []
+    chunks: list[list[Piece]] = []
+    current: list[Piece] = []
+    apart = 0.3 if draw.wants("reasoning_and_content_in_one_chunk") else 0.45
     for piece in pieces:
         kinds = {p.kind for p in current}
         clash = piece.kind in ("reasoning", "content") and piece.kind in kinds
-        if current and (clash or draw(ints(0, 2)) != 0):
+        if current and (clash or draw.chance(apart)):
             chunks.append(current)
             current = []
         current.append(piece)
@@ -155,24 +321,25 @@ def group_pieces(draw: Draw, pieces: list[_Piece], used: set[str]) -> list[list[
     return chunks
 
 
-def delta_of(pieces: list[_Piece]) -> dict[str, Any]:
+def delta_of(pieces: list[Piece]) -> dict[str, Any]:
+    """The delta of one chunk's pieces."""
     delta: dict[str, Any] = {}
     for piece in pieces:
         if piece.kind == "tool":
             delta.setdefault("tool_calls", []).append(piece.call)
         else:
             key = "reasoning_content" if piece.kind == "reasoning" else "content"
-            delta[key] = None if piece.text == "\x7fnull" else piece.text
+            delta[key] = None if piece.text == NULL_TEXT else piece.text
     return delta
 
 
-def note_sequence(chunks: list[list[_Piece]], used: set[str]) -> None:
+def note_sequence(chunks: list[list[Piece]], used: set[str]) -> None:
     """The structure features that depend on the order of the pieces."""
     order = [
         p.kind
         for chunk in chunks
         for p in chunk
-        if p.kind == "tool" or p.text not in ("", "\x7fnull")
+        if p.kind == "tool" or p.text not in ("", NULL_TEXT)
     ]
     seen: set[str] = set()
     for i, kind in enumerate(order):

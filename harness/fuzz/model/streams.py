@@ -1,14 +1,13 @@
-"""Hypothesis strategies that build llama-server streams from their parts.
+"""Building llama-server streams from their parts, one seeded `Draw` a stream.
 
 A stream is built the way llama-server sends one: a role chunk, runs of reasoning and answer text,
 tool-call pieces (parallel, interleaved, out of index order, split anywhere, more than ten calls),
 prompt progress and timings present or not, a finish chunk with or without text, chunks after it,
 a usage chunk with `"choices": []`, sometimes a mid-stream server error; each chunk may carry the
 fields neighbouring servers send (`harness.fuzz.model.fields`) and edge values (Unicode, NUL, long
-and huge strings, numbers spelled `1.0` or beyond 2^53). `streams(broken=True)` also breaks each
-stream in exactly one place (one of R6's shape errors, or a rule that fails on purpose), chosen
-from `harness.fuzz.model.breakers.BREAKERS`. Every stream lists the features it used
-(`harness.fuzz.model.features`).
+and huge strings, numbers spelled `1.0` or beyond 2^53). `build(draw, breaker)` also breaks the
+stream in exactly one place with `breaker` (`harness.fuzz.model.breakers.BREAKERS`). Every stream
+lists the features it used (`harness.fuzz.model.features`).
 
 Nothing here says what a stream should give: the reference does (`harness.fuzz.model.expect`), under
 every allowed outcome of the implementation-defined points, so the model never needs to know
@@ -17,29 +16,15 @@ which streams are valid, only to produce the space of them.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import os
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from hypothesis import configuration as hypothesis_configuration
-from hypothesis import strategies as st
-from hypothesis.internal.conjecture import providers as hypothesis_providers
-
 from harness.fuzz.model import fields as neighbours
-from harness.fuzz.model.breakers import (
-    NOT_JSON,
-    NOT_JSON_FEATURES,
-    WRONG_FEATURES,
-    respell,
-    wrong_shape,
-)
-from harness.fuzz.model.features import BY_NAME
-from harness.fuzz.model.jsonwrite import Style, dump
+from harness.fuzz.model.breakers import Breaker, break_chunk, respell, respelling_for
+from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.features import BY_NAME, FEATURES
+from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
 from harness.fuzz.model.pieces import (
+    BLANK_IDS,
     delta_of,
     group_pieces,
     interleave,
@@ -47,407 +32,437 @@ from harness.fuzz.model.pieces import (
     text_runs,
     tool_pieces,
 )
-from harness.fuzz.model.values import (
-    BOOLEANS,
-    draw_progress,
-    draw_timings,
-    ints,
-    rarely,
-    sampled,
-    sets_of,
-    spread,
-    text,
-    uniform,
-)
+from harness.fuzz.model.stream import Stream
+from harness.fuzz.model.values import progress, text, timings
 
-Draw = st.DrawFn
+__all__ = ["Stream", "build"]
 
-#: SSE framing choices: the line end and whether `data:` is followed by a space.
-LINE_ENDS = ("\n", "\r\n", "\r")
-
-
-def cache_directory() -> Path:
-    """Where hypothesis keeps its caches (its Unicode tables) while streams are drawn:
-    `$HYPOTHESIS_STORAGE_DIRECTORY` when set, else `conform/hypothesis` in the user's cache
-    directory (`$XDG_CACHE_HOME`, or `~/.cache`); never a `.hypothesis/` in the current folder."""
-    where = os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY")
-    if where:
-        return Path(where)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "conform" / "hypothesis"
-
-
-@contextlib.contextmanager
-def drawing() -> Iterator[None]:
-    """The conditions streams are drawn under, for as long as the block runs (then restored).
-
-    - Hypothesis's storage is `cache_directory()`, so that drawing writes no `.hypothesis/`
-      folder where it runs (the example database is off wherever streams are drawn).
-    - Hypothesis's "local constants" are off: it would otherwise scan the source of every module
-      loaded from the current folder (the target's own, for one) and sometimes draw its literals,
-      so the streams of a seed would depend on which target is loaded and from where, and the scan
-      costs time and writes a cache of its own.
-    """
-    home, scan = "__hypothesis_home_directory", "_get_local_constants"  # private to hypothesis
-    before = getattr(hypothesis_configuration, home, None)
-    local = getattr(hypothesis_providers, scan, None)
-    hypothesis_configuration.set_hypothesis_home_dir(cache_directory())
-    if local is not None:
-        setattr(hypothesis_providers, scan, _no_local_constants)
-    _forget_constants()  # the pools already drawn from (local constants included)
-    try:
-        yield
-    finally:
-        hypothesis_configuration.set_hypothesis_home_dir(before)
-        if local is not None:
-            setattr(hypothesis_providers, scan, local)
-        _forget_constants()
-
-
-def _forget_constants() -> None:
-    cache = getattr(getattr(hypothesis_providers, "CONSTANTS_CACHE", None), "cache", None)
-    if cache is not None:
-        cache.clear()
-
-
-def _no_local_constants() -> Any:
-    from hypothesis.internal.constants_ast import Constants
-
-    return Constants()
-
-
-@dataclass(frozen=True)
-class Stream:
-    """One generated stream: its payloads (the data of each event), how they are framed, and the
-    features it used."""
-
-    payloads: tuple[str, ...]
-    features: tuple[str, ...]
-    thinking_capped: bool = False
-    done: bool = True  # `[DONE]` after the last payload
-    line_end: str = "\n"
-    space: bool = True  # `data: x` rather than `data:x`
-    pings: frozenset[int] = frozenset()  # a `:` comment line before these payloads
-    other_fields: frozenset[int] = frozenset()  # `event:` / `id:` / `retry:` lines before these
-    unterminated: bool = False  # no blank line after the last event
-    broken: str = ""  # the breaker applied, "" when none
-
-    def sse(self, comments: tuple[str, ...] = ()) -> str:
-        """The event stream as a `.sse` recording's text, `comments` as its leading `:` lines."""
-        end = self.line_end
-        out = [f": {line}{end}" if line else f":{end}" for line in comments]
-        events = [*self.payloads, "[DONE]"] if self.done else list(self.payloads)
-        for index, payload in enumerate(events):
-            if index in self.pings:
-                out.append(f":{end}")
-            if index in self.other_fields:
-                out.append(f"event: message{end}id: {index}{end}retry: 3000{end}")
-            for part in payload.split("\n"):
-                glue = "data: " if self.space or part.startswith(" ") or not part else "data:"
-                out.append(f"{glue}{part}{end}")
-            if not (self.unterminated and index == len(events) - 1):
-                out.append(end)
-        return "".join(out)
-
-
-def _add_neighbours(draw: Draw, objects: dict[str, list[dict[str, Any]]], used: set[str]) -> None:
-    """Put fields of neighbouring servers into some objects of a chunk (never over a read one)."""
-    for level, found in objects.items():
-        for obj in found:
-            if not rarely(draw, 3):
-                continue
-            wrong = rarely(draw, 9)
-            if not neighbours.at_level(level, wrong_typed=wrong):
-                continue
-            for item in draw(_some_fields(level, wrong)):
-                if item.name in obj:
-                    continue
-                obj[item.name] = draw(sampled(item.values))
-                used.add(item.feature)
-
-
-def _name(field: neighbours.NeighbourField) -> str:
-    return field.name
-
-
-@functools.cache
-def _some_fields(level: str, wrong: bool) -> st.SearchStrategy[list[Any]]:
-    """One to three of the fields at `level`, no name twice; made once (as `values.ints`)."""
-    choices = neighbours.at_level(level, wrong_typed=wrong)
-    return st.lists(sampled(choices), min_size=1, max_size=3, unique_by=_name)
-
-
-def _chunk(
-    draw: Draw,
-    used: set[str],
-    *,
-    cid: str | None,
-    head: dict[str, Any],
-    delta: dict[str, Any] | None,
-    finish: str | None = None,
-    timings: dict[str, Any] | None = None,
-    progress: dict[str, Any] | None = None,
-    no_choices: bool = False,
-) -> dict[str, Any]:
-    chunk: dict[str, Any] = {}
-    if no_choices:
-        if draw(BOOLEANS):
-            chunk["choices"] = []
-        else:
-            used.add("choices_absent")
-    else:
-        choice: dict[str, Any] = {"finish_reason": finish, "index": 0}
-        if delta is not None:
-            choice["delta"] = delta
-        chunk["choices"] = [choice]
-    chunk |= head
-    if cid is not None:
-        chunk["id"] = cid
-    if timings is not None:
-        chunk["timings"] = dict(timings)  # each chunk its own, as respelling changes one
-        used.add("timings")
-    if progress is not None:
-        chunk["prompt_progress"] = progress
-    return chunk
+_HEAD = {
+    "created": 1764547200,
+    "model": "qwen3-8b",
+    "system_fingerprint": "b6981-3e5e4b3c",
+    "object": "chat.completion.chunk",
+}
 
 
 def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     """The id each chunk carries."""
-    cid = "chatcmpl-" + str(
-        draw(st.text("abcdefghijklmnopqrstuvwxyzABC0123456789", min_size=4, max_size=24))
-    )
-    policy = draw(sampled(("every", "every", "every", "first", "late", "changes", "none", "empty")))
-    if policy == "every":
+    cid = f"chatcmpl-{draw.below(1 << draw.pick((16, 32, 64, 96))):x}"
+    if draw.rarely(40, "edge_text_and_ids") and draw.coin():
+        cid = draw.pick(BLANK_IDS)
+        used.add("edge_text_and_ids")
+    elif draw.rarely(60, "edge_text_and_ids") and draw.coin():
+        cid = "chatcmpl-" + "x" * 4000
+        used.add("edge_text_and_ids")
+    policy = draw.pick(("every", "every", "every", "first", "late", "changes", "none", "empty"))
+    for feature in ("id_late", "id_changes", "no_id"):
+        if draw.wants(feature):
+            policy = {"id_late": "late", "id_changes": "changes", "no_id": "none"}[feature]
+    if policy == "every" or count == 0:
         return [cid] * count
     if policy == "first":
         return [cid] + [None] * (count - 1)
     if policy == "late":
         used.add("id_late")
-        cut = int(draw(ints(0, count)))
-        return [draw(sampled(("", None))) for _ in range(cut)] + [cid] * (count - cut)
+        cut = draw.between(1, max(1, count))
+        return [draw.pick(("", None)) for _ in range(cut)] + [cid] * (count - cut)
     if policy == "changes":
         used.add("id_changes")
-        return [cid if i % 2 == 0 else cid + "x" for i in range(count)]
+        at = draw.between(1, max(1, count - 1))
+        other = draw.pick((cid + "x", "chatcmpl-other", ""))
+        return [cid if i < at else other if draw.coin() else None for i in range(count)]
     used.add("no_id")
-    return ["" if policy == "empty" else None] * count
+    return [draw.pick(("", None)) for _ in range(count)]
 
 
-@st.composite
-def _chunks(draw: Draw) -> tuple[list[dict[str, Any]], set[str], bool]:
-    """The chunks of one valid stream (as values), the features used, and thinking_capped."""
-    used: set[str] = set()
-    head: dict[str, Any] = {}
-    if draw(ints(0, 3)) != 0:
-        head = {
-            "created": 1764547200,
-            "model": "qwen3-8b",
-            "system_fingerprint": "b6981-3e5e4b3c",
-            "object": "chat.completion.chunk",
-        }
+def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], bool]:
+    """What each chunk of a valid stream holds, and whether it has tool calls."""
     calls = tool_pieces(draw, used)
     runs = text_runs(draw, used)
-    # text runs and tool calls interleave as one sequence each (a run's order is kept)
     pieces = interleave(draw, [runs, *calls], used)
     groups = group_pieces(draw, pieces, used)
     note_sequence(groups, used)
-    timing_policy = draw(sampled(("none", "last", "every", "some")))
-    predicted = 0
     values: list[dict[str, Any]] = []
-
-    def timings_now() -> dict[str, Any] | None:
-        nonlocal predicted
-        predicted += int(draw(ints(0, 3)))
-        if timing_policy == "every" or (timing_policy == "some" and draw(BOOLEANS)):
-            return draw_timings(draw, used, predicted)
-        return None
-
-    if rarely(draw, 4):
-        for _ in range(int(draw(ints(1, 3)))):
+    if draw.rarely(4, "prompt_progress"):
+        for _ in range(draw.between(1, 2)):
             values.append(
-                {
-                    "progress": draw_progress(draw, used),
-                    "delta": draw(sampled(({}, None, "none"))),
-                }
+                {"progress": progress(draw, used), "delta": draw.pick(({}, None, "none"))}
             )
-    if draw(ints(0, 3)) != 0:
+    if draw.below(4) == 0 or draw.wants("role_chunk"):
         used.add("role_chunk")
-        values.append({"delta": {"role": "assistant", "content": draw(sampled((None, "")))}})
+        values.append({"delta": {"role": "assistant", "content": draw.pick((None, ""))}})
     for group in groups:
-        values.append({"delta": delta_of(group), "timings": timings_now(), "group": True})
-    # the finish
-    has_calls = bool(calls)
-    reason = draw(sampled(("tool_calls", "stop", "length") if has_calls else ("stop", "length")))
-    finish_style = draw(sampled(("own", "own", "merged", "none", "twice")))
-    if finish_style == "none" and draw(BOOLEANS):
-        finish_style = "own"
-    if finish_style == "merged" and values and values[-1].get("group"):
+        values.append({"delta": delta_of(group), "group": True})
+    if len(values) > 1 and draw.rarely(12, "role_chunk_later"):
+        at = draw.between(1, len(values))
+        values.insert(at, {"delta": {"role": "assistant", "content": draw.pick((None, ""))}})
+        used.add("role_chunk_later")
+    return values, bool(calls)
+
+
+def _finish(draw: Draw, values: list[dict[str, Any]], has_calls: bool, used: set[str]) -> None:
+    """The finish reason: its own chunk, merged into the last, twice, or none at all."""
+    reason = draw.pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length"))
+    if draw.wants("tool_call_cut_by_length"):
+        reason = "length"
+    style = draw.pick(("own", "own", "merged", "merged", "none", "twice"))
+    if style == "none" and draw.coin():
+        style = "own"
+    for feature, wanted in (
+        ("finish_chunk_with_text", "merged"),
+        ("finish_reason_repeated", "twice"),
+        ("no_finish_reason", "none"),
+    ):
+        if draw.wants(feature):
+            style = wanted
+    if style == "merged" and values and values[-1].get("group"):
         values[-1]["finish"] = reason
         used.add("finish_chunk_with_text")
-        if reason == "length" and has_calls:
-            used.add("tool_call_cut_by_length")
-    elif finish_style == "none":
+    elif style == "none":
         used.add("no_finish_reason")
+        return
     else:
-        if finish_style == "twice":
-            values.append({"delta": {}, "finish": draw(sampled(("stop", "length", "tool_calls")))})
+        if style == "twice":
+            values.append({"delta": {}, "finish": draw.pick(("stop", "length", "tool_calls"))})
             used.add("finish_reason_repeated")
-        values.append({"delta": {}, "finish": reason})
-        if reason == "length" and has_calls:
-            used.add("tool_call_cut_by_length")
-    last_timings = draw_timings(draw, used, predicted)
-    if timing_policy != "none":
-        values[-1]["timings"] = last_timings
-    if rarely(draw, 5):
+        delta: Any = draw.pick(({}, {}, {}, None, "none"))
+        if draw.rarely(8, "choice_without_delta"):
+            delta = draw.pick((None, "none"))
+        if delta is None or delta == "none":
+            used.add("choice_without_delta")
+        values.append({"delta": delta, "finish": reason})
+    if reason == "length" and has_calls:
+        used.add("tool_call_cut_by_length")
+
+
+def _timings(draw: Draw, values: list[dict[str, Any]], used: set[str]) -> int:
+    """Timings on some chunks (each replacing the last), the last ones on the finish chunk;
+    the predicted_n reached."""
+    policy = draw.pick(("none", "none", "last", "last", "every", "some"))
+    resets = draw.rarely(12, "predicted_n_resets")
+    if resets or draw.wants("timings") or draw.wants("reasoning_without_timings"):
+        policy = draw.pick(("every", "some")) if policy in ("none", "last") else policy
+    predicted = 0
+    for value in values:
+        if "finish" in value or policy in ("none", "last"):
+            continue
+        predicted += draw.between(0, 3)
+        if policy == "every" or draw.coin():
+            value["timings"] = timings(draw, used, predicted)
+        if resets and predicted and draw.coin() and _has_reasoning(value):
+            value["timings"] = timings(draw, used, 0)
+            used.add("predicted_n_resets")
+    if policy != "none" and values:
+        values[-1]["timings"] = timings(draw, used, predicted)
+    if draw.wants("reasoning_without_timings"):
+        # a reasoning chunk without timings after one with them
+        timed = [n for n, v in enumerate(values) if v.get("timings")]
+        later = [n for n, v in enumerate(values) if _has_reasoning(v) and timed and n > timed[0]]
+        if later:
+            values[draw.pick(later)].pop("timings", None)
+    if any(v.get("timings") for v in values) and draw.rarely(10, "timings_null"):
+        at = draw.below(len(values))
+        values[at]["timings"] = None
+        values[at]["timings_null"] = True
+        used.add("timings_null")
+    return predicted
+
+
+def _has_reasoning(value: dict[str, Any]) -> bool:
+    delta = value.get("delta")
+    return isinstance(delta, dict) and bool(delta.get("reasoning_content"))
+
+
+_USAGE = frozenset(("usage_beside_choices", "choices_absent"))
+
+
+def _after(draw: Draw, values: list[dict[str, Any]], predicted: int, used: set[str]) -> None:
+    """Chunks after the finish reason, and the usage chunk."""
+    if draw.rarely(5, "chunks_after_finish"):
         used.add("chunks_after_finish")
-        after = draw(sampled(("timings", "text", "reasoning")))
+        after = draw.pick(("timings", "text", "reasoning"))
         if after == "timings":
-            values.append({"delta": {}, "timings": draw_timings(draw, used, predicted + 1)})
+            values.append({"delta": {}, "timings": timings(draw, used, predicted + 1)})
         else:
             key = "content" if after == "text" else "reasoning_content"
-            values.append({"delta": {key: text(draw, used)}, "timings": timings_now()})
-    if rarely(draw, 2):
+            values.append({"delta": {key: text(draw, used)}})
+    if draw.rarely(3, "usage_chunk") or draw.wanted & _USAGE:
         used.add("usage_chunk")
-        usage: dict[str, Any] = {
+        usage = {
             "completion_tokens": predicted,
             "prompt_tokens": 12,
             "total_tokens": predicted + 12,
         }
-        values.append({"usage": usage, "timings": last_timings if draw(BOOLEANS) else None})
-    if any(
-        v.get("delta") and "reasoning_content" in v["delta"] and v.get("timings") is None
-        for v in values
-    ) and any(v.get("timings") for v in values):
-        used.add("reasoning_without_timings")
-    ids = _ids(draw, len(values), used)
-    chunks: list[dict[str, Any]] = []
-    for value, cid in zip(values, ids, strict=True):
-        if "usage" in value:
-            chunk = _chunk(
-                draw,
-                used,
-                cid=cid,
-                head=head,
-                delta=None,
-                timings=value.get("timings"),
-                no_choices=True,
-            )
-            chunk["usage"] = value["usage"]
-        elif "progress" in value:
-            delta = value["delta"]
-            chunk = _chunk(
-                draw,
-                used,
-                cid=cid,
-                head=head,
-                delta=None if delta == "none" else delta,
-                progress=value["progress"],
-                no_choices=delta is None,
-            )
+        last = values[-1] if values else None
+        if last is not None and "usage" not in last and draw.rarely(6, "usage_beside_choices"):
+            last["usage"] = usage
+            used.add("usage_beside_choices")
         else:
-            chunk = _chunk(
-                draw,
-                used,
-                cid=cid,
-                head=head,
-                delta=value["delta"],
-                finish=value.get("finish"),
-                timings=value.get("timings"),
-            )
+            timed = [v["timings"] for v in values if v.get("timings")]
+            values.append({"usage": usage, "timings": timed[-1] if timed and draw.coin() else None})
+
+
+def _chunk(draw: Draw, value: dict[str, Any], cid: str | None, used: set[str]) -> dict[str, Any]:
+    chunk: dict[str, Any] = {}
+    delta = value.get("delta")
+    if "usage" in value and "group" not in value and "finish" not in value and delta is None:
+        if draw.coin() and not draw.wants("choices_absent"):
+            chunk["choices"] = []
+        else:
+            used.add("choices_absent")
+    elif "progress" in value and delta is None:
+        used.add("choices_absent")
+    else:
+        choice: dict[str, Any] = {"finish_reason": value.get("finish"), "index": 0}
+        if delta != "none":
+            choice["delta"] = delta
+        chunk["choices"] = [choice]
+        if draw.rarely(30, "several_choices"):
+            # OpenAI's `n`: each index its own completion (I7 of contract 4)
+            used.add("several_choices")
+            other: dict[str, Any] = {"index": draw.pick((1, 0, 2)), "finish_reason": None}
+            other["delta"] = draw.pick(({"content": "x"}, {"reasoning_content": "y"}, {}))
+            chunk["choices"].insert(draw.below(2), other)
+    if cid is not None:
+        chunk["id"] = cid
+    if value.get("timings") is not None:
+        chunk["timings"] = value["timings"]
+        used.add("timings")
+    elif value.get("timings_null"):
+        chunk["timings"] = None
+    if "progress" in value:
+        chunk["prompt_progress"] = value["progress"]
+    if "usage" in value:
+        chunk["usage"] = value["usage"]
+    return chunk
+
+
+def _levels(chunk: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    levels: dict[str, list[dict[str, Any]]] = {"top": [chunk]}
+    if isinstance(chunk.get("error"), dict):
+        levels["error"] = [chunk["error"]]
+    for choice in chunk.get("choices") or ():
+        levels.setdefault("choice", []).append(choice)
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            levels.setdefault("delta", []).append(delta)
+            for call in delta.get("tool_calls") or ():
+                levels.setdefault("tool_call", []).append(call)
+                if isinstance(call.get("function"), dict):
+                    levels.setdefault("function", []).append(call["function"])
+    if isinstance(chunk.get("usage"), dict):
+        levels["usage"] = [chunk["usage"]]
+    for name in ("timings", "prompt_progress"):
+        if isinstance(chunk.get(name), dict):
+            levels[name] = [chunk[name]]
+    return levels
+
+
+#: The features of the neighbour fields, wanted by the guide: a chunk then surely gets one.
+_NEIGHBOUR_FEATURES = frozenset(
+    f.feature for f in (*neighbours.NEIGHBOUR_FIELDS, *neighbours.WRONG_TYPED_KNOWN)
+)
+
+
+def _add_neighbours(draw: Draw, chunk: dict[str, Any], used: set[str], *, wrong: bool) -> bool:
+    """Put fields of neighbouring servers into some objects of a chunk (never over a read one),
+    some of them of a type OpenAI's schema does not allow when `wrong`; whether one was."""
+    wanted = _NEIGHBOUR_FEATURES & draw.wanted
+    allowed, made = wrong, False
+    for level, found in _levels(chunk).items():
+        for obj in found:
+            if not wanted and not draw.rarely(3):
+                continue
+            wrong = allowed and draw.rarely(9, "wrong_typed_known_field")
+            made = made or wrong
+            choices = neighbours.at_level(level, wrong_typed=wrong)
+            if not choices:
+                continue
+            if wanted and not wrong:
+                choices = tuple(f for f in choices if f.feature in wanted) or choices
+            if not choices:
+                continue
+            for number in dict.fromkeys(
+                draw.below(len(choices)) for _ in range(draw.between(1, 3))
+            ):
+                item = choices[number]
+                if item.name in obj:
+                    continue
+                obj[item.name] = draw.pick(item.values)
+                used.add(item.feature)
+    return made
+
+
+def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
+    """The chunks of one valid stream (as values)."""
+    values, has_calls = _plan(draw, used)
+    _finish(draw, values, has_calls, used)
+    predicted = _timings(draw, values, used)
+    _after(draw, values, predicted, used)
+    timed = False
+    for value in values:
+        found = value.get("timings")
+        if _has_reasoning(value):
+            if found is None and timed:
+                used.add("reasoning_without_timings")
+            elif isinstance(found, dict) and found.get("predicted_n") is None:
+                used.add("predicted_n_null")
+        timed = timed or bool(found)
+    head = _HEAD if draw.coin() else {}
+    ids = _ids(draw, len(values), used)
+    chunks = []
+    for value, cid in zip(values, ids, strict=True):
+        chunk = _chunk(draw, value, cid, used)
+        if head:
+            chunk = {**chunk, **head} if draw.coin() else {**head, **chunk}
         chunks.append(chunk)
-    if rarely(draw, 7):
+    if draw.rarely(7, "server_error"):
         # a mid-stream server error: llama-server sends it and closes the stream
-        at = int(draw(ints(0, len(chunks))))
+        at = draw.between(0, len(chunks))
         error: dict[str, Any] = {"code": 500, "type": "server_error"}
-        message = draw(sampled(("absent", None, "Internal error", "context exceeded: \u00e9", "")))
+        message = draw.pick(("absent", None, "Internal error", "context exceeded: \u00e9", ""))
         if message != "absent":
             error["message"] = message
         chunks = [*chunks[:at], {"error": error}]
         used.add("server_error")
-    for chunk in chunks:
-        levels: dict[str, list[dict[str, Any]]] = {"top": [chunk]}
-        if isinstance(chunk.get("error"), dict):
-            levels["error"] = [chunk["error"]]
-        for choice in chunk.get("choices") or ():
-            levels.setdefault("choice", []).append(choice)
-            if isinstance(choice.get("delta"), dict):
-                levels.setdefault("delta", []).append(choice["delta"])
-                for call in choice["delta"].get("tool_calls") or ():
-                    levels.setdefault("tool_call", []).append(call)
-        if isinstance(chunk.get("usage"), dict):
-            levels["usage"] = [chunk["usage"]]
-        if rarely(draw, 2):
-            _add_neighbours(draw, levels, used)
-    capped = rarely(draw, 5)
-    if capped:
-        used.add("thinking_capped")
-    return chunks, used, capped
+    if draw.rarely(2) or _NEIGHBOUR_FEATURES & draw.wanted:
+        # An implementation-defined point in one payload of the stream at most (I5 here): a
+        # target may take another outcome at each payload (docs/spec.md section 5), and the
+        # alternatives of an expected result take one outcome for the whole stream.
+        wrong = True
+        for chunk in chunks:
+            wrong = not _add_neighbours(draw, chunk, used, wrong=wrong) and wrong
+    if chunks and draw.rarely(10, "null_fields"):
+        _null_field(draw, draw.pick(chunks), used)
+    return chunks
+
+
+def _null_field(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
+    """A read field that may be absent written `null` instead (R7: null means absent)."""
+    choices = chunk.get("choices")
+    delta = choices[0].get("delta") if isinstance(choices, list) and choices else None
+    where = draw.pick(("error", "prompt_progress", "id", "usage", "tool_calls", "choices"))
+    if where == "tool_calls" and isinstance(delta, dict) and "tool_calls" not in delta:
+        delta["tool_calls"] = None
+    elif where == "choices" and "choices" not in chunk:
+        chunk["choices"] = None
+    elif where not in chunk and where not in ("tool_calls", "choices"):
+        chunk[where] = None
+    else:
+        return
+    used.add("null_fields")
+
+
+def _first_call_index(chunk: dict[str, Any]) -> Any:
+    choices = chunk.get("choices") or [None]
+    delta = choices[0].get("delta") if isinstance(choices[0], dict) else None
+    calls = delta.get("tool_calls") if isinstance(delta, dict) else None
+    return calls[0].get("index") if calls and isinstance(calls[0], dict) else None
+
+
+_RESPELL_FEATURES = frozenset(
+    ("integral_fraction", "big_integer", "duplicate_key", "proto_key", "deep_ignored_value")
+)
 
 
 def _style(draw: Draw, used: set[str]) -> Style:
-    ascii = bool(draw(BOOLEANS))
+    ascii = draw.coin() or draw.wants("escaped_text")
     if ascii:
         used.add("escaped_text")
-    if not rarely(draw, 4):
-        return Style(ascii=ascii)
+    lines = draw.wants("sse_multiline_data")
+    if not draw.rarely(6, "json_whitespace") and not lines:
+        return Style(ascii=ascii) if ascii else COMPACT
     used.add("json_whitespace")
-    item = str(draw(sampled((", ", ",\n", " ,\t"))))
-    key = str(draw(sampled((": ", " : ", ":\n"))))
+    item = ",\n" if lines else draw.pick((", ", ",\n", " ,\t"))
+    key = draw.pick((": ", " : ", ":\n"))
     if "\n" in item or "\n" in key:
         used.add("sse_multiline_data")
     return Style(ascii=ascii, item=item, key=key)
 
 
-@st.composite
-def streams(draw: Draw, broken: bool | None = False) -> Stream:
-    """A llama-server stream; with `broken=True` broken in one place, with None either."""
-    chunks, used, capped = draw(_chunks())
-    if broken is None:  # one in two broken
-        broken = spread(draw) % 2 == 1
-    for chunk in chunks:
-        if "error" not in chunk and rarely(draw, 9):
-            respell(draw, chunk, used)
-    how = ""
+_CATALOGUE = frozenset(BY_NAME)
+_STYLED = frozenset(("escaped_text", "json_whitespace", "sse_multiline_data"))
+#: The features only a breaker makes (a valid stream never holds them).
+MADE_BY_BREAKERS = frozenset(
+    (
+        "other_finish_reason",
+        "done_with_white_space",
+        *(f.name for f in FEATURES if f.group == "broken" and f.drawn),
+    )
+)
+
+
+def build(draw: Draw, breaker: Breaker | None = None) -> Stream:
+    """A llama-server stream drawn by `draw`; broken in one place by `breaker` when given."""
+    used: set[str] = set()
+    chunks = _chunks(draw, used)
+    # One chunk at most is respelled (a point in one payload: see `_chunks`), in a way that
+    # touches no point the breaker touches.
+    respelled = _RESPELL_FEATURES & draw.wanted or draw.wants("minus_zero_index")
+    open = [chunk for chunk in chunks if "error" not in chunk]
+    if open and (draw.rarely(3) or respelled):
+        kind = respelling_for(draw)
+        if kind == "minus_zero":  # a chunk whose first tool-call piece is call 0's, if any
+            open = [c for c in open if _first_call_index(c) == 0] or open
+        if not (kind == "big" and breaker is not None and breaker.name == "index_big"):
+            respell(draw, draw.pick(open), used, kind)
     texts: list[str | None] = [None] * len(chunks)
-    if broken:
-        at = int(draw(ints(0, len(chunks))))
-        if at == len(chunks):
+    if breaker is not None:
+        # Before a server error (the stream's last chunk), which would end the stream first or,
+        # in the same chunk, win over a wrong value (R8): the break would not be seen.
+        errors = [n for n, chunk in enumerate(chunks) if "error" in chunk]
+        at = draw.between(0, errors[0] - 1 if errors and errors[0] else len(chunks))
+        if errors and errors[0] == 0:
+            at = 0
+            chunks.insert(0, {"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
+            texts.insert(0, None)
+        elif at == len(chunks):
             chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
             texts.append(None)
-        if draw(BOOLEANS):
-            how = wrong_shape(draw, chunks[at])
-            used.add(WRONG_FEATURES[how])
+        if breaker.shape is not None:
+            break_chunk(draw, breaker, chunks[at])
         else:
-            how, breaker = uniform(draw, NOT_JSON)
-            texts[at] = breaker(dump(chunks[at]))
-            used.add(NOT_JSON_FEATURES.get(how, "not_json"))
+            assert breaker.text is not None
+            texts[at] = breaker.text(dump(chunks[at]))
+        used.add(breaker.feature)
+    style = _style(draw, used) if draw.coin() or draw.wanted & _STYLED else COMPACT
     payloads = []
     for chunk, fixed in zip(chunks, texts, strict=True):
-        payloads.append(fixed if fixed is not None else dump(chunk, _style(draw, used)))
+        if fixed is not None:
+            # payloads with a CR would be cut by the event-stream reader
+            payloads.append(fixed.replace("\r", ""))
+        else:
+            payloads.append(dump(chunk, style).replace("\r", "\\r"))
+        if draw.rarely(8):
+            style = _style(draw, used)
     # SSE framing
     count = len(payloads) + 1
-    line_end = str(draw(sampled(("\n", "\n", "\n", "\r\n", "\r"))))
+    line_end = draw.pick(("\n", "\n", "\n", "\n", "\n", "\r\n", "\r"))
+    if draw.wants("sse_line_ends") and line_end == "\n":
+        line_end = draw.pick(("\r\n", "\r"))
     if line_end != "\n":
         used.add("sse_line_ends")
-    pings = frozenset(draw(sets_of(ints(0, count - 1), 2)))
+    pings = frozenset(draw.below(count) for _ in range(draw.below(3)))
+    if draw.wants("sse_comments"):
+        pings |= {draw.below(count)}
     if pings:
         used.add("sse_comments")
-    other = frozenset(draw(sets_of(ints(0, count - 1), 1)) if rarely(draw, 5) else ())
+    other = frozenset((draw.below(count),)) if draw.rarely(5, "sse_other_fields") else frozenset()
     if other:
         used.add("sse_other_fields")
-    space = not rarely(draw, 5)
+    space = not draw.rarely(5, "sse_no_space")
     if not space:
         used.add("sse_no_space")
-    done = not rarely(draw, 4)
+    done = not draw.rarely(4) or draw.wants("done")
     if done:
         used.add("done")
-    unterminated = rarely(draw, 7)
+    unterminated = draw.rarely(7, "last_event_unterminated")
     if unterminated:
         used.add("last_event_unterminated")
-    # payloads with a CR would be cut by the event-stream reader: a JSON writer never makes one
-    payloads = [
-        p.replace("\r", "\\r") if p.startswith("{") else p.replace("\r", "") for p in payloads
-    ]
-    unknown = used - set(BY_NAME)
+    capped = draw.rarely(5, "thinking_capped")
+    if capped:
+        used.add("thinking_capped")
+    unknown = used - _CATALOGUE
     assert not unknown, f"features missing from the catalogue: {sorted(unknown)}"
     return Stream(
         payloads=tuple(payloads),
@@ -459,5 +474,5 @@ def streams(draw: Draw, broken: bool | None = False) -> Stream:
         pings=pings,
         other_fields=other,
         unterminated=unterminated,
-        broken=how,
+        broken=breaker.name if breaker is not None else "",
     )

@@ -1,80 +1,18 @@
-"""The values the stream model draws: texts (plain, Unicode, NUL, long, huge), tool-call
-arguments and how they split, timings and prompt progress, and the draw helpers every part of the
-model shares (rare features from mixed integers, since hypothesis favours small values)."""
+"""The values the stream model draws: texts (words, any Unicode, control characters, edge texts,
+long runs), tool-call arguments and how they split, timings and prompt progress."""
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
-from collections.abc import Sequence
 from typing import Any
 
-from hypothesis import strategies as st
+from harness.fuzz.model.draw import Draw
+from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
 
-Draw = st.DrawFn
-
-
-@functools.cache
-def ints(low: int, high: int) -> st.SearchStrategy[int]:
-    """`st.integers`, each made once: building strategies costs more than drawing from them."""
-    return st.integers(low, high)
-
-
-#: `st.booleans()`, made once (hypothesis caches it too, at a cost on every call).
-BOOLEANS = st.booleans()
-
-
-@functools.cache
-def _lists(
-    of: st.SearchStrategy[Any], low: int, high: int | None = None
-) -> st.SearchStrategy[list[Any]]:
-    """`st.lists`, each made once (as `ints`)."""
-    return st.lists(of, min_size=low, max_size=high)
-
-
-@functools.cache
-def sets_of(of: st.SearchStrategy[Any], high: int | None = None) -> st.SearchStrategy[Any]:
-    """`st.sets`, each made once (as `ints`)."""
-    return st.sets(of, max_size=high)
-
-
-def sampled(values: Sequence[Any]) -> st.SearchStrategy[Any]:
-    """`st.sampled_from`, made once per tuple of hashable values."""
-    try:
-        return _cached_pick(tuple(values))
-    except TypeError:  # values that are dicts or lists
-        return st.sampled_from(values)
-
-
-@functools.cache
-def _cached_pick(values: tuple[Any, ...]) -> st.SearchStrategy[Any]:
-    return st.sampled_from(values)
-
-
-def uniform(draw: Draw, values: Sequence[Any]) -> Any:
-    """One of `values`, about equally often: hypothesis favours the first of a `sampled_from`,
-    which would leave the last breakers of a long list untried in a short run. A 32-bit integer,
-    its bits mixed (hypothesis favours small ones too), spreads the picks, and still shrinks (to
-    the smallest integer that picks the same value)."""
-    return values[spread(draw) % len(values)]
-
-
-def spread(draw: Draw) -> int:
-    """An integer whose residues are about equally likely: hypothesis favours small integers,
-    so its bits are mixed (0, the value it shrinks to, stays 0)."""
-    return (int(draw(ints(0, 2**32 - 1))) * 0x9E3779B1 % 2**32) >> 8
-
-
-def rarely(draw: Draw, odds: int) -> bool:
-    """True once in `odds + 1` draws; shrinks to False, so a shrunk stream loses the feature."""
-    return spread(draw) % (odds + 1) == odds
-
-
-# --- values ---------------------------------------------------------------------------------
-
-_WORDS = ("Hello", " world", ".", " The", " answer", " is", " 4", "\n", " ", "Let", " me", " think")
-_EDGE_TEXT = (
+WORDS = ("Hello", " world", ".", " The", " answer", " is", " 4", "\n", " ", "Let", " me", " think")
+#: Texts that break clients which look inside text: control characters, NUL, surrogate pairs,
+#: combining marks, right-to-left text, JSON and HTML syntax, escapes that are only text.
+EDGE_TEXT = (
     "\x00",
     "a\x00b",
     "\x01\x1f",
@@ -89,57 +27,108 @@ _EDGE_TEXT = (
     "\\",
     "\\u0041",
     "</script>",
-    "[DONE]",
-    "data: x",
     "\t",
 )
-_CHARS = st.characters(exclude_categories=["Cs"])
+#: Texts that look like something else to a client that reads meaning into text (issue 34): a
+#: speaker tag or chat-template token, the event stream's own syntax, think tags, white space.
+LOOKALIKE_TEXT: tuple[str, ...] = (
+    "assistant: ",
+    "Assistant: Hi",
+    "user: hi",
+    "<|im_start|>assistant\n",
+    "### Assistant: ",
+    "<|eot_id|>",
+    "[DONE]",
+    "data: [DONE]",
+    "\n\ndata: {",
+    'data: {"x":1}',
+    "\n: ping\n",
+    "event: error\n",
+    "<think>",
+    "</think>",
+    "<think>Plan.</think>Answer ",
+    "  ",
+    "\n\t",
+    " padded ",
+    "\r\n",
+)
+#: Text features: any Unicode, control characters, look-alikes, long runs.
+_CODE_POINT_RANGES = (
+    (0x20, 0x7E),
+    (0xA0, 0x2FF),
+    (0x300, 0x36F),
+    (0x370, 0x1FFF),
+    (0x2000, 0x206F),
+    (0x3000, 0x9FFF),
+    (0xE000, 0xFFFF),
+    (0x10000, 0x10FFFF),
+    (0x00, 0x1F),
+)
 
 
-def _text_kind(draw: Draw, used: set[str]) -> str:
-    if rarely(draw, 30):
-        used.add("long_text")
-        return str(draw(sampled(_WORDS))) * int(draw(ints(300, 3000)))
-    kind = draw(sampled(("word", "word", "word", "chars", "edge")))
-    if kind == "word":
-        return str(draw(sampled(_WORDS)))
-    if kind == "chars":
-        text = str(draw(st.text(_CHARS, min_size=1, max_size=12)))
-        if any(ord(c) > 0xFFFF or not c.isascii() for c in text):
-            used.add("unicode_text")
-        if any(ord(c) < 0x20 for c in text):
-            used.add("nul_in_text")
-        return text
-    text = str(draw(sampled(_EDGE_TEXT)))
-    used.add("nul_in_text" if any(ord(c) < 0x20 for c in text) else "unicode_text")
-    return text
+def _char(draw: Draw) -> str:
+    low, high = draw.pick(_CODE_POINT_RANGES)
+    return chr(draw.between(low, high))
 
 
 def text(draw: Draw, used: set[str]) -> str:
-    """A non-empty text piece: words mostly, any Unicode, control characters, long runs."""
-    return _text_kind(draw, used)
+    """A non-empty text piece: words mostly, any Unicode, control characters, look-alikes,
+    long runs."""
+    if draw.once(200, "long_text"):
+        used.add("long_text")
+        return draw.pick(WORDS) * draw.between(300, 1500)
+    if draw.rarely(12, "edge_text_and_ids"):
+        used.add("edge_text_and_ids")
+        return draw.pick(LOOKALIKE_TEXT)
+    roll = draw.below(8)
+    if roll < 5:
+        return draw.pick(WORDS)
+    if roll < 7 or draw.wants("unicode_text") or draw.wants("nul_in_text"):
+        chars = "".join(_char(draw) for _ in range(draw.between(1, 12)))
+        if draw.wants("nul_in_text") and not any(ord(c) < 0x20 for c in chars):
+            chars += draw.pick(("\x00", "\x1f", "\x07"))
+        if any(ord(c) > 0x7F for c in chars):
+            used.add("unicode_text")
+        if any(ord(c) < 0x20 for c in chars):
+            used.add("nul_in_text")
+        return chars
+    chars = draw.pick(EDGE_TEXT)
+    used.add("nul_in_text" if any(ord(c) < 0x20 for c in chars) else "unicode_text")
+    return chars
 
 
-_ARGUMENT_OBJECTS = st.dictionaries(
-    sampled(("path", "city", "query", "n", "files", "a")),
-    st.one_of(ints(-5, 99), sampled(("a.txt", "Paris", "é", "x y"))),
-    max_size=3,
+_ARGUMENT_KEYS = ("path", "city", "query", "n", "files", "a")
+_ARGUMENT_VALUES: tuple[Any, ...] = (-5, 0, 7, 99, "a.txt", "Paris", "é", "x y")
+#: A payload above a client's buffer: 64 KiB (bufio.Scanner's default), 1 MiB (a raised one).
+HUGE_SIZES = (70_000, 140_000, 1_100_000)
+
+
+#: How models write arguments: compact, or as Python's json.dumps does (spaced), ASCII or not.
+_ARGUMENT_STYLES = (
+    COMPACT,
+    Style(ascii=True),
+    Style(item=", ", key=": "),
+    Style(ascii=True, item=", ", key=": "),
 )
 
 
-def draw_arguments(draw: Draw, used: set[str]) -> str:
+def arguments(draw: Draw, used: set[str]) -> str:
     """A tool call's whole arguments text (JSON mostly, as models write it)."""
-    if rarely(draw, 60):
+    if draw.once(600, "huge_payload"):
         used.add("huge_payload")
-        return '{"content":"' + "x" * int(draw(sampled((70_000, 140_000)))) + '"}'
-    kind = draw(sampled(("object", "object", "empty", "number", "text")))
-    if kind == "object":
-        value = draw(_ARGUMENT_OBJECTS)
-        return json.dumps(value, ensure_ascii=bool(draw(BOOLEANS)))
-    if kind == "empty":
-        return str(draw(sampled(("", "{}"))))
-    if kind == "number":
-        return str(draw(sampled(("12", "1", "[1,2]", "true", "null"))))
+        # wanted: above 1 MiB (a raised buffer too); else above 64 KiB, a buffer's default
+        size = HUGE_SIZES[-1] if draw.wants("huge_payload") else draw.pick(HUGE_SIZES[:2])
+        return '{"content":"' + "x" * size + '"}'
+    kind = draw.below(6)
+    if kind < 3:
+        value = {
+            draw.pick(_ARGUMENT_KEYS): draw.pick(_ARGUMENT_VALUES) for _ in range(draw.below(4))
+        }
+        return dump(value, draw.pick(_ARGUMENT_STYLES))
+    if kind == 3:
+        return draw.pick(("", "{}"))
+    if kind == 4:
+        return draw.pick(("12", "1", "[1,2]", "true", "null", '{"a":', "{'a': 1}"))
     return text(draw, used)
 
 
@@ -147,45 +136,52 @@ def split_text(draw: Draw, whole: str, pieces: int) -> list[str]:
     """`whole` cut into `pieces` parts at any characters (empty parts allowed)."""
     if pieces <= 1:
         return [whole]
-    cuts = sorted(draw(_lists(ints(0, len(whole)), pieces - 1, pieces - 1)))
-    bounds = [0, *cuts, len(whole)]
+    bounds = [0, *draw.cuts(len(whole), pieces - 1), len(whole)]
     return [whole[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-def draw_timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
-    names = (
-        "cache_n",
-        "prompt_n",
-        "prompt_ms",
-        "prompt_per_token_ms",
-        "prompt_per_second",
-        "predicted_n",
-        "predicted_ms",
-        "predicted_per_token_ms",
-        "predicted_per_second",
-        "draft_n",
-        "draft_n_accepted",
-    )
+TIMINGS_NAMES = (
+    "cache_n",
+    "prompt_n",
+    "prompt_ms",
+    "prompt_per_token_ms",
+    "prompt_per_second",
+    "predicted_n",
+    "predicted_ms",
+    "predicted_per_token_ms",
+    "predicted_per_second",
+    "draft_n",
+    "draft_n_accepted",
+)
+
+
+def timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
+    """A timings object whose predicted_n is `predicted`, sometimes partial or with nulls."""
     values: dict[str, Any] = {
-        "cache_n": 0,
+        "cache_n": draw.pick((0, 0, 3, 17)),
         "prompt_n": 12,
         "prompt_ms": 35.2,
         "prompt_per_token_ms": 2.93,
         "prompt_per_second": 340.9,
         "predicted_n": predicted,
-        "predicted_ms": 120.5,
+        "predicted_ms": draw.pick((120.5, 0.0, 7.25, 1e-3)),
         "predicted_per_token_ms": 12.05,
-        "predicted_per_second": 83.0,
+        "predicted_per_second": draw.pick((83.0, 83.33333333333333, 1e20)),
     }
-    if draw(BOOLEANS):
+    if draw.coin():
         values |= {"draft_n": 4, "draft_n_accepted": 3}
-    if rarely(draw, 4):
+    if (
+        draw.rarely(4, "timings_partial")
+        or draw.wants("predicted_n_null")
+        or draw.wants("empty_objects")
+    ):
         used.add("timings_partial")
-        kept = draw(sets_of(sampled(names)))
-        values = {k: v for k, v in values.items() if k in kept}
-        if draw(BOOLEANS):
+        values = {k: v for k, v in values.items() if draw.coin()}
+        if draw.rarely(1, "predicted_n_null"):
             values["predicted_n"] = None
             used.add("predicted_n_null")
+        if draw.rarely(4, "empty_objects"):
+            values = {}
         if not values:
             used.add("empty_objects")
     if values.get("predicted_n") == 0 or values.get("cache_n") == 0:
@@ -193,22 +189,24 @@ def draw_timings(draw: Draw, used: set[str], predicted: int) -> dict[str, Any]:
     return values
 
 
-def draw_progress(draw: Draw, used: set[str]) -> dict[str, Any]:
-    total = int(draw(ints(0, 4096)))
-    cache = int(draw(ints(0, total)))
-    processed = int(draw(ints(cache, total)))
-    progress: dict[str, Any] = {
+def progress(draw: Draw, used: set[str]) -> dict[str, Any]:
+    """A prompt_progress object (counts that add up), sometimes partial or empty."""
+    total = draw.pick((0, 1, 36, 4096, draw.below(5000)))
+    cache = draw.between(0, total) if draw.coin() else 0
+    processed = draw.between(cache, total)
+    value: dict[str, Any] = {
         "total": total,
         "cache": cache,
         "processed": processed,
-        "time_ms": int(draw(ints(0, 900))),
+        "time_ms": draw.pick((0, 12, draw.below(900))),
     }
-    if rarely(draw, 5):
-        kept = draw(sets_of(sampled(tuple(progress))))
-        progress = {k: v for k, v in progress.items() if k in kept}
-        if not progress:
+    if draw.wants("empty_objects"):
+        value = {}
+    elif draw.rarely(5):
+        value = {k: v for k, v in value.items() if draw.coin()}
+        if not value:
             used.add("empty_objects")
-    if 0 in progress.values():
+    if 0 in value.values():
         used.add("zero_counts")
     used.add("prompt_progress")
-    return progress
+    return value

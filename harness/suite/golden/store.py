@@ -1,7 +1,8 @@
 """Golden files: building them with the reference, their one serialization, reading and writing.
 
-`build_golden` drives `reference.Assembler` through the same `harness.drive.inprocess` steps as any
-target, so a golden file is exactly what a perfect target produces. `serialize` is the only
+`build_golden` drives the plain reference (`reference.PlainAssembler`) through the same
+`harness.drive.inprocess` steps as any target, so a golden file is exactly what a perfect target
+produces. `serialize` is the only
 formatting of a golden file (contract section 4), used by `conform golden update` and by the syrupy
 extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
 """
@@ -9,12 +10,10 @@ extension (`tests/suite/golden/snapshot.py`) alike; writes are atomic.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 import reference
 from harness.drive.inprocess import finish_step, push_step
@@ -25,7 +24,8 @@ from harness.suite.classes import InputClass, class_of, class_of_bytes
 from harness.suite.golden import stream as golden_stream
 from harness.suite.golden.schema import check_golden
 from harness.suite.golden.types import decode_typed
-from harness.suite.recording import RecordingInfo, case_id_of, iter_payloads, read_info
+from harness.suite.recording import case_id_of, iter_payloads, read_info
+from harness.suite.sse import Payload
 from reference import choices as choices_of
 from reference.choices import Choices
 
@@ -34,18 +34,52 @@ from reference.choices import Choices
 SCHEMA = 2
 
 
-def _outcome(case: Case, capped: bool, choices: Choices) -> dict[str, Any]:
-    """The steps and finish the reference makes of `case` under `choices`."""
-    assembler = reference.Assembler(choices)
+def outcome(
+    payloads: Iterable[Payload],
+    capped: bool,
+    choices: Choices = choices_of.REFERENCE,
+    *,
+    assembler: Callable[[Choices], Any] = reference.PlainAssembler,
+) -> dict[str, Any]:
+    """The steps and finish the reference makes of `payloads` under `choices`.
+
+    conform fuzz passes the fast reference (`reference.Assembler`), held to the plain one by
+    tests/assembler/test_differential.py; golden files are built by the plain one.
+    """
+    machine = assembler(choices)
     steps: list[dict[str, Any]] = []
-    outcome: dict[str, Any] = {"steps": steps}
-    for payload in iter_payloads(case.recording):
-        step = push_step(assembler, payload.data, payload.line)
+    found: dict[str, Any] = {"steps": steps}
+    for payload in payloads:
+        step = push_step(machine, payload.data, payload.line)
         steps.append(step)
         if "error" in step:
-            return outcome
-    outcome["finish"] = finish_step(assembler, capped)
-    return outcome
+            _any_message(step["error"], choices)
+            return found
+    found["finish"] = finish_step(machine, capped)
+    return found
+
+
+def with_alternatives(
+    points: list[str], outcome_of: Callable[[Choices], dict[str, Any]]
+) -> dict[str, Any]:
+    """The outcome under the reference's own choices, with `choices` and one `alternatives`
+    entry per other distinct outcome of the combinations of `points` (docs/golden-files.md)."""
+    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
+    for combination in choices_of.combinations(points):
+        found = outcome_of(choices_of.REFERENCE.replace(combination))
+        outcomes.setdefault(_key(found), ([], found))[0].append(combination)
+    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
+    return {
+        "choices": own[0],
+        "alternatives": [{"choices": combos, **found} for combos, found in others],
+    } | own[1]
+
+
+def _any_message(error: dict[str, Any], choices: Choices) -> None:
+    """A server error without a message, under I8 `default`, holds no `message`: the text an
+    implementation supplies is its own, and any passes (the reference's is `DEFAULT_MESSAGE`)."""
+    if choices.I8 == "default" and error.get("message") == choices_of.DEFAULT_MESSAGE:
+        del error["message"]
 
 
 def _key(outcome: dict[str, Any]) -> str:
@@ -60,46 +94,37 @@ def build_golden(case: Case) -> dict[str, Any]:
     other distinct one an entry of `alternatives`, each with the `choices` that give it.
     """
     info = read_info(case.recording)
-    capped = info.thinking_capped
     golden = golden_stream.document_header(case, info, schema=SCHEMA)
     points = [pin for pin in info.pins if pin in choices_of.OUTCOMES]
+
+    def outcome_of(choices: Choices) -> dict[str, Any]:
+        return outcome(iter_payloads(case.recording), info.thinking_capped, choices)
+
     if not points:
-        return golden | _outcome(case, capped, choices_of.REFERENCE)
-    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]] = {}
-    for combination in choices_of.combinations(points):
-        outcome = _outcome(case, capped, choices_of.REFERENCE.replace(combination))
-        outcomes.setdefault(_key(outcome), ([], outcome))[0].append(combination)
-    own, *others = outcomes.values()  # dicts keep order: the reference's combination came first
-    _check_pins(case, points, own[0][0], outcomes)
-    golden["choices"] = own[0]
-    golden["alternatives"] = [{"choices": combos, **outcome} for combos, outcome in others]
-    return golden | own[1]
+        return golden | outcome_of(choices_of.REFERENCE)
+    document = with_alternatives(points, outcome_of)
+    _check_pins(case, points, document)
+    return golden | document
 
 
-def _check_pins(
-    case: Case,
-    points: list[str],
-    own: dict[str, str],
-    outcomes: dict[str, tuple[list[dict[str, str]], dict[str, Any]]],
-) -> None:
+def _check_pins(case: Case, points: list[str], document: dict[str, Any]) -> None:
     """RecordingError unless each pinned point changes the outcome: a tag must mean something.
 
     A point may matter only beside another point's other outcome (an integer beyond 2^53 read
     exactly, and only then a deep value ignored further on), so a point counts when some two
     combinations that differ only there give different outcomes.
     """
-    del own  # the reference's own combination is one of them
     which = {
-        json.dumps(combination, sort_keys=True): key
-        for key, (combinations, _) in outcomes.items()
-        for combination in combinations
+        json.dumps(combination, sort_keys=True): number
+        for number, entry in enumerate([document, *document["alternatives"]])
+        for combination in entry["choices"]
     }
     for point in points:
-        seen: dict[str, set[str]] = {}
-        for text, key in which.items():
+        seen: dict[str, set[int]] = {}
+        for text, number in which.items():
             others = {p: v for p, v in json.loads(text).items() if p != point}
-            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(key)
-        if all(len(keys) < 2 for keys in seen.values()):
+            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(number)
+        if all(len(numbers) < 2 for numbers in seen.values()):
             raise RecordingError(
                 case.recording,
                 f"pins {point}, but every outcome of {point} gives the same result",
@@ -160,21 +185,9 @@ def open_golden(case: Case) -> Golden:
     return Golden(case, data)
 
 
-_render_json = msgspec.json.Encoder().encode
-_render_pack = msgspec.msgpack.Encoder().encode
-
-
 class Golden:
     """A case's golden file as a run reads it: its bytes (None for one above `STREAM_ABOVE`,
-    read step by step), and its document, parsed and checked when first asked for.
-
-    `renders` lets a run judge the usual passing case without comparing a step: the document a
-    target's pass makes, in `serialize`'s layout, is the file byte for byte. A target that passes
-    makes the reference's steps and finish, so for all but a few files (a number msgspec writes
-    otherwise than `json`, `1e+18` as `1e18`) that is the same test as comparing the parsed steps,
-    at a fraction of the cost; anything else is judged the usual way. `plan` reads off the layout
-    which calls that pass makes.
-    """
+    read step by step), and its document, parsed and checked when first asked for."""
 
     __slots__ = ("_class", "_document", "case", "data")
 
@@ -207,64 +220,6 @@ class Golden:
         if found is None:
             found = self._document = _parse(self.case, self.data)
         return found
-
-    def plan(self, payloads: int) -> tuple[int, bool]:
-        """What a pass's first try of this file calls, as its layout (`serialize`'s) shows it
-        without parsing: how many of the recording's `payloads` it pushes, and whether `finish`
-        follows. A file with a finish: all, then finish. One without (its last step is an error
-        step): as many as its steps. A file in any other layout: all, then finish."""
-        data = self.data
-        if data is None or data.rfind(_FINISH_MEMBER) >= 0:  # near the end: found at once
-            return payloads, True
-        steps = data.count(_STEP_OPENING)
-        return (min(steps, payloads), False) if steps else (payloads, True)
-
-    def renders(
-        self,
-        info: RecordingInfo,
-        steps: list[dict[str, Any]],
-        finish: dict[str, Any] | None,
-        *,
-        steps_finite: bool = False,
-    ) -> bool:
-        """True when the golden file is exactly what `build_golden` would write, had the
-        reference made `steps` and `finish` (None: the steps end in an error) of the recording
-        that `info` describes; False when it may be anything else.
-
-        The document is written with msgspec, which writes NaN and infinities as `null`: a
-        pass that holds any such number is not judged here (its msgpack encoding, which keeps
-        them, is searched for the first two bytes every non-finite double has; only the
-        finish's when the caller knows the steps hold no such number, `steps_finite`).
-        """
-        data = self.data
-        if data is None:
-            return False
-        document = golden_stream.document_header(self.case, info, schema=SCHEMA)
-        document["steps"] = steps
-        if finish is not None:
-            document["finish"] = finish
-        try:
-            text = msgspec.json.format(_render_json(document), indent=2)
-            packed = _render_pack(finish if steps_finite else document)
-        except (TypeError, ValueError, OverflowError, RecursionError):
-            return False
-        return (
-            len(data) == len(text) + 1
-            and data.startswith(text)
-            and data.endswith(b"\n")
-            and _NON_FINITE[0] not in packed
-            and _NON_FINITE[1] not in packed
-        )
-
-
-#: In `serialize`'s layout: the document's `finish` member, and the opening of each of its steps
-#: (no JSON string holds a raw line break, and no other object two levels down has a `line`).
-_FINISH_MEMBER = b'\n  "finish": '
-_STEP_OPENING = b'\n    {\n      "line": '
-
-#: A msgpack double (0xcb) whose sign and exponent bytes start with every bit of the exponent
-#: set: NaN and the infinities (and the largest finite doubles, judged the usual way too).
-_NON_FINITE = (b"\xcb\x7f", b"\xcb\xff")
 
 
 def _parse(case: Case, data: bytes | None) -> dict[str, Any]:

@@ -234,8 +234,7 @@ def _read_finish(
 
 def document_header(case: Case, info: RecordingInfo, *, schema: int) -> dict[str, Any]:
     """The members a golden document of `case` opens with, its recording described by `info`:
-    the one place every writer of golden documents (and `Golden.renders`, which compares a pass's
-    rendering with the file byte for byte) takes them from."""
+    the one place every writer of golden documents takes them from."""
     return {
         "schema": schema,
         "recording": case.recording_name,
@@ -249,7 +248,7 @@ def iter_serialized(case: Case, *, schema: int) -> Iterator[str]:
     info = read_info(case.recording)
     capped = info.thinking_capped
     header = json.dumps(document_header(case, info, schema=schema), indent=2, ensure_ascii=False)
-    assembler = reference.Assembler()
+    assembler = reference.PlainAssembler()
     separator = header[:-2] + ',\n  "steps": [\n    '
     ended = False
     for payload in iter_payloads(case.recording):

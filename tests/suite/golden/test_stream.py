@@ -14,8 +14,9 @@ import pytest
 
 import reference
 from harness.check.modes import MODES
+from harness.check.options import RunOptions
 from harness.check.parallel import run
-from harness.check.runner import FAILED, PASSED
+from harness.check.results import FAILED, PASSED
 from harness.drive.inprocess import InProcessDriver
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
@@ -61,7 +62,8 @@ def test_every_mode_passes_on_streamed_golden_files(suite: Suite, streaming: Non
     # The real captures, tool calls and errors mid-stream: that every streamed document reads as
     # the whole one is the test above.
     cases = suite.cases(("llama-server", "synthetic/r2_*", "synthetic/r8_*"))
-    results = list(run(cases, InProcessDriver(reference.Assembler), modes=MODES, seed=1))
+    driver = InProcessDriver(reference.Assembler)
+    results = list(run(cases, driver, modes=MODES, options=RunOptions(seed=1)))
     assert [(r.case_id, r.mode) for r in results if r.status != PASSED] == []
 
 
@@ -82,7 +84,7 @@ class LateId(reference.Assembler):
 def test_a_mismatch_on_a_streamed_file_names_its_step(suite: Suite, streaming: None) -> None:
     case = next(c for c in suite.cases() if c.case_id == "llama-server/content_stop")
     LateId.pushes = 0
-    [result] = run([case], InProcessDriver(LateId), modes=["plain"], seed=1)
+    [result] = run([case], InProcessDriver(LateId), modes=["plain"], options=RunOptions(seed=1))
     assert result.status == FAILED
     assert [m.path for m in result.mismatches] == ["steps[0].state.id", "steps[1].state.id"]
 
