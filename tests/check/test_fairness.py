@@ -101,7 +101,9 @@ def _differs(case: Case, point: str, outcome: str) -> bool:
     return mine not in read_golden(case).get("choices", [])
 
 
-@pytest.mark.parametrize(("point", "outcome"), sorted(CAREFUL), ids="=".join)
+@pytest.mark.parametrize(
+    ("point", "outcome"), sorted(CAREFUL), ids=[f"{p}={v}" for p, v in sorted(CAREFUL)]
+)
 def test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned(
     tmp_path: Path, point: str, outcome: str
 ) -> None:
