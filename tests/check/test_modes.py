@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 import reference
+import tests.miniatures as miniatures
 from harness.check import members
 from harness.check import modes as inject
 from harness.check.modes import (
@@ -41,20 +42,23 @@ from harness.suite.golden import read_golden
 from harness.suite.near_names import NEAR_NAMES
 from harness.suite.recording import iter_payloads
 from reference.choices import OUTCOMES, REFERENCE
-from tests.check.mode_targets import (
+from tests.conftest import invoke
+from tests.miniatures import (
+    MINIATURES,
+    SHORTCUT,
     ContentKeyFastPath,
-    FinishReasonByRegex,
     IndexIsFirstMember,
     ToolCallMeansFinished,
+    named,
 )
-from tests.conftest import invoke
 from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
-#: The shortcuts' module, as a target path that works from any working directory. A worker imports
-#: it alone: this file would bring pytest and the command line into each worker (0.3 s of CPU).
-TARGETS = Path(__file__).resolve().parent / "mode_targets.py"
+#: The shortcuts' module (tests/miniatures.py), as a target path that works from any working
+#: directory. A worker imports it alone: this file would bring pytest and the command line into
+#: each worker (0.3 s of CPU).
+TARGETS = Path(__file__).resolve().parents[1] / "miniatures.py"
 
 
 #: The cases the shortcuts run on: the real captures, where each fails in its mode (the whole
@@ -75,11 +79,11 @@ def _failures(results: list[CaseResult]) -> list[CaseResult]:
 # The shortcuts --------------------------------------------------------------------------------
 
 
+#: Each mode that rewrites or cuts, the shortcut it catches (tests/miniatures.py's SHORTCUT
+#: miniatures) and the field where it must catch it.
 FRAGILE = {
-    KEY_ORDER: (IndexIsFirstMember, "events"),
-    WHITESPACE: (FinishReasonByRegex, "state.is_finished"),
-    ESCAPES: (ContentKeyFastPath, "events"),
-    TRUNCATED: (ToolCallMeansFinished, "finish"),
+    MINIATURES[name].mode: (getattr(miniatures, name), MINIATURES[name].pattern)
+    for name in named(SHORTCUT)
 }
 
 
