@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.suite.cases import Suite
+from harness.suite.cases import Suite, case_matches
 from tests.conftest import conform
 from tests.miniatures import BATTERY, CLIENT, MINIATURES, PITFALL, POWER, named
 
@@ -59,10 +59,13 @@ def test_each_miniature_fails_for_its_rule(name: str) -> None:
 def test_each_miniature_breaks_a_rule_its_cases_pin(suite: Suite) -> None:
     # A case caught for another rule than the one its miniature breaks would be caught for the
     # wrong reason. (The near-names are caught on the real captures by their mode's names.)
+    cases = [(case.case_id, case.pins) for case in suite.cases()]
     wrong = {}
     for name, catch in MINIATURES.items():
         if catch.cases and name not in NEAR_NAMES and catch.kind != "shortcut":
-            pins = {p for case in suite.cases((catch.cases,)) for p in case.pins}
+            pins = {
+                p for case_id, pinned in cases if case_matches(case_id, catch.cases) for p in pinned
+            }
             if catch.rule not in pins:
                 wrong[name] = (catch.rule, catch.cases, sorted(pins))
     assert wrong == {}
