@@ -2807,7 +2807,10 @@ class InterruptedWhileShrinking(DropsServerMessage):
     """Sends Ctrl-C (SIGINT to its own process, as a terminal does) while conform shrinks the
     difference it found: at the first wrong answer on a smaller stream than the first it was wrong
     on (fewer payloads, or as many with fewer characters): shrinking has begun and made progress.
-    (Whatever number of assemblers the checks before it make.)"""
+    (Whatever number of assemblers the checks before it make.) It loses the message only of a
+    server error after another payload, so that the stream it is first wrong on has a part before
+    the error that shrinking can make smaller (a stream of the error alone may be as small as the
+    error already is)."""
 
     first: ClassVar[tuple[int, int] | None] = (
         None  # (payloads, characters) of the first it erred on
@@ -2820,6 +2823,8 @@ class InterruptedWhileShrinking(DropsServerMessage):
     def push(self, data: str) -> list[Any]:
         self.payloads += 1
         self.characters += len(data)
+        if self.payloads == 1:
+            return self.inner.push(data)  # right, even on a server error
         try:
             return super().push(data)
         except InferError as error:
