@@ -137,6 +137,11 @@ def read_request(line: bytes) -> Request:
         request = json.loads(line)
     except (ValueError, RecursionError) as exc:
         raise BadRequest(None, f"the request is not valid JSON: {exc}") from None
+    return request_of(request)
+
+
+def request_of(request: Any) -> Request:
+    """The request a decoded request line holds (`read_request` after the decoding)."""
     seq = request.get("seq") if isinstance(request, dict) else None
     if type(seq) is not int:
         raise BadRequest(None, 'every request needs an integer "seq"')
@@ -318,6 +323,12 @@ def read_reply(
         text = line.decode("utf-8", errors="replace")
         why = f"the program's reply to {op} ({len(line):,} bytes) nests too deep to read"
         raise NotAReply(why, text) from None
+    return reply_of(reply, request, validator)
+
+
+def reply_of(reply: Any, request: Request, validator: Validator | None = None) -> Reply:
+    """The reply to `request` a decoded reply line holds (`read_reply` after the decoding)."""
+    op = request.op
     if not isinstance(reply, dict):
         raise BadReply("a reply must be a JSON object", reply)
     error = reply.get("error")
