@@ -5,7 +5,8 @@ It answers docs/protocol.md on stdin and stdout for the assembler that TARGET na
 same calls as an in-process run (`harness.drive.inprocess.push_step`, `finish_step` and the
 normalizers), so both give the same results; its requests and replies are the typed messages the
 driver uses too (`harness.drive.messages`), read and written the fast way
-(`harness.drive.fastlines`: msgspec where it gives what the json module gives). `conform run TARGET` starts it as its worker process.
+(`harness.drive.fastlines`: msgspec where it gives what the json module gives). `conform run
+TARGET` starts it as its worker process.
 
 The target must not be able to corrupt the protocol: before the target is imported, the adapter
 keeps private copies of the real stdin and stdout for itself and points file descriptors 0 and 1
