@@ -11,7 +11,9 @@ way, so each function here takes the plain form whenever they could differ:
   reader, which decides (`NaN` and the infinities, a lone surrogate escape, a number beyond a
   float, nesting near Python's recursion limit, text that is not JSON at all). What msgspec
   decodes is the value `json.loads` gives: objects as dicts (a repeated key keeps the last value,
-  in its first place), integers of any length, floats correctly rounded, the same strings.
+  in its first place), integers of any length, floats correctly rounded, the same strings. A
+  reply's fields are not looked for ones the protocol does not define, which conform's own
+  worker never writes (the one way `own_reply` differs from the plain reader).
 - encoding (`reply_line`, `pass_line`): msgspec writes UTF-8 instead of `\\uXXXX` escapes (the
   reader decodes both to the same text) and a non-finite float as `null`; so a reply whose line
   holds `null` anywhere, a reply that is not a step, a finish or an `ok`, a value of a type msgspec
@@ -43,12 +45,13 @@ _PLAIN_VALUES = (Pushed, Finished, Ok)
 
 
 def own_reply(line: bytes, request: Request, validator: Validator | None = None) -> Reply:
-    """`messages.read_reply(line, request, validator, non_finite=True)`, faster."""
+    """`messages.read_reply(line, request, validator, non_finite=True, own=True)`, faster: a line
+    of conform's own worker, whose fields are the protocol's (`messages.reply_of`)."""
     try:
         decoded = _decode(line)
     except _REFUSED:
-        return messages.read_reply(line, request, validator, non_finite=True)
-    return messages.reply_of(decoded, request, validator)
+        return messages.read_reply(line, request, validator, non_finite=True, own=True)
+    return messages.reply_of(decoded, request, validator, own=True)
 
 
 def own_request(line: bytes) -> Request:

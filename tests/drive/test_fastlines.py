@@ -1,6 +1,7 @@
 """The fast lines between conform and its own worker (`harness.drive.fastlines`) say what the plain
 ones say (`harness.drive.messages`): each line is read as the plain reader reads it (the same reply
-or request, or the same exception), and each line written is read back as the plain line is, for
+or request, or the same exception; a field the protocol does not define, which the worker never
+writes, is not looked for), and each line written is read back as the plain line is, for
 every JSON value and for what msgspec and the json module do not treat alike (NaN, the
 infinities, lone surrogates, numbers beyond a float, subclasses of str, int and float, nesting
 near the recursion limit, text that is not JSON)."""
@@ -91,13 +92,21 @@ REPLY_LINES = [
 @pytest.mark.parametrize("request_", [PUSH, FINISH, NEW], ids=["push", "finish", "new"])
 def test_a_reply_line_is_read_as_the_plain_reader_reads_it(line: bytes, request_: Request) -> None:
     fast = outcome(fastlines.own_reply, line, request_)
-    plain = outcome(messages.read_reply, line, request_, None, non_finite=True)
+    plain = outcome(messages.read_reply, line, request_, None, non_finite=True, own=True)
     assert fast[0] == plain[0]
     if fast[0] == "value":
         assert type(fast[1]) is type(plain[1])
         assert same_value(messages.members(fast[1]), messages.members(plain[1]))
     else:
         assert fast[1:] == plain[1:]
+
+
+def test_a_reply_of_conform_s_own_worker_is_not_looked_for_unknown_fields() -> None:
+    line = b'{"seq":7,"events":[],"state":{"surplus":1}}'
+    with pytest.raises(messages.BadReply, match=r"unknown field \$\.state\.surplus"):
+        messages.read_reply(line, PUSH)
+    reply = fastlines.own_reply(line, PUSH)
+    assert messages.members(reply) == {"seq": 7, "events": [], "state": {"surplus": 1}}
 
 
 REQUEST_LINES = [
@@ -212,7 +221,7 @@ def test_any_step_written_fast_is_read_as_the_plain_line_is(events: list[dict[st
     assert fast[0] == plain[0]
     if plain[0] == "value":
         read_fast = outcome(fastlines.own_reply, fast[1], PUSH)
-        read_plain = outcome(messages.read_reply, plain[1], PUSH, None, non_finite=True)
+        read_plain = outcome(messages.read_reply, plain[1], PUSH, None, non_finite=True, own=True)
         assert read_fast[0] == read_plain[0]
         if read_fast[0] == "value":
             assert same_value(messages.members(read_fast[1]), messages.members(read_plain[1]))
