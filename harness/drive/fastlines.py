@@ -65,14 +65,19 @@ def own_request(line: bytes) -> Request:
 
 def reply_line(reply: Reply) -> bytes:
     """`messages.reply_line(reply)`, or a line the harness reads as the same reply, faster."""
-    if isinstance(reply, _PLAIN_VALUES):
-        try:
-            line = _encode(messages.reply_object(reply))
-        except _CANNOT:
-            pass
-        else:
-            if b"null" not in line:  # else it may stand for a NaN or an infinity
-                return line + b"\n"
+    if type(reply) is Pushed:  # most replies: spared `reply_object`'s generic reading
+        message: Any = {"seq": reply.seq, "events": reply.events, "state": reply.state}
+    elif isinstance(reply, _PLAIN_VALUES):
+        message = messages.reply_object(reply)
+    else:
+        return messages.reply_line(reply)
+    try:
+        line = _encode(message)
+    except _CANNOT:
+        pass
+    else:
+        if b"null" not in line:  # else it may stand for a NaN or an infinity
+            return line + b"\n"
     return messages.reply_line(reply)
 
 
