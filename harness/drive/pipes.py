@@ -255,10 +255,15 @@ class Worker:
     def send(self, line: bytes, deadline: float) -> bool:
         """Write one request line, reading the program's output meanwhile; False when the
         deadline passed first. OSError when the program died."""
-        self._unsent = memoryview(line)
+        try:  # most lines fit in the pipe at once: no need to wait for it to take them
+            written = os.write(self._in, line)
+        except BlockingIOError:
+            written = 0
+        if written == len(line):
+            return True
+        self._unsent = memoryview(line)[written:]
         self._selector.register(self._in, EVENT_WRITE)
         try:
-            self._write_some()
             while self._unsent:
                 if self.exited:
                     raise BrokenPipeError("the program exited")

@@ -242,7 +242,7 @@ class ProcessDriver:
         assert worker is not None
         self._last = answering
         try:
-            sent = worker.send(request_line(request), deadline)
+            sent = worker.send(self._line(request), deadline)
         except OSError:
             status = worker.exit_status(writing=True)
             raise self._broken(f"the program {status} before answering {answering.op}") from None
@@ -262,7 +262,7 @@ class ProcessDriver:
         if line is None:
             raise self._timed_out(request.op, allowed)
         try:
-            return read_reply(line, request, self._validator, non_finite=self.own_worker)
+            return self._read(line, request)
         except NotAReply as exc:
             raise self._broken(f"{exc.why}: {quoted(exc.text)}") from None
         except Refused as exc:
@@ -272,6 +272,14 @@ class ProcessDriver:
             raise TargetCrash(exc.why) from None
         except BadReply as exc:
             raise self._garbage(exc.reply, exc.why) from None
+
+    def _line(self, request: Request) -> bytes:
+        """The line that sends `request`."""
+        return request_line(request)
+
+    def _read(self, line: bytes, request: Request) -> Reply:
+        """The reply to `request` that `line` holds (`read_reply`'s exceptions when none)."""
+        return read_reply(line, request, self._validator, non_finite=self.own_worker)
 
     def _timed_out(self, op: str, allowed: float) -> TargetTimeout:
         """No reply in the time allowed: a timeout for this case, and a restart."""

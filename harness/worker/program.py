@@ -4,7 +4,9 @@ speaks the protocol.
 It answers docs/protocol.md on stdin and stdout for the assembler that TARGET names, through the
 same calls as an in-process run (`harness.drive.inprocess.push_step`, `finish_step` and the
 normalizers), so both give the same results; its requests and replies are the typed messages the
-driver uses too (`harness.drive.messages`). `conform run TARGET` starts it as its worker process.
+driver uses too (`harness.drive.messages`), read and written the fast way
+(`harness.drive.fastlines`: msgspec where it gives what the json module gives). `conform run
+TARGET` starts it as its worker process.
 
 The target must not be able to corrupt the protocol: before the target is imported, the adapter
 keeps private copies of the real stdin and stdout for itself and points file descriptors 0 and 1
@@ -22,6 +24,8 @@ import sys
 from collections.abc import Iterator
 from typing import IO, Any
 
+from harness.drive.fastlines import own_request
+from harness.drive.fastlines import reply_line as fast_reply_line
 from harness.drive.inprocess import (
     Factory,
     TargetCrash,
@@ -46,7 +50,6 @@ from harness.drive.messages import (
     Reply,
     Request,
     Started,
-    read_request,
     reply_line,
     reply_object,
 )
@@ -142,7 +145,7 @@ class Session:
         for each call it stands for, up to the one that ends the case. `done` is set once the
         program should exit."""
         try:
-            request = read_request(line)
+            request = own_request(line)
         except BadRequest as exc:
             yield Failed(exc.seq, "bad_request", exc.message)
             return
@@ -211,7 +214,7 @@ def encoded(reply: Reply) -> bytes:
     """`reply` as its line; one that cannot be written is a crash reply instead, never the
     adapter's own traceback."""
     try:
-        return reply_line(reply)
+        return fast_reply_line(reply)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         problem = f"{type(exc).__name__}: {exc}"
     message = f"the assembler's result cannot be sent as JSON ({problem})"
