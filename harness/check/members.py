@@ -11,14 +11,14 @@ JavaScript's `Object.prototype` members and Python's dunders (`harness.check.kno
 
 What a changed payload costs: its generator (`random.Random` seeded from a string, about 5 µs,
 made only for a payload the mode changes), two msgspec decodes (`jsontext.rewritable`'s check,
-then the value it changes), and the mode's own work: one walk of the decoded chunk counts its members (duplicate keys) and finds its
-floats (only an integral one can be a number that moves, so the text is scanned for them only
-then); the generator's `sample`, `randrange` and `choice` are drawn inline with the bits they take;
-the chunk is written by msgspec, in the json module's layout, unless a float would be written with
-an exponent, which the json module writes otherwise (then by the json module's C encoder).
-The near-names are drawn after the invented members, from the same generator: the invented
-members of a payload are those an older version added (in the same order), and the near-names
-come in between them.
+then the value it changes), and the mode's own work: one walk of the decoded chunk counts its
+members (duplicate keys) and finds its floats (only an integral one can be a number that moves,
+so the text is scanned for them only then); the generator's `sample`, `randrange` and `choice`
+are drawn inline with the bits they take; the chunk is written by msgspec in the json module's
+layout, unless a float would be written with an exponent, which the json module writes otherwise
+(then by the json module's C encoder). The near-names are drawn after the invented members, from
+the same generator: the invented members of a payload are those an older version added (in the
+same order), and the near-names come in between them.
 """
 
 from __future__ import annotations
