@@ -2353,6 +2353,58 @@ class FinishFreezesCalls(_Calls):
         return events
 
 
+class ContentFromAnotherLevel(_Reads):
+    """Code that falls back to a field's name at another level (`delta.content ?? choice.content
+    ?? chunk.content`): a `content` beside the delta is read as the answer's text."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = choice.get("delta")
+            other = next(
+                (o["content"] for o in (choice, chunk) if isinstance(o.get("content"), str)), None
+            )
+            if other is not None and isinstance(delta, dict) and delta.get("content") is None:
+                delta["content"] = other
+        return chunk
+
+
+class CutsTextAtDone(_Base):
+    """Clients that look for the end marker in the text they assemble (`text.split("data:
+    [DONE]")[0]`): an answer holding `data: [DONE]` is cut there."""
+
+    _MARK = re.compile(r"data: ?\[DONE\]")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def push(self, data: str) -> list[Any]:
+        events = []
+        for e in super().push(data):
+            if isinstance(e, Content):
+                e = Content(self._MARK.split(e.text)[0])
+                self.content.append(e.text)
+                if not e.text:
+                    continue
+            events.append(e)
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, content="".join(self.content) or None)
+
+
+class NormalisesIds(_Reads):
+    """Ids used as keys after `.strip().lower()` (a normalised map key, a case-insensitive
+    column): an id of white space only is none, and ids in another case are the same."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for level, obj in _levels(chunk):
+            if level in ("top", "call") and isinstance(obj.get("id"), str):
+                obj["id"] = obj["id"].strip().lower()
+        return chunk
+
+
 _NEAR_VALUE = r'got [^\n]*"\([^)"]+\)"'  # a near-name's value, "(reasoningContent)", taken
 
 #: Each issue-34 planted bug: the cases (a glob) and the mode that must catch it, and a pattern the
@@ -2423,5 +2475,17 @@ SUITE_POWER: dict[str, tuple[str, str, str]] = {
         "synthetic/tool_pairs/late_id_name_with_finish_after_first_piece",
         "plain",
         _T + r'\[0\] .*"id": "call_0".*got \(absent\)',
+    ),
+    "ContentFromAnotherLevel": ("llama-server/*", "unknown-fields", _NEAR_VALUE),
+    "CutsTextAtDone": (
+        "synthetic/edges/content_holds_data_done",
+        "plain",
+        r'steps\[\d+\]\.events\[\d+\] .*expected \{"type": "content", "text": "data: \[DONE\]"\}, '
+        r"got \(absent\)",
+    ),
+    "NormalisesIds": (
+        "synthetic/edges/tool_call_ids_differ_only_in_case",
+        "plain",
+        _T + r'\[\d\]\.id .*expected "CALL_ABC", got "call_abc"',
     ),
 }

@@ -99,7 +99,8 @@ def test_each_planted_bug_of_issue_34_fails_for_its_reason(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["ReadsCamelCase", "MatchesKeysWithoutCase",
-                                  "TopLevelMessageIsError", "SkipsPingEvents"])  # fmt: skip
+                                  "TopLevelMessageIsError", "SkipsPingEvents",
+                                  "ContentFromAnotherLevel"])  # fmt: skip
 def test_the_near_name_bugs_pass_the_plain_real_captures(name: str) -> None:
     # What catches them is the names unknown-fields adds, not the recordings.
     code, output = conform(
