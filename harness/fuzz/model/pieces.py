@@ -117,16 +117,13 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
                 call_id = draw.pick(BLANK_IDS)
             else:
                 name = draw.pick(BLANK_IDS)
-            used.add("blank_id_or_name")
         elif long and (index == 0 or draw.coin()):
             call_id, name = (LONG_ID, name) if draw.coin() else (call_id, LONG_NAME)
-            used.add("long_id_or_name")
         if index == 1 and draw.rarely(20, "ids_differ_in_case"):
             # call 0's id in another case: two calls all the same (a case-blind map merges them)
             first = calls[0][0].call.get("id") or calls[0][-1].call.get("id")
             if isinstance(first, str) and first.lower() != first.upper():
                 call_id = first.swapcase()
-                used.add("ids_differ_in_case")
         late = len(parts) > 1 and (index == behind or draw.rarely(7, "tool_call_late_id_name"))
         calls.append(_pieces_of(draw, used, index, parts, call_id, name, late=late))
     if count and not bare_last and draw.rarely(6, "tool_call_never_named"):
@@ -139,7 +136,27 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
             else:
                 part.call.get("function", {}).pop("name", None)
         used.add("tool_call_never_named")
+    _note_ids(calls, used)
     return calls
+
+
+def _note_ids(calls: list[list[Piece]], used: set[str]) -> None:
+    """The features of the ids and names the calls hold: white space only, thousands of
+    characters, ids that differ only in case."""
+    ids = set()
+    for piece in (p for call in calls for p in call):
+        call_id = piece.call.get("id")
+        name = (piece.call.get("function") or {}).get("name")
+        for said in (call_id, name):
+            if isinstance(said, str) and said:
+                if not said.strip("\u200b").strip():
+                    used.add("blank_id_or_name")
+                elif len(said) >= 1000:
+                    used.add("long_id_or_name")
+        if isinstance(call_id, str) and call_id:
+            ids.add(call_id)
+    if len({i.lower() for i in ids}) < len(ids):
+        used.add("ids_differ_in_case")
 
 
 def _pieces_of(
