@@ -55,6 +55,8 @@ LOOKALIKE_TEXT: dict[str, tuple[str, ...]] = {
         "<think>",
         "</think>",
         "<think>Plan.</think>Answer ",
+        "<think></think>",
+        "Sure. <think>hm</think>",
         "  ",
         "\n\t",
         " padded ",
