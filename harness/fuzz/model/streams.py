@@ -110,21 +110,31 @@ def _finish(
     a tool call (more pieces after it), or none at all."""
     has_calls = bool(calls)
     reason = draw.pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length"))
-    if draw.wants("tool_call_cut_by_length") or draw.wants("length_after_named_piece"):
+    wants_length = draw.wants("tool_call_cut_by_length") or draw.wants("length_after_named_piece")
+    if wants_length:
         reason = "length"
     if reason == "length" and any(map(_named_without_arguments, calls)):
-        used.add("length_after_named_piece")
+        used.add("length_after_named_piece")  # (the reason that wins, whatever comes before)
     # right after a piece of a tool call, before the last chunk of the stream's pieces
     early = [n for n, v in enumerate(values[:-1]) if v.get("group") and _calls_in(v)]
     if early and draw.rarely(12, "pieces_after_finish"):
         at = draw.pick(early)
-        if draw.coin():
+        if draw.coin() and not draw.wants("choice_without_delta"):
             values[at]["finish"] = reason
+            used.add("finish_chunk_with_text")
         else:
-            values.insert(at + 1, {"delta": draw.pick(({}, None, "none")), "finish": reason})
+            delta = draw.pick(({}, None, "none"))
+            if draw.wants("choice_without_delta"):
+                delta = draw.pick((None, "none"))
+            if delta != {}:
+                used.add("choice_without_delta")
+            values.insert(at + 1, {"delta": delta, "finish": reason})
         if any(_calls_in(v) for v in values[at + 1 :]):
             used.add("pieces_after_finish")
         used.add("chunks_after_finish")
+        if draw.rarely(6, "finish_reason_repeated"):  # and again at the end, where it wins
+            values.append({"delta": {}, "finish": reason})
+            used.add("finish_reason_repeated")
         if reason == "length" and has_calls:
             used.add("tool_call_cut_by_length")
         return
