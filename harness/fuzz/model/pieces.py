@@ -47,7 +47,10 @@ def _call_count(draw: Draw) -> int:
     return draw.pick((0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3))
 
 
-_MIXED = frozenset(("tool_calls_interleaved", "tool_calls_out_of_order"))
+#: Features that need two pieces of a call at least: to mix, or to repeat the id and name in.
+_TWO_PIECES = frozenset(
+    ("tool_calls_interleaved", "tool_calls_out_of_order", "tool_call_repeated_id_name")
+)
 _SEVERAL_CALLS = frozenset(
     (
         "tool_calls_parallel",
@@ -101,7 +104,7 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
     for index in range(count):
         whole = arguments(draw, used)
         pieces = draw.pick((1, 1, 2, 2, 3)) if whole and count < 4 else draw.between(1, 2)
-        if draw.wanted & _MIXED or index == behind:  # pieces to mix: two a call at least
+        if draw.wanted & _TWO_PIECES or index == behind:  # two pieces a call at least
             pieces = max(pieces, 2)
         if bare_last and index == count - 1:
             whole, pieces = "", 1
@@ -171,6 +174,7 @@ def _pieces_of(
 ) -> list[Piece]:
     pieces = []
     repeat = draw.rarely(5, "tool_call_repeated_id_name")
+    again = draw.wants("tool_call_repeated_id_name")  # wanted: in every later piece
     bare = draw.wants("tool_call_without_function")
     bare_odds = 0 if bare else 6
     null_args = draw.rarely(6, "arguments_absent_or_null")
@@ -182,7 +186,7 @@ def _pieces_of(
             function["name"] = name
             if late:
                 used.add("tool_call_late_id_name")
-        elif number > 0 and repeat and draw.coin():
+        elif number > 0 and repeat and (again or draw.coin()):
             used.add("tool_call_repeated_id_name")
             piece["id"] = draw.pick((call_id, "other", "", None))
             function["name"] = draw.pick((name, "other", "", None))
