@@ -1,9 +1,21 @@
-"""Deliberately broken assemblers: each gets exactly one rule wrong.
+"""Every deliberately odd target of the tests, in one place.
 
-Like bowtie's miniatures, they prove the suite catches what it claims to:
-`tests/integration/test_miniatures.py` runs `conform run` on each and checks that it fails, at the
-field the broken rule governs. Each is the reference with one behaviour changed, so a failure can
-only come from that change.
+The *miniatures* are here: assemblers that each get one rule wrong, like bowtie's. Each is the
+reference (or a reader handing the reference what it read) with one behaviour changed, so a failure
+can only come from that change, and each is registered with `@miniature`, which records the rule
+it breaks, the cases and mode that must catch it and a pattern the report must hold there.
+`MINIATURES` is the registry; `by_rule()` groups it by rule. The test that shows the suite catches
+each is the entry's `test`: tests/integration/test_miniatures.py for the rule breakers (one
+`conform run` each, on its cases), tests/check/test_modes.py for the shortcuts only a mode exposes,
+tests/check/test_levels.py and tests/cli/test_fuzz.py for the few with a property of their own.
+
+The odd targets that cannot live here are listed in `ELSEWHERE`, each with why and the test that
+uses it: the correct ones that take another allowed outcome (fairness: tests/check/fair_targets.py),
+the ones that attack the harness rather than get a rule wrong (hangs, forks, crashes, hostile
+values), line-protocol programs and targets a test writes as source. tests/test_odd_targets.py
+checks that every class of tests/ that assembles (has a `push`) is registered or listed.
+
+This module imports only the reference: a worker running a miniature imports it alone.
 """
 
 from __future__ import annotations
@@ -11,10 +23,16 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import re
+import signal
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
+
+import msgspec
 
 import reference
 from reference import (
@@ -29,6 +47,84 @@ from reference import (
     ToolCall,
     ToolCallDelta,
 )
+
+_Class = TypeVar("_Class", bound=type)
+
+
+# -- The registry --------------------------------------------------------------------------------
+
+#: The kinds of miniature: where each comes from (the order of the sections below).
+BATTERY = "battery"  # one per rule of the contract, caught on the cases that pin it
+PITFALL = "pitfall"  # a language's JSON pitfall (docs/spec.md section 8), caught on its case
+CLIENT = "client"  # a real client's bug class, its source in its docstring
+POWER = "power"  # issue 34's classes: lax decoders, near-names, edge texts, tool-call pairs
+SHORTCUT = "shortcut"  # right on every recording as recorded; only its mode catches it
+LEVEL = "level"  # right at one level of comparison, wrong at the other
+FUZZ = "fuzz"  # DropsServerMessage with one more way a fuzz run must take well
+
+_TEST = "tests/integration/test_miniatures.py::test_each_miniature_fails_for_its_rule"
+
+
+@dataclass(frozen=True)
+class Catch:
+    """Where the suite must catch a miniature."""
+
+    rule: str  #: the rule it breaks (R1-R9, SSE, an I-point)
+    pattern: str  #: a pattern the report must hold there (a mismatch's path, a message)
+    cases: str  #: the cases (a `-k` pattern) it fails on; "" for every case pinning `rule`
+    mode: str  #: the mode that catches it
+    kind: str  #: BATTERY, PITFALL, ...
+    test: str  #: the test that shows it is caught
+
+
+MINIATURES: dict[str, Catch] = {}
+
+
+def miniature(
+    rule: str,
+    pattern: str,
+    *,
+    kind: str,
+    cases: str = "",
+    mode: str = "plain",
+    test: str = _TEST,
+) -> Callable[[_Class], _Class]:
+    """Registers the decorated class as a miniature breaking `rule`, caught as the arguments say."""
+
+    def register(cls: _Class) -> _Class:
+        assert cls.__name__ not in MINIATURES, cls.__name__
+        MINIATURES[cls.__name__] = Catch(rule, pattern, cases, mode, kind, test)
+        return cls
+
+    return register
+
+
+def named(*kinds: str) -> list[str]:
+    """The names of the miniatures of `kinds`, sorted."""
+    return sorted(name for name, catch in MINIATURES.items() if catch.kind in kinds)
+
+
+def by_rule() -> dict[str, list[str]]:
+    """The miniatures' names by the rule each breaks."""
+    rules: dict[str, list[str]] = {}
+    for name, catch in sorted(MINIATURES.items()):
+        rules.setdefault(catch.rule, []).append(name)
+    return dict(sorted(rules.items()))
+
+
+# Patterns that several miniatures' reports hold.
+
+#: Invalid input the miniature takes where the reference refuses it.
+_ACCEPTED = r'steps\[\d+\]\.error \(line \d+\): expected \{"kind": "protocol"\}, got \(absent\)'
+
+#: A refusal where the reference takes the payload.
+_FAILED_EARLY = (
+    r"steps\[1\]\.error \(line \d+\): expected \(absent\), got \{\"kind\": \"protocol\"\}"
+)
+#: The completion's tool calls.
+_T = r"finish\.completion\.tool_calls"
+
+_NEAR_VALUE = r'got [^\n]*"\([^)"]+\)"'  # a near-name's value, "(reasoningContent)", taken
 
 
 class _Base:
@@ -73,6 +169,7 @@ def _with_completion(completion: Completion, **changes: Any) -> Completion:
     return Completion(**fields)
 
 
+@miniature("R1", r"events\[0\]\.type", kind=BATTERY)
 class ContentBeforeReasoning(_Base):
     """R1: emits a chunk's content before its reasoning."""
 
@@ -82,6 +179,7 @@ class ContentBeforeReasoning(_Base):
         return sorted(events, key=lambda e: order[type(e)])
 
 
+@miniature("R1", r"steps\[\d+\]\.events\[\d+\]", kind=BATTERY)
 class EmitsEmptyContent(_Base):
     """R1: an empty `content` string still produces a content event."""
 
@@ -94,6 +192,7 @@ class EmitsEmptyContent(_Base):
         return events
 
 
+@miniature("R1", r"steps\[\d+\]\.events\[0\]", kind=BATTERY)
 class DropsProgress(_Base):
     """R1: ignores `prompt_progress`."""
 
@@ -101,6 +200,7 @@ class DropsProgress(_Base):
         return [e for e in super().push(data) if not isinstance(e, Progress)]
 
 
+@miniature("R1", r"events\[\d+\]\.(id|name)", kind=BATTERY)
 class RepeatsToolCallId(_Base):
     """R1: fills the id and name of later tool-call pieces with the call's first ones."""
 
@@ -118,6 +218,7 @@ class RepeatsToolCallId(_Base):
         return events
 
 
+@miniature("R1", r"events\[\d+\]\.arguments", kind=BATTERY)
 class NullArguments(_Base):
     """R1: a tool-call piece without arguments carries null instead of ""."""
 
@@ -130,6 +231,7 @@ class NullArguments(_Base):
         ]
 
 
+@miniature("R2", r"finish\.completion\.tool_calls\[\d+\]\.(id|name)", kind=BATTERY)
 class LastToolCallIdWins(_Base):
     """R2: a tool call takes the id and name of its last piece that has them."""
 
@@ -154,6 +256,7 @@ class LastToolCallIdWins(_Base):
         return _with_completion(completion, tool_calls=calls)
 
 
+@miniature("R2", r"finish\.completion\.content", kind=BATTERY)
 class EmptyContentNotNull(_Base):
     """R2: a completion without answer text has content "" instead of null."""
 
@@ -162,6 +265,7 @@ class EmptyContentNotNull(_Base):
         return _with_completion(completion, content=completion.content or "")
 
 
+@miniature("R3", r"finish\.completion\.timings\.\w+", kind=BATTERY)
 class MergesTimings(_Base):
     """R3: merges each timings object into the last instead of replacing it."""
 
@@ -184,6 +288,7 @@ class MergesTimings(_Base):
         return _with_completion(completion, timings=Timings(**self.merged))
 
 
+@miniature("R4", r"state\.reasoning_tokens", kind=BATTERY)
 class CountsReasoningEvents(_Base):
     """R4: counts reasoning events instead of taking `predicted_n`."""
 
@@ -204,6 +309,7 @@ class CountsReasoningEvents(_Base):
         return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
 
 
+@miniature("R4", r"state\.in_reasoning", kind=BATTERY)
 class ToolCallKeepsReasoning(_Base):
     """R4: a tool-call piece does not end `in_reasoning`."""
 
@@ -225,6 +331,7 @@ class ToolCallKeepsReasoning(_Base):
         return self.reasoning
 
 
+@miniature("R5", r"finish\.(error|completion)", kind=BATTERY)
 class FinishesWithoutReason(_Base):
     """R5: a stream that never sent a finish reason finishes as if it had said `stop`."""
 
@@ -238,6 +345,7 @@ class FinishesWithoutReason(_Base):
             return super().finish(thinking_capped)
 
 
+@miniature("R5", r"finish\.(error|completion)", kind=BATTERY)
 class AcceptsNamelessToolCall(_Base):
     """R5: finishes although a tool call never got a name."""
 
@@ -266,6 +374,7 @@ class AcceptsNamelessToolCall(_Base):
             )
 
 
+@miniature("R6", r"steps\[\d+\]\.(error|events)", kind=BATTERY)
 class SkipsAheadSilently(_Base):
     """R6: a tool-call index that skips ahead creates the missing calls instead of failing."""
 
@@ -288,6 +397,7 @@ class SkipsAheadSilently(_Base):
             ]
 
 
+@miniature("R6", r"steps\[\d+\]\.(error|events)", kind=BATTERY)
 class AcceptsAnyFinishReason(_Base):
     """R6: an unknown finish reason is read as `stop`."""
 
@@ -302,6 +412,7 @@ class AcceptsAnyFinishReason(_Base):
         return super().push(data)
 
 
+@miniature("R6", r"steps\[\d+\]\.(error|events)", kind=BATTERY)
 class AcceptsNaN(_Base):
     """R6: reads `NaN` (which is not JSON) as null, as Python's json module would let it."""
 
@@ -309,6 +420,7 @@ class AcceptsNaN(_Base):
         return super().push(data.replace("NaN", "null"))
 
 
+@miniature("R6", r"push raised ValueError", kind=BATTERY)
 class RaisesValueError(_Base):
     """Contract section 2: reports a protocol error with a plain ValueError (a crash)."""
 
@@ -349,6 +461,7 @@ def _recorded_names() -> dict[str, set[str]]:
     return names
 
 
+@miniature("R7", r"steps\[\d+\]\.(error|events)", mode="unknown-fields", kind=BATTERY)
 class RejectsUnknownFields(_Base):
     """R7: rejects any field it has not seen in the shipped recordings (`deny_unknown_fields`).
 
@@ -376,6 +489,7 @@ class RejectsUnknownFields(_Base):
         return super().push(data)
 
 
+@miniature("R8", r"steps\[\d+\]\.error\.kind", kind=BATTERY)
 class ServerErrorAsProtocol(_Base):
     """R8: reports the server's error as a protocol error."""
 
@@ -388,6 +502,7 @@ class ServerErrorAsProtocol(_Base):
             raise
 
 
+@miniature("R8", r"steps\[\d+\]\.error\.message", kind=BATTERY)
 class DropsServerMessage(_Base):
     """R8: loses the server's message."""
 
@@ -400,6 +515,7 @@ class DropsServerMessage(_Base):
             raise
 
 
+@miniature("R9", r"state\.id", kind=BATTERY)
 class EmptyIdWins(_Base):
     """R9: the completion id is the latest id seen, an empty one included (`""` is no id; the
     latest non-empty id is I9's other outcome, allowed)."""
@@ -423,6 +539,7 @@ class EmptyIdWins(_Base):
         return _with_completion(super().finish(thinking_capped), id=self.last)
 
 
+@miniature("R5", r"finish\.completion\.thinking_capped", kind=BATTERY)
 class ForgetsThinkingCapped(_Base):
     """Contract section 4: ignores the `thinking_capped` argument of `finish`."""
 
@@ -491,54 +608,63 @@ class _Lenient(_Reads):
         return json.loads(re.sub(self.pattern, self.replacement, data))
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_trailing_comma", kind=PITFALL)
 class JacksonTrailingComma(_Lenient):
     """Java (Jackson ALLOW_TRAILING_COMMA), JSON5: a comma before `}` or `]` is skipped."""
 
     pattern, replacement = r",(\s*[}\]])", r"\1"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_comment", kind=PITFALL)
 class JacksonComments(_Lenient):
     """Java (Jackson ALLOW_JAVA_COMMENTS, Gson lenient), JSON5: `/* ... */` comments are skipped."""
 
     pattern = r"/\*.*?\*/"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_single_quotes", kind=PITFALL)
 class JacksonSingleQuotes(_Lenient):
     """Java (Jackson ALLOW_SINGLE_QUOTES, Gson lenient), JSON5: 'text' is a string."""
 
     pattern, replacement = r"'([^'\\]*)'", r'"\1"'
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_unquoted_key", kind=PITFALL)
 class JacksonUnquotedKeys(_Lenient):
     """Java (Jackson ALLOW_UNQUOTED_FIELD_NAMES, Gson lenient), JSON5: `key:` is `"key":`."""
 
     pattern, replacement = r"([{,])\s*([A-Za-z_]\w*)\s*:", r'\1"\2":'
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_leading_zero", kind=PITFALL)
 class JacksonLeadingZeros(_Lenient):
     """Java (Jackson ALLOW_LEADING_ZEROS_FOR_NUMBERS): `024` is 24."""
 
     pattern, replacement = r":0+(\d)", r":\1"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_plus_sign", kind=PITFALL)
 class JacksonPlusSign(_Lenient):
     """Java (Jackson ALLOW_LEADING_PLUS_SIGN_FOR_NUMBERS), JSON5: `+24` is 24."""
 
     pattern, replacement = r":\+(\d)", r":\1"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_leading_decimal_point", kind=PITFALL)
 class JacksonLeadingDecimalPoint(_Lenient):
     """Java (Jackson ALLOW_LEADING_DECIMAL_POINT_FOR_NUMBERS), JSON5: `.5` is 0.5."""
 
     pattern, replacement = r":\.(\d)", r":0.\1"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_invalid_escape", kind=PITFALL)
 class JacksonAnyEscape(_Lenient):
     """Java (Jackson ALLOW_BACKSLASH_ESCAPING_ANY_CHARACTER): `\\'` is `'`."""
 
     pattern, replacement = r"\\'", "'"
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_non_json_whitespace", kind=PITFALL)
 class StripsPayload(_Reads):
     """Python (`str.strip()`), Java (`String.trim()`), JavaScript (`trim()`) before parsing."""
 
@@ -546,6 +672,12 @@ class StripsPayload(_Reads):
         return json.loads(data.strip())
 
 
+@miniature(
+    "R6",
+    r'steps\[1\]\.error \(line \d+\): expected \(absent\), got \{"kind": "protocol"\}',
+    cases="synthetic/r6_pitfall_minus_zero_index",
+    kind=PITFALL,
+)
 class SerdeMinusZero(_Reads):
     """Rust (serde_json): `-0` is read as the float -0.0, which an integer index refuses."""
 
@@ -557,6 +689,13 @@ class SerdeMinusZero(_Reads):
         return chunk
 
 
+@miniature(
+    "R9",
+    r'steps\[2\]\.events \(line \d+\): expected \(absent\), got \[\{"type": "progress", '
+    r'"total": 9007199254740992,',
+    cases="synthetic/r9_pitfall_big_integer_rounded",
+    kind=PITFALL,
+)
 class DoublesOnly(_Reads):
     """JavaScript (JSON.parse), Go (into interface{}): every number is a double, so an integer
     beyond 2^53 is silently rounded (here in prompt_progress, whose event it builds itself, since
@@ -585,6 +724,12 @@ class DoublesOnly(_Reads):
         return events if self.rounded is None else [self.rounded, *events]
 
 
+@miniature(
+    "R7",
+    r"steps\[2\]\.state\.reasoning_tokens \(line \d+\): expected 0, got 7",
+    cases="synthetic/r7_pitfall_proto_key",
+    kind=PITFALL,
+)
 class ProtoKeyCopied(_Reads):
     """JavaScript (Object.assign, for-in loops): `__proto__`'s members become defaults."""
 
@@ -599,6 +744,7 @@ class ProtoKeyCopied(_Reads):
         return json.loads(data, object_hook=hook)
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_finish_reason_prototype_name", kind=PITFALL)
 class PrototypeNameTable(_Reads):
     """JavaScript: a reason is looked up in a plain object (`REASONS[reason]`), so the names of
     Object.prototype pass; the code then falls back to `stop`."""
@@ -610,6 +756,7 @@ class PrototypeNameTable(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_pitfall_finish_reason_case", kind=PITFALL)
 class CaseInsensitiveEnum(_Reads):
     """Java (Jackson ACCEPT_CASE_INSENSITIVE_ENUMS), Go (strings.EqualFold), Python (`.lower()`)."""
 
@@ -620,6 +767,12 @@ class CaseInsensitiveEnum(_Reads):
         return chunk
 
 
+@miniature(
+    "R8",
+    r'steps\[2\]\.error\.kind \(line \d+\): expected "protocol", got "server"',
+    cases="synthetic/r8_pitfall_error_empty_array",
+    kind=PITFALL,
+)
 class TypeofErrorObject(_Reads):
     """JavaScript: `typeof [] === "object"`, so an `error` array is taken for an error object."""
 
@@ -640,24 +793,49 @@ class _Truthy(_Reads):
         return chunk
 
 
+@miniature(
+    "R8",
+    r'steps\[2\]\.error \(line \d+\): expected \{"kind": "server", "message": ""\}, '
+    r"got \(absent\)",
+    cases="synthetic/r8_pitfall_error_empty_object",
+    kind=PITFALL,
+)
 class TruthyError(_Truthy):
     """Python: `"error": {}` is skipped (R8: a server error with message "")."""
 
     name = "error"
 
 
+@miniature(
+    "R1",
+    r"steps\[2\]\.events\[0\]\.\w+ \(line \d+\): expected null, got \(absent\)",
+    cases="synthetic/r1_pitfall_progress_empty_object",
+    kind=PITFALL,
+)
 class TruthyProgress(_Truthy):
     """Python: `"prompt_progress": {}` makes no progress event (R1)."""
 
     name = "prompt_progress"
 
 
+@miniature(
+    "R3",
+    r"finish\.completion\.timings\.predicted_n \(finish\): expected null, got 1",
+    cases="synthetic/r3_pitfall_timings_empty_object",
+    kind=PITFALL,
+)
 class TruthyTimings(_Truthy):
     """Python: `"timings": {}` does not replace the earlier timings (R3)."""
 
     name = "timings"
 
 
+@miniature(
+    "R1",
+    r"steps\[\d+\]\.events\[0\]\.\w+ \(line \d+\): expected 0, got null",
+    cases="synthetic/r1_progress_with_text",
+    kind=PITFALL,
+)
 class ZeroIsFalsy(_Reads):
     """JavaScript (`p.cache || null`), Python (`p.get("cache") or None`): a progress count of 0
     is falsy, so it becomes null."""
@@ -670,6 +848,7 @@ class ZeroIsFalsy(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_timings_field_true", kind=PITFALL)
 class BoolIsInt(_Reads):
     """Python: `isinstance(True, int)` is true, so `true` passes as a number (1)."""
 
@@ -680,6 +859,7 @@ class BoolIsInt(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_float_overflow", kind=PITFALL)
 class OverflowIsInfinity(_Reads):
     """Python (json), JavaScript (JSON.parse): `1e400` is read as infinity, and kept (as the
     largest double, since plain JSON cannot carry infinity to the reference)."""
@@ -691,6 +871,7 @@ class OverflowIsInfinity(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_surrogate_high_unpaired", kind=PITFALL)
 class LoneSurrogateReplaced(_Reads):
     """Go (encoding/json): an unpaired surrogate escape becomes U+FFFD instead of an error."""
 
@@ -707,6 +888,7 @@ class LoneSurrogateReplaced(_Reads):
         return fix(chunk)
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_tool_index_string", kind=PITFALL)
 class NumericStringsCoerced(_Reads):
     """Python (pydantic's lax mode), Java (Jackson's scalar coercion): `"1"` is read as 1."""
 
@@ -720,6 +902,7 @@ class NumericStringsCoerced(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_content_number", kind=PITFALL)
 class ScalarsToString(_Reads):
     """Java (Jackson's scalar coercion), pydantic v1: a number in a string field is its text."""
 
@@ -732,6 +915,7 @@ class ScalarsToString(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_progress_field_fraction", kind=PITFALL)
 class FloatTruncatedToInt(_Reads):
     """Java (Jackson ACCEPT_FLOAT_AS_INT, on by default): an `int` field reads 1.5 as 1."""
 
@@ -742,6 +926,7 @@ class FloatTruncatedToInt(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_finish_reason_number", kind=PITFALL)
 class EnumOrdinals(_Reads):
     """Java (Jackson, FAIL_ON_NUMBERS_FOR_ENUMS off): a number is the enum constant's ordinal."""
 
@@ -753,6 +938,7 @@ class EnumOrdinals(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_trailing_garbage", kind=PITFALL)
 class FirstValueOnly(_Reads):
     """Go (`json.NewDecoder(r).Decode`), Java (Jackson, FAIL_ON_TRAILING_TOKENS off), Python
     (`raw_decode`): reads the first JSON value and ignores what follows it."""
@@ -761,6 +947,7 @@ class FirstValueOnly(_Reads):
         return json.JSONDecoder().raw_decode(data.lstrip(" \t\r\n"))[0]
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_tool_index_null", kind=PITFALL)
 class NullIsZero(_Reads):
     """Go (a non-pointer int), Java (a primitive int): a null or absent index is 0."""
 
@@ -771,6 +958,7 @@ class NullIsZero(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_progress_list", kind=PITFALL)
 class StructFromArray(_Reads):
     """Rust (serde's derived Deserialize): a struct is also read from an array of its fields."""
 
@@ -781,6 +969,12 @@ class StructFromArray(_Reads):
         return chunk
 
 
+@miniature(
+    "R9",
+    r'steps\[0\]\.error \(line \d+\): expected \(absent\), got \{"kind": "protocol"\}',
+    cases="synthetic/r9_progress_max_safe_integer",
+    kind=PITFALL,
+)
 class NarrowIntegers(_Reads):
     """Java (`int`), Rust (`u32`): an integer field is 32 bits, so a larger value is refused."""
 
@@ -792,6 +986,7 @@ class NarrowIntegers(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_raw_control_char", kind=PITFALL)
 class ControlCharsAllowed(_Reads):
     """Python (`json.loads(strict=False)`), Java (Jackson ALLOW_UNESCAPED_CONTROL_CHARS): a raw
     control character inside a string is kept."""
@@ -862,6 +1057,12 @@ class _Calls(_Base):
         return _with_completion(completion, tool_calls=calls)
 
 
+@miniature(
+    "R2",
+    _T + r"\[2\] \(finish\): expected \(absent\)",
+    cases="synthetic/r2_interleaved_tool_calls",
+    kind=CLIENT,
+)
 class UpdatesLastCallOnly(_Calls):
     """llama_index (`update_tool_calls` in llama-index-llms-openai's utils.py): a piece is compared
     with the last call only; another index starts a new call, and a matching one has its id and
@@ -877,6 +1078,12 @@ class UpdatesLastCallOnly(_Calls):
             last[4] += piece.arguments
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.name .*got "read_fileread_file',
+    cases="synthetic/r2_tool_call_id_name_repeated",
+    kind=CLIENT,
+)
 class ConcatenatesIdAndName(_Calls):
     """LangChain (`merge_lists` of langchain-core concatenates string fields of chunks with the same
     index: `read_fileread_file`), open-webui (`middleware.py`: `name += delta_name`),
@@ -892,6 +1099,12 @@ class ConcatenatesIdAndName(_Calls):
         super().take(piece)
 
 
+@miniature(
+    "R2",
+    _T + r'\[1\]\.arguments .*\\"a\.txt',
+    cases="synthetic/r2_text_between_tool_calls",
+    kind=CLIENT,
+)
 class IndexOffsetAfterText(_Calls):
     """llama.cpp web UI (tools/server/webui `chat.ts`, `toolCallIndexOffset`): text after a batch
     of tool calls closes the batch, and later indices are offset by the calls so far."""
@@ -918,6 +1131,12 @@ class IndexOffsetAfterText(_Calls):
         return sorted(calls, key=lambda c: c[0])
 
 
+@miniature(
+    "R5",
+    _T + r'\[0\]\.arguments .*got "\{\}"',
+    cases="synthetic/r5_length_cuts_tool_arguments",
+    kind=CLIENT,
+)
 class RepairsArguments(_Calls):
     """open-webui (`middleware.py`, tool-call handling): arguments that are not JSON are repaired,
     by `ast.literal_eval` or else replaced with `{}`."""
@@ -936,6 +1155,12 @@ class RepairsArguments(_Calls):
             return "{}"
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.arguments .*expected "\{\} ", got "\{\}"',
+    cases="synthetic/r2_arguments_prefix_is_json",
+    kind=CLIENT,
+)
 class FinishedOnceParsable(_Calls):
     """Vercel AI SDK (`openai-compatible-chat-language-model.ts`): once `isParsableJson(arguments)`
     holds, the call has finished and its later pieces are skipped."""
@@ -958,6 +1183,12 @@ def _parsable(text: str) -> bool:
         return False
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.arguments .*expected "", got "\{\}"',
+    cases="synthetic/r2_tool_call_without_arguments",
+    kind=CLIENT,
+)
 class EmptyArgumentsAsObject(_Calls):
     """openai-agents-python and LangChain (`args or "{}"`): a call without arguments gets `{}`."""
 
@@ -965,6 +1196,12 @@ class EmptyArgumentsAsObject(_Calls):
         return text or "{}"
 
 
+@miniature(
+    "R2",
+    _T + r'\[1\]\.arguments .*got "\{\\"a\\": 1\}"',
+    cases="synthetic/r2_arguments_prefix_is_json",
+    kind=CLIENT,
+)
 class ReserializesArguments(_Calls):
     """LangChain (`parse_tool_call` then `json.dumps` of `args`), LiteLLM: arguments that parse are
     written back with json.dumps, which changes their spacing and escapes."""
@@ -976,6 +1213,12 @@ class ReserializesArguments(_Calls):
             return text
 
 
+@miniature(
+    "R2",
+    _T + r'\[10\]\.name .*expected "tool_10"',
+    cases="synthetic/r2_tool_calls_twelve",
+    kind=CLIENT,
+)
 class SortsIndexAsText(_Calls):
     """Python clients keeping calls in a dict keyed by the index as JSON text and sorting it
     (`sorted(calls)`), JavaScript `Object.keys(...).sort()`: call 10 comes after call 1."""
@@ -984,6 +1227,12 @@ class SortsIndexAsText(_Calls):
         return sorted(calls, key=lambda c: str(c[1]))
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.name .*got "list_dir"',
+    cases="synthetic/r2_tool_call_pieces_out_of_index_order",
+    kind=CLIENT,
+)
 class OrdersByLatestPiece(_Calls):
     """A JavaScript `Map` updated with `delete` and `set`, a Python dict with `pop` and re-insert:
     a call moves to the end whenever it gets a piece."""
@@ -995,6 +1244,12 @@ class OrdersByLatestPiece(_Calls):
         self.calls.append(call)
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.arguments .*got ""',
+    cases="synthetic/r2_tool_call_pieces_out_of_index_order",
+    kind=CLIENT,
+)
 class AppendsToLatestCall(_Calls):
     """Hand-written loops (`if delta.id: calls.append(...) else: calls[-1].arguments += ...`, as in
     many tutorials and agents): a piece with an id opens a call, others go to the latest one."""
@@ -1006,6 +1261,12 @@ class AppendsToLatestCall(_Calls):
             _merge(self.calls[-1], piece)
 
 
+@miniature(
+    "R2",
+    _T + r"\[0\]\.arguments",
+    cases="synthetic/r2_tool_call_pieces_out_of_index_order",
+    kind=CLIENT,
+)
 class PositionAsIndex(_Calls):
     """Clients that enumerate `delta.tool_calls` (`for i, tc in enumerate(...)`) and use the
     position in the chunk instead of the piece's `index`."""
@@ -1019,6 +1280,12 @@ class PositionAsIndex(_Calls):
         self.position += 1
 
 
+@miniature(
+    "R2",
+    r'steps\[\d+\]\.events\[0\] .*"index": 10, .*got \(absent\)',
+    cases="synthetic/r2_tool_calls_twelve",
+    kind=CLIENT,
+)
 class TenToolSlots(_Reads):
     """A fixed table of ten tool calls (or a one-digit index pattern): pieces with index 10 and
     beyond are dropped."""
@@ -1038,6 +1305,7 @@ def _big_index(piece: dict[str, Any]) -> bool:
     return isinstance(index, int) and index >= 10
 
 
+@miniature("SSE", _ACCEPTED, cases="synthetic/sse_done_suffix", kind=CLIENT)
 class DoneByPrefix(_Base):
     """openai-python (`_streaming.py`: `if sse.data.startswith("[DONE]"): break`): `[DONE] ` or
     `[DONE]x` ends the stream."""
@@ -1054,6 +1322,7 @@ class DoneByPrefix(_Base):
         return super().push(data)
 
 
+@miniature("SSE", _ACCEPTED, cases="synthetic/sse_done_trailing_space", kind=CLIENT)
 class DoneAfterTrim(DoneByPrefix):
     """go-openai (`stream_reader.go` trims each line with `bytes.TrimSpace` before comparing it
     with `[DONE]`), and clients that `strip()` the payload: `[DONE] ` ends the stream."""
@@ -1062,6 +1331,7 @@ class DoneAfterTrim(DoneByPrefix):
         return data.strip() == "[DONE]"
 
 
+@miniature("R2", _FAILED_EARLY, cases="synthetic/r2_payload_above_64_kib", kind=CLIENT)
 class ScannerLimit(_Base):
     """go-openai / openai-go (`bufio.Scanner` with its default 64 KiB token limit): a longer
     payload fails with `bufio.Scanner: token too long`."""
@@ -1074,6 +1344,12 @@ class ScannerLimit(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R1",
+    r'steps\[1\]\.events\[0\]\.text .*expected "a\\u0000b", got "a"',
+    cases="synthetic/r1_nul_in_text",
+    kind=CLIENT,
+)
 class CutsAtNul(_Reads):
     """C and C++ clients (and bindings that hand text on as C strings): text ends at the first
     NUL."""
@@ -1091,6 +1367,7 @@ class CutsAtNul(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_finish_reason_content_filter", kind=CLIENT)
 class AcceptsOpenAIFinishReasons(_Reads):
     """openai-python, openai-node, go-openai: OpenAI's `content_filter` and `function_call` are
     accepted (read as `stop` here) instead of failing as llama-server's protocol says."""
@@ -1102,6 +1379,12 @@ class AcceptsOpenAIFinishReasons(_Reads):
         return chunk
 
 
+@miniature(
+    "R5",
+    r'steps\[2\]\.events\[0\] .*" is 42\."\}, got \(absent\)',
+    cases="synthetic/r5_finish_chunk_carries_text",
+    kind=CLIENT,
+)
 class SkipsDeltaOfFinishChunk(_Reads):
     """Clients that handle `if choice.finish_reason: ...; continue` before the delta: text or a
     tool-call piece in the chunk with the finish reason is lost."""
@@ -1113,6 +1396,12 @@ class SkipsDeltaOfFinishChunk(_Reads):
         return chunk
 
 
+@miniature(
+    "R5",
+    r"steps\[2\]\.state\.is_finished .*expected true, got false",
+    cases="synthetic/r5_finish_reason_delta_null",
+    kind=CLIENT,
+)
 class DropsChoiceWithoutDelta(_Reads):
     """LangChain (`_convert_chunk_to_generation_chunk` returns None when `delta` is None), Pydantic
     AI: a choice whose delta is null or absent is skipped, its finish reason with it."""
@@ -1125,6 +1414,12 @@ class DropsChoiceWithoutDelta(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
+    cases="synthetic/r7_delta_reasoning_not_read",
+    kind=CLIENT,
+)
 class ReadsDeltaReasoning(_Reads):
     """Vercel AI SDK (`delta.reasoning_content ?? delta.reasoning`), LiteLLM, open-webui: vLLM's and
     OpenRouter's `delta.reasoning` is read as reasoning."""
@@ -1139,6 +1434,12 @@ class ReadsDeltaReasoning(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
+    cases="synthetic/r7_delta_thinking_not_read",
+    kind=CLIENT,
+)
 class ReadsDeltaThinking(ReadsDeltaReasoning):
     """open-webui (`middleware.py`: `delta.get("reasoning_content") or delta.get("reasoning") or
     delta.get("thinking")`): `delta.thinking` is read as reasoning."""
@@ -1146,6 +1447,12 @@ class ReadsDeltaThinking(ReadsDeltaReasoning):
     name = "thinking"
 
 
+@miniature(
+    "R7",
+    r'expected \(absent\), got \{"type": "reasoning"',
+    cases="synthetic/r7_delta_reasoning_not_read",
+    kind=CLIENT,
+)
 class ConcatenatesBothReasoningFields(_Reads):
     """openai-node (`ChatCompletionStream` copies unknown delta fields) and clients that append
     `reasoning_content` and `reasoning` both: vLLM's doubled field doubles the reasoning."""
@@ -1160,6 +1467,12 @@ class ConcatenatesBothReasoningFields(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    _T + r'\[0\] \(finish\): expected \(absent\), got \{"id": "call_function"',
+    cases="synthetic/r7_delta_function_call_not_read",
+    kind=CLIENT,
+)
 class FunctionCallAsToolCall(_Reads):
     """LiteLLM (`stream_chunk_builder` maps `function_call` to a tool call), openai-python
     (`ChatCompletionStreamState` accumulates `function_call`): the deprecated field is read."""
@@ -1176,6 +1489,12 @@ class FunctionCallAsToolCall(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    r'finish\.completion\.content .*expected "Hi", got "HelloHi"',
+    cases="synthetic/r7_choice_text_not_read",
+    kind=CLIENT,
+)
 class ReadsChoiceText(_Reads):
     """LiteLLM (text-completion streaming reads `choice.text`), clients of TGI: `choice.text` is
     read as content when the delta has none."""
@@ -1191,6 +1510,7 @@ class ReadsChoiceText(_Reads):
         return chunk
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/r6_content_array_of_parts", kind=CLIENT)
 class JoinsContentParts(_Reads):
     """LiteLLM and LangChain (content blocks): content as an array of parts is read as their text
     joined, instead of failing as a wrong type."""
@@ -1205,6 +1525,12 @@ class JoinsContentParts(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    r"state\.reasoning_tokens .*expected 1, got 42",
+    cases="synthetic/r7_usage_details_not_read",
+    kind=CLIENT,
+)
 class ReasoningTokensFromUsage(_Base):
     """LiteLLM, LangChain (`usage_metadata.output_token_details.reasoning`): reasoning_tokens are
     taken from OpenAI's `usage.completion_tokens_details.reasoning_tokens`."""
@@ -1229,6 +1555,12 @@ class ReasoningTokensFromUsage(_Base):
         return _with_completion(completion, reasoning_tokens=self.reasoning_tokens)
 
 
+@miniature(
+    "R4",
+    r"steps\[4\]\.state\.reasoning_tokens .*expected 9, got 1",
+    cases="synthetic/r4_reasoning_without_timings_after_timings",
+    kind=CLIENT,
+)
 class ReasoningTokensFromOwnChunk(_Base):
     """Clients that read `chunk.timings.predicted_n` only when the chunk with reasoning carries
     timings (llama.cpp web UI's `timings` handling per chunk): a reasoning chunk without timings
@@ -1253,6 +1585,12 @@ class ReasoningTokensFromOwnChunk(_Base):
         return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
 
 
+@miniature(
+    "R4",
+    r"steps\[3\]\.state\.reasoning_tokens .*expected 1, got 9",
+    cases="synthetic/r4_reasoning_without_timings_after_timings",
+    kind=CLIENT,
+)
 class ReasoningTokensOnAnyTimings(_Base):
     """Clients that copy `timings.predicted_n` into the reasoning count on every chunk, answer text
     included, instead of only when the chunk carries reasoning."""
@@ -1276,6 +1614,12 @@ class ReasoningTokensOnAnyTimings(_Base):
         return _with_completion(super().finish(thinking_capped), reasoning_tokens=self.count)
 
 
+@miniature(
+    "R4",
+    r"steps\[2\]\.state\.in_reasoning .*expected true, got false",
+    cases="synthetic/r4_in_reasoning_across_empty_chunks",
+    kind=CLIENT,
+)
 class InReasoningPerChunk(_Base):
     """Clients that set `in_reasoning = bool(delta.reasoning_content)` for each chunk: a chunk
     without text (an empty delta, timings, the finish) ends the reasoning."""
@@ -1292,6 +1636,12 @@ class InReasoningPerChunk(_Base):
         return self.flag
 
 
+@miniature(
+    "R4",
+    r"steps\[3\]\.state\.in_reasoning .*expected false, got true",
+    cases="synthetic/r4_empty_reasoning_after_content",
+    kind=CLIENT,
+)
 class EmptyReasoningStartsReasoning(_Base):
     """Clients that test `"reasoning_content" in delta` (or `!== undefined`): `reasoning_content:
     ""` after answer text turns the reasoning state back on."""
@@ -1313,6 +1663,12 @@ class EmptyReasoningStartsReasoning(_Base):
         return self.flag
 
 
+@miniature(
+    "R1",
+    r'steps\[1\]\.events\[0\]\.type .*expected "reasoning", got "content"',
+    cases="synthetic/r1_chunk_reasoning_content",
+    kind=CLIENT,
+)
 class ElifContentReasoning(_Reads):
     """Clients with `if delta.content: ... elif delta.reasoning_content: ...`: reasoning in a chunk
     that also has answer text is lost."""
@@ -1325,6 +1681,12 @@ class ElifContentReasoning(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'steps\[1\]\.events\[1\] .*"type": "tool_call_delta".*got \(absent\)',
+    cases="synthetic/r1_chunk_content_tool_call",
+    kind=CLIENT,
+)
 class ElifContentToolCalls(_Reads):
     """Clients with `if delta.content: ... elif delta.tool_calls: ...`: tool-call pieces in a chunk
     that also has answer text are lost."""
@@ -1337,6 +1699,12 @@ class ElifContentToolCalls(_Reads):
         return chunk
 
 
+@miniature(
+    "I7",
+    r'steps\[1\]\.events\[1\] .*"text": "A"\}, got \(absent\)',
+    cases="synthetic/i7_choice_index_0_listed_second",
+    kind=CLIENT,
+)
 class FirstChoiceOnly(_Reads):
     """Clients that read `chunk.choices[0]` only (most hand-written loops, go-openai examples):
     the first choice, whatever its index (I7 allows keeping the one with index 0)."""
@@ -1347,6 +1715,12 @@ class FirstChoiceOnly(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'steps\[2\]\.events\[0\] .*"content", "text": "Hel"\}, got \(absent\)',
+    cases="synthetic/r1_seq_tool_call_then_content",
+    kind=CLIENT,
+)
 class DropsTextAfterToolCalls(_Reads):
     """Clients that switch to a tool-call message once a call began: answer text after a tool
     call is lost."""
@@ -1363,6 +1737,12 @@ class DropsTextAfterToolCalls(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'steps\[2\]\.events\[0\] .*"reasoning", "text": "Let me"\}, got \(absent\)',
+    cases="synthetic/r1_seq_content_then_reasoning",
+    kind=CLIENT,
+)
 class DropsReasoningAfterContent(_Reads):
     """Clients that close the thinking block for good at the first answer text (a `<think>` block
     rendered once): later reasoning is lost."""
@@ -1379,6 +1759,12 @@ class DropsReasoningAfterContent(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'steps\[2\]\.events\[0\] .*"text": "Hel"\}, got \(absent\)',
+    cases="synthetic/r1_seq_finish_then_content",
+    kind=CLIENT,
+)
 class IgnoresChunksAfterFinish(_Base):
     """Clients that stop reading at the finish reason (`if finish_reason: break`): the usage chunk's
     timings and any later text are lost."""
@@ -1389,6 +1775,12 @@ class IgnoresChunksAfterFinish(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R7",
+    r"finish\.completion\.timings\.predicted_n .*expected 3, got 2",
+    cases="synthetic/r7_usage_chunk_after_finish",
+    kind=CLIENT,
+)
 class SkipsEmptyChoicesChunk(_Base):
     """Clients that skip a chunk whose `choices` is empty (`if not chunk.choices: continue`):
     llama-server's last chunk, with its timings, is lost."""
@@ -1400,6 +1792,12 @@ class SkipsEmptyChoicesChunk(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R5",
+    _T + r"\[0\] \(finish\): expected \{.*got \(absent\)",
+    cases="synthetic/r5_tool_calls_finish_stop",
+    kind=CLIENT,
+)
 class ToolCallsOnlyWithToolCallsReason(_Base):
     """Clients that keep tool calls only when `finish_reason == "tool_calls"` (OpenAI's own
     examples): calls that finish with `stop` or `length` are lost."""
@@ -1411,6 +1809,12 @@ class ToolCallsOnlyWithToolCallsReason(_Base):
         return completion
 
 
+@miniature(
+    "R5",
+    r'finish\.completion\.finish_reason .*expected "stop", got "stopstop"',
+    cases="synthetic/r5_finish_reason_repeated_same",
+    kind=CLIENT,
+)
 class ConcatenatesFinishReasons(_Base):
     """LangChain (`merge_dicts` of response_metadata concatenates strings: `lengthstop`)."""
 
@@ -1430,6 +1834,12 @@ class ConcatenatesFinishReasons(_Base):
         return _with_completion(completion, finish_reason="".join(self.reasons))
 
 
+@miniature(
+    "R2",
+    r'finish\.completion\.content .*got "Hello"',
+    cases="synthetic/r2_white_space_text_kept",
+    kind=CLIENT,
+)
 class StripsText(_Base):
     """Clients that `strip()` the final message (open-webui's `content.strip()`, many UIs): leading
     and trailing white space of content and reasoning is lost."""
@@ -1443,6 +1853,12 @@ class StripsText(_Base):
         )
 
 
+@miniature(
+    "R1",
+    r'finish\.completion\.content .*got "Answer "',
+    cases="synthetic/r1_think_tags_in_content",
+    kind=CLIENT,
+)
 class ThinkTagsToReasoning(_Base):
     """open-webui (`middleware.py`, `DEFAULT_REASONING_TAGS`): `<think>...</think>` in content is
     moved into the reasoning."""
@@ -1457,6 +1873,12 @@ class ThinkTagsToReasoning(_Base):
         return _with_completion(c, content=content, reasoning_content=reasoning or None)
 
 
+@miniature(
+    "R2",
+    r'steps\[2\]\.events\[0\] .*"text": "ha"\}, got \(absent\)',
+    cases="synthetic/r2_repeated_and_prefix_pieces",
+    kind=CLIENT,
+)
 class DropsRepeatedPiece(_Reads):
     """Clients that drop a text piece equal to the previous one, taking it for a re-sent chunk."""
 
@@ -1473,6 +1895,12 @@ class DropsRepeatedPiece(_Reads):
         return chunk
 
 
+@miniature(
+    "R2",
+    r'finish\.completion\.content .*expected "hahaaaha0"',
+    cases="synthetic/r2_repeated_and_prefix_pieces",
+    kind=CLIENT,
+)
 class SnapshotHeuristic(_Reads):
     """Clients that also accept servers sending the whole text so far: a piece that starts with the
     text so far replaces it instead of being appended."""
@@ -1491,6 +1919,7 @@ class SnapshotHeuristic(_Reads):
         return chunk
 
 
+@miniature("R2", _FAILED_EARLY, cases="synthetic/r2_tool_call_id_name_late", kind=CLIENT)
 class RequiresIdInFirstPiece(_Reads):
     """Vercel AI SDK (`InvalidResponseDataError: Expected 'id' to be a string.` when a new call's
     first piece has no id): a call whose id comes later fails the stream."""
@@ -1508,6 +1937,7 @@ class RequiresIdInFirstPiece(_Reads):
         return chunk
 
 
+@miniature("R2", _FAILED_EARLY, cases="synthetic/r2_tool_call_without_type", kind=CLIENT)
 class RequiresFunctionType(_Reads):
     """Vercel AI SDK (@ai-sdk/openai: `Expected 'function' type.` when a new call's first piece
     lacks `"type": "function"`)."""
@@ -1525,6 +1955,12 @@ class RequiresFunctionType(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r"crashed at step 1 .*push raised TypeError",
+    cases="synthetic/r1_tool_call_without_function",
+    kind=CLIENT,
+)
 class CrashesWithoutFunction(_Reads):
     """openai-node 7 (`ChatCompletionStream` reads `tool_call.function.name` unguarded): a piece
     without `function` crashes."""
@@ -1536,6 +1972,12 @@ class CrashesWithoutFunction(_Reads):
         return super().push(data)
 
 
+@miniature(
+    "R1",
+    r'finish\.completion\.reasoning_content .*got " think\."',
+    cases="synthetic/r1_seq_reasoning_then_reasoning",
+    kind=CLIENT,
+)
 class LastReasoningFragment(_Base):
     """openai-node (`ChatCompletionStream` copies the unknown `reasoning_content` with
     `Object.assign`, so each fragment replaces the last)."""
@@ -1553,6 +1995,12 @@ class LastReasoningFragment(_Base):
         return _with_completion(super().finish(thinking_capped), reasoning_content=self.last)
 
 
+@miniature(
+    "R1",
+    _T + r'\[0\]\.arguments .*got "None',
+    cases="synthetic/r1_arguments_absent_null_empty",
+    kind=CLIENT,
+)
 class NoneArgumentsAsText(_Calls):
     """Python loops with `arguments += str(piece.function.arguments)`: a null piece adds "None"."""
 
@@ -1572,6 +2020,12 @@ class NoneArgumentsAsText(_Calls):
         super().take(piece)
 
 
+@miniature(
+    "R8",
+    r'steps\[1\]\.error .*expected \(absent\), got \{"kind": "server"',
+    cases="synthetic/r8_error_null_ignored",
+    kind=CLIENT,
+)
 class ErrorNullIsError(_Base):
     """Vercel AI SDK (`"error" in chunk` before the schema check): `"error": null` becomes a stream
     error."""
@@ -1583,6 +2037,12 @@ class ErrorNullIsError(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R4",
+    r"steps\[2\]\.state\.reasoning_tokens .*expected 0, got 3",
+    cases="synthetic/r4_predicted_n_zero",
+    kind=CLIENT,
+)
 class PredictedNTruthy(_Base):
     """Python (`if timings.get("predicted_n"):`), JavaScript (`if (t.predicted_n)`): a
     predicted_n of 0 is skipped, so the reasoning count keeps its old value."""
@@ -1649,100 +2109,12 @@ class AcceptsInvalidInput(_Base):
         )
 
 
-#: Each miniature, the mode that catches it, and a pattern the mismatch report must contain.
-BATTERY: dict[str, tuple[str, str]] = {
-    "ContentBeforeReasoning": ("plain", r"events\[0\]\.type"),
-    "EmitsEmptyContent": ("plain", r"steps\[\d+\]\.events\[\d+\]"),
-    "DropsProgress": ("plain", r"steps\[\d+\]\.events\[0\]"),
-    "RepeatsToolCallId": ("plain", r"events\[\d+\]\.(id|name)"),
-    "NullArguments": ("plain", r"events\[\d+\]\.arguments"),
-    "LastToolCallIdWins": ("plain", r"finish\.completion\.tool_calls\[\d+\]\.(id|name)"),
-    "EmptyContentNotNull": ("plain", r"finish\.completion\.content"),
-    "MergesTimings": ("plain", r"finish\.completion\.timings\.\w+"),
-    "CountsReasoningEvents": ("plain", r"state\.reasoning_tokens"),
-    "ToolCallKeepsReasoning": ("plain", r"state\.in_reasoning"),
-    "FinishesWithoutReason": ("plain", r"finish\.(error|completion)"),
-    "AcceptsNamelessToolCall": ("plain", r"finish\.(error|completion)"),
-    "SkipsAheadSilently": ("plain", r"steps\[\d+\]\.(error|events)"),
-    "AcceptsAnyFinishReason": ("plain", r"steps\[\d+\]\.(error|events)"),
-    "AcceptsNaN": ("plain", r"steps\[\d+\]\.(error|events)"),
-    "RaisesValueError": ("plain", r"push raised ValueError"),
-    "RejectsUnknownFields": ("unknown-fields", r"steps\[\d+\]\.(error|events)"),
-    "ServerErrorAsProtocol": ("plain", r"steps\[\d+\]\.error\.kind"),
-    "DropsServerMessage": ("plain", r"steps\[\d+\]\.error\.message"),
-    "EmptyIdWins": ("plain", r"state\.id"),
-    "ForgetsThinkingCapped": ("plain", r"finish\.completion\.thinking_capped"),
-}
-
-_ACCEPTED = r'steps\[\d+\]\.error \(line \d+\): expected \{"kind": "protocol"\}, got \(absent\)'
-
-#: Each language pitfall's miniature, the case that must catch it, and a pattern its mismatch must
-#: contain. `conform run --mode plain` fails the miniature on that case
-#: (tests/integration/test_miniatures.py).
-PITFALLS: dict[str, tuple[str, str]] = {
-    "JacksonTrailingComma": ("synthetic/r6_pitfall_trailing_comma", _ACCEPTED),
-    "JacksonComments": ("synthetic/r6_pitfall_comment", _ACCEPTED),
-    "JacksonSingleQuotes": ("synthetic/r6_pitfall_single_quotes", _ACCEPTED),
-    "JacksonUnquotedKeys": ("synthetic/r6_pitfall_unquoted_key", _ACCEPTED),
-    "JacksonLeadingZeros": ("synthetic/r6_pitfall_leading_zero", _ACCEPTED),
-    "JacksonPlusSign": ("synthetic/r6_pitfall_plus_sign", _ACCEPTED),
-    "JacksonLeadingDecimalPoint": ("synthetic/r6_pitfall_leading_decimal_point", _ACCEPTED),
-    "JacksonAnyEscape": ("synthetic/r6_pitfall_invalid_escape", _ACCEPTED),
-    "StripsPayload": ("synthetic/r6_pitfall_non_json_whitespace", _ACCEPTED),
-    "SerdeMinusZero": (
-        "synthetic/r6_pitfall_minus_zero_index",
-        r'steps\[1\]\.error \(line \d+\): expected \(absent\), got \{"kind": "protocol"\}',
-    ),
-    "DoublesOnly": (
-        "synthetic/r9_pitfall_big_integer_rounded",
-        r'steps\[2\]\.events \(line \d+\): expected \(absent\), got \[\{"type": "progress", '
-        r'"total": 9007199254740992,',
-    ),
-    "ProtoKeyCopied": (
-        "synthetic/r7_pitfall_proto_key",
-        r"steps\[2\]\.state\.reasoning_tokens \(line \d+\): expected 0, got 7",
-    ),
-    "PrototypeNameTable": ("synthetic/r6_pitfall_finish_reason_prototype_name", _ACCEPTED),
-    "CaseInsensitiveEnum": ("synthetic/r6_pitfall_finish_reason_case", _ACCEPTED),
-    "TypeofErrorObject": (
-        "synthetic/r8_pitfall_error_empty_array",
-        r'steps\[2\]\.error\.kind \(line \d+\): expected "protocol", got "server"',
-    ),
-    "TruthyError": (
-        "synthetic/r8_pitfall_error_empty_object",
-        r'steps\[2\]\.error \(line \d+\): expected \{"kind": "server", "message": ""\}, '
-        r"got \(absent\)",
-    ),
-    "TruthyProgress": (
-        "synthetic/r1_pitfall_progress_empty_object",
-        r"steps\[2\]\.events\[0\]\.\w+ \(line \d+\): expected null, got \(absent\)",
-    ),
-    "TruthyTimings": (
-        "synthetic/r3_pitfall_timings_empty_object",
-        r"finish\.completion\.timings\.predicted_n \(finish\): expected null, got 1",
-    ),
-    "ZeroIsFalsy": (
-        "synthetic/r1_progress_with_text",
-        r"steps\[\d+\]\.events\[0\]\.\w+ \(line \d+\): expected 0, got null",
-    ),
-    "BoolIsInt": ("synthetic/r6_timings_field_true", _ACCEPTED),
-    "OverflowIsInfinity": ("synthetic/r6_float_overflow", _ACCEPTED),
-    "LoneSurrogateReplaced": ("synthetic/r6_surrogate_high_unpaired", _ACCEPTED),
-    "NumericStringsCoerced": ("synthetic/r6_tool_index_string", _ACCEPTED),
-    "ScalarsToString": ("synthetic/r6_content_number", _ACCEPTED),
-    "FloatTruncatedToInt": ("synthetic/r6_progress_field_fraction", _ACCEPTED),
-    "EnumOrdinals": ("synthetic/r6_finish_reason_number", _ACCEPTED),
-    "FirstValueOnly": ("synthetic/r6_trailing_garbage", _ACCEPTED),
-    "NullIsZero": ("synthetic/r6_tool_index_null", _ACCEPTED),
-    "StructFromArray": ("synthetic/r6_progress_list", _ACCEPTED),
-    "NarrowIntegers": (
-        "synthetic/r9_progress_max_safe_integer",
-        r'steps\[0\]\.error \(line \d+\): expected \(absent\), got \{"kind": "protocol"\}',
-    ),
-    "ControlCharsAllowed": ("synthetic/r6_raw_control_char", _ACCEPTED),
-}
-
-
+@miniature(
+    "R5",
+    r'finish\.completion\.finish_reason .*expected "stop", got "tool_calls"',
+    cases="synthetic/r5_tool_calls_finish_stop",
+    kind=CLIENT,
+)
 class ToolCallsForceReason(_Base):
     """LiteLLM (`stream_chunk_builder`: a completion with tool calls gets finish_reason
     `tool_calls` even when the server said `stop`)."""
@@ -1754,6 +2126,12 @@ class ToolCallsForceReason(_Base):
         return completion
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.id .*got ""',
+    cases="synthetic/r2_tool_call_later_pieces_empty_id_name",
+    kind=CLIENT,
+)
 class EmptyOverridesIdAndName(_Calls):
     """Clients with `if piece.id is not None: call.id = piece.id` (and the same for the name): a
     later piece's `""` replaces the call's id and name."""
@@ -1768,6 +2146,7 @@ class EmptyOverridesIdAndName(_Calls):
         super().take(piece)
 
 
+@miniature("R9", r'state\.id .*got ""', cases="synthetic/r9_id_empty_after_real", kind=CLIENT)
 class LatestIdNotNull(_Base):
     """Clients with `if chunk.id is not None: completion.id = chunk.id`: a later `"id": ""`
     replaces the completion id."""
@@ -1790,6 +2169,7 @@ class LatestIdNotNull(_Base):
         return _with_completion(completion, id=self.latest)
 
 
+@miniature("R2", _FAILED_EARLY, cases="synthetic/r2_payload_above_1_mib", kind=CLIENT)
 class ScannerLimitOneMiB(ScannerLimit):
     """term-llm and goai (Go clients that raised `bufio.Scanner`'s buffer to 1 MiB): a longer
     payload still fails with `token too long`."""
@@ -1797,6 +2177,12 @@ class ScannerLimitOneMiB(ScannerLimit):
     limit = 1024 * 1024
 
 
+@miniature(
+    "R1",
+    r'finish\.completion\.reasoning_content .*expected "<think>Plan\..*got "Plan\.',
+    cases="synthetic/r1_think_tags_in_content",
+    kind=CLIENT,
+)
 class StripsThinkTags(_Base):
     """Clients that remove `<think>` and `</think>` from the reasoning text they show (Qwen-style
     tags), changing the reasoning the server sent."""
@@ -1809,6 +2195,12 @@ class StripsThinkTags(_Base):
         return _with_completion(c, reasoning_content=re.sub(r"</?think>", "", text) or None)
 
 
+@miniature(
+    "R7",
+    r'steps\[1\]\.events\[0\] .*got \{"type": "content"',
+    cases="synthetic/r7_delta_refusal_not_read",
+    kind=CLIENT,
+)
 class ReadsRefusal(_Reads):
     """Chat UIs that show OpenAI's `delta.refusal` as answer text (appended to the content)."""
 
@@ -1820,6 +2212,12 @@ class ReadsRefusal(_Reads):
         return chunk
 
 
+@miniature(
+    "R7",
+    r'finish\.completion\.content .*expected "Hi", got "HiHi there"',
+    cases="synthetic/r7_choice_message_not_read",
+    kind=CLIENT,
+)
 class ReadsChoiceMessage(_Reads):
     """Clients that accept both shapes (`choice.delta ?? choice.message`, or the message when
     present): the non-streamed `message` is read from a stream chunk."""
@@ -1831,6 +2229,12 @@ class ReadsChoiceMessage(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'finish\.completion\.content .*expected "Hel", got null',
+    cases="synthetic/r1_seq_content_then_role",
+    kind=CLIENT,
+)
 class RoleStartsNewMessage(_Base):
     """Clients that start a new message at every `delta.role` (the OpenAI stream's first chunk):
     text before a later role chunk is lost."""
@@ -1849,205 +2253,6 @@ class RoleStartsNewMessage(_Base):
     def finish(self, thinking_capped: bool) -> Completion:
         completion = super().finish(thinking_capped)
         return _with_completion(completion, content="".join(self.content) or None)
-
-
-_T = r"finish\.completion\.tool_calls"
-_REFUSED = r"steps\[\d+\]\.error \(line \d+\): expected \{\"kind\": \"protocol\"\}, got \(absent\)"
-_FAILED_EARLY = (
-    r"steps\[1\]\.error \(line \d+\): expected \(absent\), got \{\"kind\": \"protocol\"\}"
-)
-
-#: Each real client's bug class (the miniatures above `BATTERY`), the case that catches it in plain
-#: mode, and a pattern its mismatch must contain (tests/integration/test_miniatures.py).
-REAL_CLIENTS: dict[str, tuple[str, str]] = {
-    "UpdatesLastCallOnly": (
-        "r2_interleaved_tool_calls",
-        _T + r"\[2\] \(finish\): expected \(absent\)",
-    ),
-    "ConcatenatesIdAndName": (
-        "r2_tool_call_id_name_repeated",
-        _T + r'\[0\]\.name .*got "read_fileread_file',
-    ),
-    "IndexOffsetAfterText": ("r2_text_between_tool_calls", _T + r'\[1\]\.arguments .*\\"a\.txt'),
-    "RepairsArguments": ("r5_length_cuts_tool_arguments", _T + r'\[0\]\.arguments .*got "\{\}"'),
-    "FinishedOnceParsable": (
-        "r2_arguments_prefix_is_json",
-        _T + r'\[0\]\.arguments .*expected "\{\} ", got "\{\}"',
-    ),
-    "EmptyArgumentsAsObject": (
-        "r2_tool_call_without_arguments",
-        _T + r'\[0\]\.arguments .*expected "", got "\{\}"',
-    ),
-    "ReserializesArguments": (
-        "r2_arguments_prefix_is_json",
-        _T + r'\[1\]\.arguments .*got "\{\\"a\\": 1\}"',
-    ),
-    "SortsIndexAsText": ("r2_tool_calls_twelve", _T + r'\[10\]\.name .*expected "tool_10"'),
-    "OrdersByLatestPiece": (
-        "r2_tool_call_pieces_out_of_index_order",
-        _T + r'\[0\]\.name .*got "list_dir"',
-    ),
-    "AppendsToLatestCall": (
-        "r2_tool_call_pieces_out_of_index_order",
-        _T + r'\[0\]\.arguments .*got ""',
-    ),
-    "PositionAsIndex": ("r2_tool_call_pieces_out_of_index_order", _T + r"\[0\]\.arguments"),
-    "TenToolSlots": (
-        "r2_tool_calls_twelve",
-        r'steps\[\d+\]\.events\[0\] .*"index": 10, .*got \(absent\)',
-    ),
-    "DoneByPrefix": ("sse_done_suffix", _REFUSED),
-    "DoneAfterTrim": ("sse_done_trailing_space", _REFUSED),
-    "ScannerLimit": ("r2_payload_above_64_kib", _FAILED_EARLY),
-    "CutsAtNul": (
-        "r1_nul_in_text",
-        r'steps\[1\]\.events\[0\]\.text .*expected "a\\u0000b", got "a"',
-    ),
-    "AcceptsOpenAIFinishReasons": ("r6_finish_reason_content_filter", _REFUSED),
-    "SkipsDeltaOfFinishChunk": (
-        "r5_finish_chunk_carries_text",
-        r'steps\[2\]\.events\[0\] .*" is 42\."\}, got \(absent\)',
-    ),
-    "DropsChoiceWithoutDelta": (
-        "r5_finish_reason_delta_null",
-        r"steps\[2\]\.state\.is_finished .*expected true, got false",
-    ),
-    "ReadsDeltaReasoning": (
-        "r7_delta_reasoning_not_read",
-        r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
-    ),
-    "ReadsDeltaThinking": (
-        "r7_delta_thinking_not_read",
-        r'steps\[1\]\.events\[0\] .*expected \(absent\), got \{"type": "reasoning"',
-    ),
-    "ConcatenatesBothReasoningFields": (
-        "r7_delta_reasoning_not_read",
-        r'expected \(absent\), got \{"type": "reasoning"',
-    ),
-    "FunctionCallAsToolCall": (
-        "r7_delta_function_call_not_read",
-        _T + r'\[0\] \(finish\): expected \(absent\), got \{"id": "call_function"',
-    ),
-    "ReadsChoiceText": (
-        "r7_choice_text_not_read",
-        r'finish\.completion\.content .*expected "Hi", got "HelloHi"',
-    ),
-    "JoinsContentParts": ("r6_content_array_of_parts", _REFUSED),
-    "ReasoningTokensFromUsage": (
-        "r7_usage_details_not_read",
-        r"state\.reasoning_tokens .*expected 1, got 42",
-    ),
-    "ReasoningTokensFromOwnChunk": (
-        "r4_reasoning_without_timings_after_timings",
-        r"steps\[4\]\.state\.reasoning_tokens .*expected 9, got 1",
-    ),
-    "ReasoningTokensOnAnyTimings": (
-        "r4_reasoning_without_timings_after_timings",
-        r"steps\[3\]\.state\.reasoning_tokens .*expected 1, got 9",
-    ),
-    "InReasoningPerChunk": (
-        "r4_in_reasoning_across_empty_chunks",
-        r"steps\[2\]\.state\.in_reasoning .*expected true, got false",
-    ),
-    "EmptyReasoningStartsReasoning": (
-        "r4_empty_reasoning_after_content",
-        r"steps\[3\]\.state\.in_reasoning .*expected false, got true",
-    ),
-    "ElifContentReasoning": (
-        "r1_chunk_reasoning_content",
-        r'steps\[1\]\.events\[0\]\.type .*expected "reasoning", got "content"',
-    ),
-    "ElifContentToolCalls": (
-        "r1_chunk_content_tool_call",
-        r'steps\[1\]\.events\[1\] .*"type": "tool_call_delta".*got \(absent\)',
-    ),
-    "FirstChoiceOnly": (
-        "i7_choice_index_0_listed_second",
-        r'steps\[1\]\.events\[1\] .*"text": "A"\}, got \(absent\)',
-    ),
-    "DropsTextAfterToolCalls": (
-        "r1_seq_tool_call_then_content",
-        r'steps\[2\]\.events\[0\] .*"content", "text": "Hel"\}, got \(absent\)',
-    ),
-    "DropsReasoningAfterContent": (
-        "r1_seq_content_then_reasoning",
-        r'steps\[2\]\.events\[0\] .*"reasoning", "text": "Let me"\}, got \(absent\)',
-    ),
-    "IgnoresChunksAfterFinish": (
-        "r1_seq_finish_then_content",
-        r'steps\[2\]\.events\[0\] .*"text": "Hel"\}, got \(absent\)',
-    ),
-    "SkipsEmptyChoicesChunk": (
-        "r7_usage_chunk_after_finish",
-        r"finish\.completion\.timings\.predicted_n .*expected 3, got 2",
-    ),
-    "ToolCallsOnlyWithToolCallsReason": (
-        "r5_tool_calls_finish_stop",
-        _T + r"\[0\] \(finish\): expected \{.*got \(absent\)",
-    ),
-    "ConcatenatesFinishReasons": (
-        "r5_finish_reason_repeated_same",
-        r'finish\.completion\.finish_reason .*expected "stop", got "stopstop"',
-    ),
-    "StripsText": ("r2_white_space_text_kept", r'finish\.completion\.content .*got "Hello"'),
-    "ThinkTagsToReasoning": (
-        "r1_think_tags_in_content",
-        r'finish\.completion\.content .*got "Answer "',
-    ),
-    "DropsRepeatedPiece": (
-        "r2_repeated_and_prefix_pieces",
-        r'steps\[2\]\.events\[0\] .*"text": "ha"\}, got \(absent\)',
-    ),
-    "SnapshotHeuristic": (
-        "r2_repeated_and_prefix_pieces",
-        r'finish\.completion\.content .*expected "hahaaaha0"',
-    ),
-    "RequiresIdInFirstPiece": ("r2_tool_call_id_name_late", _FAILED_EARLY),
-    "RequiresFunctionType": ("r2_tool_call_without_type", _FAILED_EARLY),
-    "CrashesWithoutFunction": (
-        "r1_tool_call_without_function",
-        r"crashed at step 1 .*push raised TypeError",
-    ),
-    "LastReasoningFragment": (
-        "r1_seq_reasoning_then_reasoning",
-        r'finish\.completion\.reasoning_content .*got " think\."',
-    ),
-    "NoneArgumentsAsText": ("r1_arguments_absent_null_empty", _T + r'\[0\]\.arguments .*got "None'),
-    "ErrorNullIsError": (
-        "r8_error_null_ignored",
-        r'steps\[1\]\.error .*expected \(absent\), got \{"kind": "server"',
-    ),
-    "ToolCallsForceReason": (
-        "r5_tool_calls_finish_stop",
-        r'finish\.completion\.finish_reason .*expected "stop", got "tool_calls"',
-    ),
-    "EmptyOverridesIdAndName": (
-        "r2_tool_call_later_pieces_empty_id_name",
-        _T + r'\[0\]\.id .*got ""',
-    ),
-    "LatestIdNotNull": ("r9_id_empty_after_real", r'state\.id .*got ""'),
-    "ScannerLimitOneMiB": ("r2_payload_above_1_mib", _FAILED_EARLY),
-    "StripsThinkTags": (
-        "r1_think_tags_in_content",
-        r'finish\.completion\.reasoning_content .*expected "<think>Plan\..*got "Plan\.',
-    ),
-    "ReadsRefusal": (
-        "r7_delta_refusal_not_read",
-        r'steps\[1\]\.events\[0\] .*got \{"type": "content"',
-    ),
-    "ReadsChoiceMessage": (
-        "r7_choice_message_not_read",
-        r'finish\.completion\.content .*expected "Hi", got "HiHi there"',
-    ),
-    "RoleStartsNewMessage": (
-        "r1_seq_content_then_role",
-        r'finish\.completion\.content .*expected "Hel", got null',
-    ),
-    "PredictedNTruthy": (
-        "r4_predicted_n_zero",
-        r"steps\[2\]\.state\.reasoning_tokens .*expected 0, got 3",
-    ),
-}
 
 
 # --- Issue 34: lax decoders, near-names, edge texts and ids, tool-call combinations ---
@@ -2116,6 +2321,12 @@ class _Coerces(_Reads):
 _ABSENT: Any = object()
 
 
+@miniature(
+    "R6",
+    r'steps\[1\]\.events .*got \[\{"type": "content", "text": "Hi"\}\]',
+    cases="synthetic/type_confusion/delta_content_as_one_element_array",
+    kind=POWER,
+)
 class UnwrapsOneElementArrays(_Coerces):
     """Jackson (UNWRAP_SINGLE_VALUE_ARRAYS), JavaScript's `String([x])`: `["Hi"]` is `"Hi"`."""
 
@@ -2126,6 +2337,7 @@ class UnwrapsOneElementArrays(_Coerces):
         return value
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/type_confusion/delta_tool_calls_as_false", kind=POWER)
 class FalsyMeansAbsent(_Coerces):
     """JavaScript's `delta.tool_calls || []`, Python's `chunk.get("error") or None`: a falsy
     value where an object or array belongs (`false`, `0`, `""`, `[]` for an object) is absent."""
@@ -2137,6 +2349,12 @@ class FalsyMeansAbsent(_Coerces):
         return value if valid else None
 
 
+@miniature(
+    "R6",
+    _ACCEPTED,
+    cases="synthetic/type_confusion/choice_finish_reason_as_one_key_map",
+    kind=POWER,
+)
 class EnumFromOneKeyMap(_Coerces):
     """serde (an externally tagged enum): `{"stop": null}` is the finish reason stop."""
 
@@ -2146,6 +2364,12 @@ class EnumFromOneKeyMap(_Coerces):
         return value
 
 
+@miniature(
+    "R8",
+    r'steps\[1\]\.error\.kind .*expected "protocol", got "server"',
+    cases="synthetic/type_confusion/error_message_as_two_element_array",
+    kind=POWER,
+)
 class JoinsErrorMessageParts(_Coerces):
     """Clients that accept a list of messages (`" ".join(msg) if isinstance(msg, list)`): an
     error message that is an array of strings is joined."""
@@ -2156,6 +2380,9 @@ class JoinsErrorMessageParts(_Coerces):
         return value
 
 
+@miniature(
+    "R6", _ACCEPTED, cases="synthetic/type_confusion/choice_delta_as_empty_string", kind=POWER
+)
 class EmptyStringIsNull(_Coerces):
     """Jackson (ACCEPT_EMPTY_STRING_AS_NULL_OBJECT, blank as empty): `""` or `" "` where an
     object, an array, a number or a finish reason belongs is null."""
@@ -2167,6 +2394,7 @@ class EmptyStringIsNull(_Coerces):
         return value
 
 
+@miniature("R6", _ACCEPTED, cases="synthetic/type_confusion/choice_delta_as_json_text", kind=POWER)
 class ParsesJsonText(_Coerces):
     """`typeof x === "string" ? JSON.parse(x) : x` (pydantic's Json[...]): an object or array
     written as JSON text is parsed."""
@@ -2178,6 +2406,7 @@ class ParsesJsonText(_Coerces):
         return value
 
 
+@miniature("R7", _NEAR_VALUE, cases="llama-server/*", mode="unknown-fields", kind=POWER)
 class ReadsCamelCase(_Reads):
     """Swift's `JSONDecoder.keyDecodingStrategy = .convertFromSnakeCase` (and naming policies
     that map camelCase to the snake_case fields): `reasoningContent` is `reasoning_content`."""
@@ -2196,6 +2425,7 @@ class ReadsCamelCase(_Reads):
         return walk(chunk)
 
 
+@miniature("R7", _NEAR_VALUE, cases="llama-server/*", mode="unknown-fields", kind=POWER)
 class MatchesKeysWithoutCase(_Reads):
     """Go's encoding/json: a key matches a struct field without case and with Unicode folding
     (`Content`, `FINISH_REASON`, a long s U+017F for s); the last matching key wins."""
@@ -2211,6 +2441,13 @@ class MatchesKeysWithoutCase(_Reads):
         return chunk
 
 
+@miniature(
+    "R8",
+    r'error \(line \d+\): expected \(absent\), got \{"kind": "server"',
+    cases="llama-server/*",
+    mode="unknown-fields",
+    kind=POWER,
+)
 class TopLevelMessageIsError(_Base):
     """Clients that take any chunk with a top-level `message` or `detail` for an error body."""
 
@@ -2221,6 +2458,9 @@ class TopLevelMessageIsError(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R7", r'\\"type\\": \\"ping\\"', cases="llama-server/*", mode="unknown-fields", kind=POWER
+)
 class SkipsPingEvents(_Base):
     """Clients written for Anthropic's stream: a chunk whose `type` is `ping` is skipped."""
 
@@ -2231,6 +2471,12 @@ class SkipsPingEvents(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R1",
+    r'steps\[1\]\.events\[0\]\.text .*expected "assistant: Hi", got "Hi"',
+    cases="synthetic/edges/content_starts_with_assistant_colon",
+    kind=POWER,
+)
 class StripsRolePrefix(_Base):
     """Chat front ends that strip a leading speaker tag (`assistant:`, `<|im_start|>assistant`)
     from the answer, as if the model had echoed its role."""
@@ -2256,6 +2502,12 @@ class StripsRolePrefix(_Base):
         return _with_completion(completion, content="".join(self.content) or None)
 
 
+@miniature(
+    "R1",
+    r'expected \{"type": "content", "text": "data: \[DONE\]"\}, got \(absent\)',
+    cases="synthetic/edges/content_holds_data_done",
+    kind=POWER,
+)
 class DoneAnywhereInLine(_Base):
     """Line readers that end the stream once `[DONE]` appears in a line (`"[DONE]" in line`),
     even inside a payload's text."""
@@ -2271,6 +2523,12 @@ class DoneAnywhereInLine(_Base):
         return super().push(data)
 
 
+@miniature(
+    "R9",
+    r'state\.id .*expected " ", got null',
+    cases="synthetic/edges/completion_id_is_a_space",
+    kind=POWER,
+)
 class BlankIdIsMissing(_Reads):
     """Validation with `str.strip()` (`if not id.strip()`, `@NotBlank`, zod's `.trim().min(1)`):
     an id or name of white space only is taken for none."""
@@ -2284,6 +2542,12 @@ class BlankIdIsMissing(_Reads):
         return chunk
 
 
+@miniature(
+    "R2",
+    _T + r'\[1\] .*"id": "call_abc".*got \(absent\)',
+    cases="synthetic/edges/tool_call_ids_differ_only_in_case",
+    kind=POWER,
+)
 class CallsKeyedByIdWithoutCase(_Calls):
     """Calls kept in a map keyed by their id, compared without case (a case-insensitive map, an
     `id.lower()` key): two calls whose ids differ only in case become one."""
@@ -2303,6 +2567,12 @@ class CallsKeyedByIdWithoutCase(_Calls):
         self.aliases: dict[int, int] = {}
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\]\.id .*expected "call_0", got "call_1"',
+    cases="synthetic/tool_pairs/ids_out_of_index_order",
+    kind=POWER,
+)
 class CallsInIdArrivalOrder(_Calls):
     """Accumulators that append a call when its id first arrives (`calls.append` on a new id) and
     list them in that order, whatever their indexes."""
@@ -2321,6 +2591,12 @@ class CallsInIdArrivalOrder(_Calls):
         return sorted(calls, key=lambda c: rank.get(c[1], len(rank)))
 
 
+@miniature(
+    "R2",
+    _T + r'\[1\] .*"name": "list_dir", "arguments": ""\}, got \(absent\)',
+    cases="synthetic/tool_pairs/length_after_named_piece",
+    kind=POWER,
+)
 class LengthDropsCallsWithoutArguments(_Calls):
     """Clients that, on finish_reason `length`, drop the calls the cut left without arguments (a
     call whose first, named piece is the last one received)."""
@@ -2333,6 +2609,12 @@ class LengthDropsCallsWithoutArguments(_Calls):
         return completion
 
 
+@miniature(
+    "R2",
+    _T + r'\[0\] .*"id": "call_0".*got \(absent\)',
+    cases="synthetic/tool_pairs/late_id_name_with_finish_after_first_piece",
+    kind=POWER,
+)
 class FinishFreezesCalls(_Calls):
     """Accumulators that close the tool calls when a finish reason arrives: pieces after it are
     dropped, and a call still without an id or name then is dropped too."""
@@ -2353,6 +2635,7 @@ class FinishFreezesCalls(_Calls):
         return events
 
 
+@miniature("R7", _NEAR_VALUE, cases="llama-server/*", mode="unknown-fields", kind=POWER)
 class ContentFromAnotherLevel(_Reads):
     """Code that falls back to a field's name at another level (`delta.content ?? choice.content
     ?? chunk.content`): a `content` beside the delta is read as the answer's text."""
@@ -2368,6 +2651,13 @@ class ContentFromAnotherLevel(_Reads):
         return chunk
 
 
+@miniature(
+    "R1",
+    r'steps\[\d+\]\.events\[\d+\] .*expected \{"type": "content", "text": "data: \[DONE\]"\}, '
+    r"got \(absent\)",
+    cases="synthetic/edges/content_holds_data_done",
+    kind=POWER,
+)
 class CutsTextAtDone(_Base):
     """Clients that look for the end marker in the text they assemble (`text.split("data:
     [DONE]")[0]`): an answer holding `data: [DONE]` is cut there."""
@@ -2394,6 +2684,12 @@ class CutsTextAtDone(_Base):
         return _with_completion(completion, content="".join(self.content) or None)
 
 
+@miniature(
+    "R2",
+    _T + r'\[\d\]\.id .*expected "CALL_ABC", got "call_abc"',
+    cases="synthetic/edges/tool_call_ids_differ_only_in_case",
+    kind=POWER,
+)
 class NormalisesIds(_Reads):
     """Ids used as keys after `.strip().lower()` (a normalised map key, a case-insensitive
     column): an id of white space only is none, and ids in another case are the same."""
@@ -2405,87 +2701,293 @@ class NormalisesIds(_Reads):
         return chunk
 
 
-_NEAR_VALUE = r'got [^\n]*"\([^)"]+\)"'  # a near-name's value, "(reasoningContent)", taken
+# --- Shortcuts: right on every recording pushed as recorded; only their mode catches them ---
+#
+# Each fails in its mode on the real captures, at the field (the pattern) it breaks, and passes
+# plain (tests/check/test_modes.py).
 
-#: Each issue-34 planted bug: the cases (a glob) and the mode that must catch it, and a pattern the
-#: report must hold (tests/integration/test_miniatures.py). The near-name bugs pass every plain
-#: run: `unknown-fields` catches them on the real captures.
-SUITE_POWER: dict[str, tuple[str, str, str]] = {
-    "UnwrapsOneElementArrays": (
-        "synthetic/type_confusion/delta_content_as_one_element_array",
-        "plain",
-        r'steps\[1\]\.events .*got \[\{"type": "content", "text": "Hi"\}\]',
+_MODES = "tests/check/test_modes.py::test_its_mode_catches_it_at_the_field_it_breaks"
+
+
+@miniature("R6", "events", cases="llama-server", mode="key-order", kind=SHORTCUT, test=_MODES)
+class IndexIsFirstMember(_Base):
+    """Reads a tool call's index as the first member of its object, where llama-server puts it."""
+
+    def push(self, data: str) -> list[Any]:
+        events = self.inner.push(data)
+        calls = [
+            call
+            for choice in json.loads(data, object_pairs_hook=list)
+            if choice[0] == "choices"
+            for entry in choice[1] or ()
+            for key, delta in entry
+            if key == "delta" and delta
+            for name, calls in delta
+            if name == "tool_calls" and calls
+            for call in calls
+        ]
+        pieces = iter(calls)
+        return [
+            reference.ToolCallDelta(next(pieces)[0][1], e.id, e.name, e.arguments)
+            if isinstance(e, reference.ToolCallDelta)
+            else e
+            for e in events
+        ]
+
+
+@miniature(
+    "R6", "state.is_finished", cases="llama-server", mode="whitespace", kind=SHORTCUT, test=_MODES
+)
+class FinishReasonByRegex(_Base):
+    """Spots the finish reason in the raw text, as written without white space."""
+
+    _FINISHED = re.compile(r'"finish_reason":"(stop|length|tool_calls)"')
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.finished = False
+
+    def push(self, data: str) -> list[Any]:
+        events = self.inner.push(data)
+        self.finished = self.finished or bool(self._FINISHED.search(data))
+        return events
+
+    @property
+    def is_finished(self) -> bool:
+        return self.finished
+
+
+@miniature("R6", "events", cases="llama-server", mode="escapes", kind=SHORTCUT, test=_MODES)
+class ContentKeyFastPath(_Base):
+    """Drops content events from payloads whose raw text has no `"content"` key (a fast path)."""
+
+    def push(self, data: str) -> list[Any]:
+        events = self.inner.push(data)
+        if '"content"' in data:
+            return events
+        return [e for e in events if not isinstance(e, reference.Content)]
+
+
+@miniature("R5", "finish", cases="llama-server", mode="truncated", kind=SHORTCUT, test=_MODES)
+class ToolCallMeansFinished(_Base):
+    """Assumes a stream cut inside a tool call's arguments ended there: no closed-early error
+    then. (A stream whose complete calls end without a finish reason is a plain case:
+    synthetic/tool_pairs/no_finish_reason.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arguments: dict[int, str] = {}
+
+    def push(self, data: str) -> list[Any]:
+        events = self.inner.push(data)
+        for e in events:
+            if isinstance(e, reference.ToolCallDelta):
+                self.arguments[e.index] = self.arguments.get(e.index, "") + e.arguments
+        return events
+
+    def finish(self, thinking_capped: bool) -> Any:
+        if (
+            any(not _is_json(text) for text in self.arguments.values())
+            and not self.inner.is_finished
+        ):
+            self.inner.push('{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}')
+        return self.inner.finish(thinking_capped)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+# --- Levels: right completions with wrong events, and the reverse (tests/check/test_levels.py) ---
+
+_LEVELS = "tests/check/test_levels.py::"
+_LEVELS_SNAPSHOT = _LEVELS + "test_snapshot_events_pass_the_completion_level_and_fail_the_full_one"
+_LEVELS_WRONG = _LEVELS + "test_the_completion_level_still_fails_a_wrong_completion"
+
+
+@miniature("R1", r"events", mode="plain", kind=LEVEL, test=_LEVELS_SNAPSHOT)
+class SnapshotEvents(reference.Assembler):
+    """A client whose events are snapshots (the whole text so far) and that never reports its
+    reasoning state, but whose completions and errors are right."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._texts: dict[str, str] = {}
+
+    def push(self, data: str) -> list[Any]:
+        events = []
+        for event in super().push(data):
+            if isinstance(event, reference.Content | reference.Reasoning):
+                kind = type(event).__name__
+                self._texts[kind] = self._texts.get(kind, "") + event.text
+                event = type(event)(self._texts[kind])
+            events.append(event)
+        return events
+
+    @property
+    def in_reasoning(self) -> bool:
+        return False
+
+
+@miniature("R1", r"finish\.completion\.content", mode="plain", kind=LEVEL, test=_LEVELS_WRONG)
+class WrongCompletion(reference.Assembler):
+    """Right events, but the completion's content loses its first piece."""
+
+    def finish(self, thinking_capped: bool) -> Any:
+        completion = super().finish(thinking_capped)
+        if completion.content:
+            completion = msgspec.structs.replace(completion, content=completion.content[1:])
+        return completion
+
+
+# --- Fuzz: DropsServerMessage (a server error's message lost: one real bug, found within a few
+# streams of any seed) with one more way of behaving that a `conform fuzz` run must take well ---
+
+_FUZZ = "tests/cli/test_fuzz.py::"
+_FUZZ_FLAKY = _FUZZ + "test_a_difference_that_does_not_reproduce_is_flaky_and_not_saved"
+_FUZZ_CTRL_C = _FUZZ + "test_ctrl_c_while_shrinking_keeps_the_finding"
+
+
+@miniature("R8", "flaky", kind=FUZZ, test=_FUZZ_FLAKY)
+class FlakyServerMessage(DropsServerMessage):
+    """Loses the server's message only the first time it is given each server error (as a race
+    would, once): checked again, the stream passes, so the difference must be reported as flaky,
+    never kept as a case. (Whatever number of assemblers a check makes.)"""
+
+    seen: ClassVar[set[str]] = set()
+
+    def push(self, data: str) -> list[Any]:
+        if data in FlakyServerMessage.seen:
+            return self.inner.push(data)  # this one is right
+        if _has_message(data):
+            FlakyServerMessage.seen.add(data)
+        return super().push(data)
+
+
+@miniature("R8", "interrupted", kind=FUZZ, test=_FUZZ_CTRL_C)
+class InterruptedWhileShrinking(DropsServerMessage):
+    """Sends Ctrl-C (SIGINT to its own process, as a terminal does) while conform shrinks the
+    difference it found: at the first wrong answer on a smaller stream than the first it was wrong
+    on (fewer payloads, or as many with fewer characters): shrinking has begun and made progress.
+    (Whatever number of assemblers the checks before it make.)"""
+
+    first: ClassVar[tuple[int, int] | None] = (
+        None  # (payloads, characters) of the first it erred on
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.payloads = self.characters = 0
+
+    def push(self, data: str) -> list[Any]:
+        self.payloads += 1
+        self.characters += len(data)
+        try:
+            return super().push(data)
+        except InferError as error:
+            if error.kind is ErrorKind.SERVER and _has_message(data):  # (without one, any
+                size = (self.payloads, self.characters)  # text is allowed: I8)
+                if InterruptedWhileShrinking.first is None:
+                    InterruptedWhileShrinking.first = size
+                elif size < InterruptedWhileShrinking.first:
+                    os.kill(os.getpid(), signal.SIGINT)
+            raise
+
+
+def _has_message(data: str) -> bool:
+    """True when `data` is a server error with a message (the one DropsServerMessage loses)."""
+    if '"error"' not in data:
+        return False
+    try:
+        chunk = json.loads(data)
+    except (ValueError, RecursionError):
+        return False
+    error = chunk.get("error") if isinstance(chunk, dict) else None
+    return isinstance(error, dict) and bool(error.get("message"))
+
+
+# --- The odd targets that live elsewhere ---------------------------------------------------------
+
+#: Every other odd target of the tests: its file, its classes, why it lives there and what uses
+#: it. tests/test_odd_targets.py checks that no class of tests/ that assembles is missing here.
+ELSEWHERE: dict[str, tuple[tuple[str, ...], str]] = {
+    "tests/check/fair_targets.py": (
+        ("TypeChecksOpenAI", "RefusesProto", "_Around", "KeepsChoiceZero", "OneChoiceOnly",
+         "DefaultErrorMessage", "LatestId"),
+        "Correct targets (the reference under every other allowed outcome: `<point>_<outcome>`):"
+        " apart from the broken ones, as no suite may fail them. tests/check/test_fairness.py,"
+        " tests/cli/test_fuzz.py (never flagged), benchmarks/fuzz_miniatures.py.",
     ),
-    "FalsyMeansAbsent": ("synthetic/type_confusion/delta_tool_calls_as_false", "plain", _REFUSED),
-    "EnumFromOneKeyMap": (
-        "synthetic/type_confusion/choice_finish_reason_as_one_key_map",
-        "plain",
-        _REFUSED,
+    "tests/check/test_fairness.py": (
+        ("RefusesHostileNames",),
+        "Refuses `constructor` members too (no I6 outcome): the one target beside the careful"
+        " client it extends, shown failing by its test there.",
     ),
-    "JoinsErrorMessageParts": (
-        "synthetic/type_confusion/error_message_as_two_element_array",
-        "plain",
-        r'steps\[1\]\.error\.kind .*expected "protocol", got "server"',
+    "tests/check/test_known_fields.py": (
+        ("ValidatesKnownFields", "CopiesMembersOntoObjects"),
+        "A strict correct client and a setattr copier: what unknown-fields' added names may and"
+        " may not break, in-process beside the test.",
     ),
-    "EmptyStringIsNull": (
-        "synthetic/type_confusion/choice_delta_as_empty_string",
-        "plain",
-        _REFUSED,
+    "tests/check/test_modes.py": (
+        ("CallLog",),
+        "The reference logging its calls: a probe of what a mode pushes, not a broken target.",
     ),
-    "ParsesJsonText": ("synthetic/type_confusion/choice_delta_as_json_text", "plain", _REFUSED),
-    "ReadsCamelCase": ("llama-server/*", "unknown-fields", _NEAR_VALUE),
-    "MatchesKeysWithoutCase": ("llama-server/*", "unknown-fields", _NEAR_VALUE),
-    "TopLevelMessageIsError": (
-        "llama-server/*",
-        "unknown-fields",
-        r'error \(line \d+\): expected \(absent\), got \{"kind": "server"',
+    "tests/check/test_runner.py": (
+        ("FailsAtSecondPush", "NoReasoningEvents", "FinishRaises"),
+        "In-process probes of the runner's statuses (error, mismatch, crash at finish).",
     ),
-    "SkipsPingEvents": ("llama-server/*", "unknown-fields", r'\\"type\\": \\"ping\\"'),
-    "StripsRolePrefix": (
-        "synthetic/edges/content_starts_with_assistant_colon",
-        "plain",
-        r'steps\[1\]\.events\[0\]\.text .*expected "assistant: Hi", got "Hi"',
+    "tests/suite/golden/test_stream.py": (
+        ("LateId",),
+        "Takes an id late: a streamed golden file read as the whole one, in-process.",
     ),
-    "DoneAnywhereInLine": (
-        "synthetic/edges/content_holds_data_done",
-        "plain",
-        r'expected \{"type": "content", "text": "data: \[DONE\]"\}, got \(absent\)',
+    "tests/hostile/targets.py": (
+        ("_Base", "Stuck", "StartsChild", "Forks", "ForksAndDies", "RaisesGeneratorExit",
+         "RaisesBaseException", "ChangesDirectory", "HangsInInit", "Large", "Daemonizes",
+         "HugeInteger", "KindRaises", "StrRaises", "StrRaisesProtocol", "DeepEvents", "DeepId",
+         "RecursiveReprId", "NaNTokens"),
+        "Attack the harness rather than get a rule wrong (hang, fork, leave processes, raise"
+        " BaseException, change directory, odd values): read the outside world from the"
+        " environment (HOSTILE_MARKS, HOSTILE_CHDIR). tests/hostile/.",
     ),
-    "BlankIdIsMissing": (
-        "synthetic/edges/completion_id_is_a_space",
-        "plain",
-        r'state\.id .*expected " ", got null',
+    "tests/reports/hostile_targets.py": (
+        ("Surrogates", "HugeText"),
+        "Hostile texts for the reports: a worker imports this alone. tests/reports/.",
     ),
-    "CallsKeyedByIdWithoutCase": (
-        "synthetic/edges/tool_call_ids_differ_only_in_case",
-        "plain",
-        _T + r'\[1\] .*"id": "call_abc".*got \(absent\)',
+    "tests/programs/targets.py": (
+        ("_AtThirdPush", "SleepsInPush", "ExitsInPush", "Segfaults", "ExhaustsMemory",
+         "RaisesInPush", "Prints", "DropsReasoning"),
+        "Misbehave at a case's third push (mini_suite) as a process does: sleep, exit, segfault,"
+        " run out of memory. tests/drive/, tests/worker/.",
     ),
-    "CallsInIdArrivalOrder": (
-        "synthetic/tool_pairs/ids_out_of_index_order",
-        "plain",
-        _T + r'\[0\]\.id .*expected "call_0", got "call_1"',
+    "tests/programs/": (
+        ("bad_hello", "breaks_schema", "exits_after_third_push", "hostile", "never_answers",
+         "prints_garbage", "reports_crash", "scripted", "slow_pushes", "stderr_then_dies",
+         "strict_v1", "wrong_seq"),
+        "Line-protocol programs (`--exec`), each a file of its own run as a process."
+        " tests/drive/, tests/hostile/, tests/worker/.",
     ),
-    "LengthDropsCallsWithoutArguments": (
-        "synthetic/tool_pairs/length_after_named_piece",
-        "plain",
-        _T + r'\[1\] .*"name": "list_dir", "arguments": ""\}, got \(absent\)',
+    "tests/check/test_batched.py": (
+        ("ErrsAtSecondPush", "CrashesAtThirdPush", "DiesAtFourthPush", "CrashesAtFinish"),
+        "Written as source by the test, so that a worker imports them without the test module.",
     ),
-    "FinishFreezesCalls": (
-        "synthetic/tool_pairs/late_id_name_with_finish_after_first_piece",
-        "plain",
-        _T + r'\[0\] .*"id": "call_0".*got \(absent\)',
+    "tests/check/test_parallel.py": (("Uneven",), "Written as source by the test (as above)."),
+    "tests/drive/test_blame.py": (("Assembler",), "Written as source: a client's crash origin."),
+    "tests/drive/test_head_start.py": (("Target",), "Written as source: a slow import."),
+    "tests/drive/test_inprocess_crashes.py": (
+        ("RaisesInInit", "RaisesInPush", "UnreadableEvents", "StateRaises", "RaisesInFinish",
+         "UnreadableCompletion", "CompletionPropertyRaises"),
+        "Written as source: every call a target may crash in, in-process and in a worker.",
     ),
-    "ContentFromAnotherLevel": ("llama-server/*", "unknown-fields", _NEAR_VALUE),
-    "CutsTextAtDone": (
-        "synthetic/edges/content_holds_data_done",
-        "plain",
-        r'steps\[\d+\]\.events\[\d+\] .*expected \{"type": "content", "text": "data: \[DONE\]"\}, '
-        r"got \(absent\)",
+    "tests/hostile/test_baselines.py": (("Crashes",), "Written as source by the test."),
+    "tests/hostile/test_bounds.py": (
+        ("Doubles", "Leaks", "LeaksAll", "Spins"),
+        "Written as source: targets that grow, leak descriptors or spin past conform's bounds.",
     ),
-    "NormalisesIds": (
-        "synthetic/edges/tool_call_ids_differ_only_in_case",
-        "plain",
-        _T + r'\[\d\]\.id .*expected "CALL_ABC", got "call_abc"',
-    ),
-}
+    "tests/hostile/test_messages.py": (("Says",), "Written as source: a target's odd messages."),
+    "tests/reports/test_reports.py": (("Target",), "Written as source by the test."),
+    "tests/worker/test_forkserver.py": (("Target",), "Written as source: the fork server's jobs."),
+}  # fmt: skip

@@ -31,7 +31,7 @@ from harness.seconds import Seconds
 if TYPE_CHECKING:  # the search is imported when `conform fuzz` runs, not at start-up
     from harness.fuzz.loop import Finding, FuzzRecord
 
-#: Streams tried while shrinking a difference, by default (`harness.fuzz.loop.SHRINK_STEPS`).
+#: Streams tried while shrinking a difference, by default (`harness.fuzz.request.SHRINK_STEPS`).
 SHRINK_DEFAULT = 2000
 
 #: Characters of each recording line shown in the report (the saved recording has them all).

@@ -101,6 +101,13 @@ _NUMBER = re.compile(
 _CUT_NOTE = re.compile(r" \(the recording cut after \d+ payload\(s\)\)$")
 _BYTE = re.compile(r" \(byte \d+\)")
 _EXCEPTION = re.compile(r"\braised ([A-Za-z_][\w.]*)")
+#: A result conform cannot read (`harness.drive.normalize`): the field and what is wrong with it,
+#: whatever value it held instead.
+_UNREADABLE = re.compile(
+    r"(?P<head>.*cannot read: \S+) "
+    r"(?:is an? \w+, not a JSON scalar|(?P<lacks>has no field '[^']*')): .*$",
+    re.DOTALL,
+)
 
 #: What a failing run is about, in the order problems are listed (README, "Reading a failure").
 VALID, VALID_IN_MODES = "valid", "valid-under-mutation"
@@ -236,6 +243,11 @@ def cause(
                 None,
                 adapter=origin.owner == ADAPTER,
             )
+        unreadable = _UNREADABLE.match(crash.message)
+        if unreadable is not None:  # a value of another type kept: one problem a field
+            what = unreadable.group("lacks") or "is not a JSON scalar"
+            head = _INDEX.sub("[]", unreadable.group("head"))
+            return Cause(("unreadable", crash.stage, head, what), f"{head} {what}", None)
         found = _EXCEPTION.search(crash.message)
         exception = found.group(1) if found else ""
         return Cause(
@@ -293,6 +305,8 @@ def category(result: CaseResult, found: Cause) -> str:
     kind = result.input_class
     if kind is InputClass.IMPLEMENTATION_DEFINED:
         return IMPLEMENTATION_DEFINED
+    if found.accepted:  # the input as pushed is refused by the rules: a cut after an early finish
+        return INVALID_ACCEPTED
     if kind is InputClass.INVALID:
         was = result.expectation.was if result.expectation is not None else result.status
         crashed = was in (Status.CRASHED, Status.TIMED_OUT)

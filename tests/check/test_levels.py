@@ -13,8 +13,9 @@ import jsonschema  # type: ignore[import-untyped]
 from tests.conftest import invoke
 
 THIS = Path(__file__).resolve()
-#: The targets, in a module of their own: a worker imports it alone (not pytest, the command line).
-TARGETS = THIS.parent / "level_targets.py"
+#: The targets' module (tests/miniatures.py): a worker imports it alone (not pytest, the command
+#: line).
+TARGETS = THIS.parents[1] / "miniatures.py"
 SELECT = ("-k", "llama-server/*", "-k", "synthetic/r2_*", "-k", "synthetic/r8_*")
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import pytest
 
 import reference
+import tests.miniatures as miniatures
 from harness.check import members
 from harness.check import modes as inject
 from harness.check.modes import (
@@ -41,26 +42,34 @@ from harness.suite.golden import read_golden
 from harness.suite.near_names import NEAR_NAMES
 from harness.suite.recording import iter_payloads
 from reference.choices import OUTCOMES, REFERENCE
-from tests.check.mode_targets import (
+from tests.conftest import invoke
+from tests.miniatures import (
+    MINIATURES,
+    SHORTCUT,
     ContentKeyFastPath,
-    FinishReasonByRegex,
     IndexIsFirstMember,
     ToolCallMeansFinished,
+    named,
 )
-from tests.conftest import invoke
 from tests.miniatures import _Base as _Wrapper  # the reference, with one thing to change
 
 REWRITING = (KEY_ORDER, WHITESPACE, ESCAPES)
 SEED = inject.DEFAULT_SEED
-#: The shortcuts' module, as a target path that works from any working directory. A worker imports
-#: it alone: this file would bring pytest and the command line into each worker (0.3 s of CPU).
-TARGETS = Path(__file__).resolve().parent / "mode_targets.py"
+#: The shortcuts' module (tests/miniatures.py), as a target path that works from any working
+#: directory. A worker imports it alone: this file would bring pytest and the command line into
+#: each worker (0.3 s of CPU).
+TARGETS = Path(__file__).resolve().parents[1] / "miniatures.py"
+
+
+#: The cases the shortcuts run on: the real captures, where each fails in its mode (the whole
+#: suite in every mode is the reference's test below).
+SAMPLE = ("llama-server",)
 
 
 def _run(suite: Suite, factory: Any, modes: Sequence[str], *, seed: int = SEED) -> list[CaseResult]:
-    return list(
-        run(suite.cases(), InProcessDriver(factory), modes=modes, options=RunOptions(seed=seed))
-    )
+    """`factory` run in-process on the SAMPLE cases of `suite` in `modes`."""
+    driver = InProcessDriver(factory)
+    return list(run(suite.cases(SAMPLE), driver, modes=modes, options=RunOptions(seed=seed)))
 
 
 def _failures(results: list[CaseResult]) -> list[CaseResult]:
@@ -70,11 +79,11 @@ def _failures(results: list[CaseResult]) -> list[CaseResult]:
 # The shortcuts --------------------------------------------------------------------------------
 
 
+#: Each mode that rewrites or cuts, the shortcut it catches (tests/miniatures.py's SHORTCUT
+#: miniatures) and the field where it must catch it.
 FRAGILE = {
-    KEY_ORDER: (IndexIsFirstMember, "events"),
-    WHITESPACE: (FinishReasonByRegex, "state.is_finished"),
-    ESCAPES: (ContentKeyFastPath, "events"),
-    TRUNCATED: (ToolCallMeansFinished, "finish"),
+    MINIATURES[name].mode: (getattr(miniatures, name), MINIATURES[name].pattern)
+    for name in named(SHORTCUT)
 }
 
 
@@ -89,7 +98,8 @@ def test_every_mode_is_listed_by_run_help() -> None:
 
 
 def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
-    results = _run(suite, reference.Assembler, MODES)
+    driver = InProcessDriver(reference.Assembler)
+    results = list(run(suite.cases(), driver, modes=MODES, options=RunOptions(seed=SEED)))
     assert len(results) == len(suite.cases()) * len(MODES)
     assert [(r.case_id, r.mode, r.status) for r in _failures(results)] == []
 
@@ -157,7 +167,8 @@ def _payload_at(result: CaseResult, step: int | None) -> str:
 
 
 def test_the_cli_report_names_the_seed_and_the_exact_payload(suite: Suite) -> None:
-    out = invoke("run", f"{TARGETS}:FinishReasonByRegex", "--mode", WHITESPACE, "--seed", "7")
+    target = f"{TARGETS}:FinishReasonByRegex"
+    out = invoke("run", target, "--mode", WHITESPACE, "--seed", "7", "-k", *SAMPLE)
     assert out.exit_code == 1, out.output
     assert f"[{WHITESPACE}]  recordings/" in out.output and "(--seed 7)" in out.output
     pushed = [line for line in out.output.splitlines() if "payload pushed at line" in line]
@@ -171,7 +182,7 @@ def test_the_truncated_report_names_the_cut(suite: Suite) -> None:
     failed = _failures(_run(suite, ToolCallMeansFinished, [TRUNCATED]))
     cut = failed[0].cut
     assert failed[0].mismatches[0].path.startswith(f"prefix[{cut}].finish")
-    out = invoke("run", f"{TARGETS}:ToolCallMeansFinished", "--mode", TRUNCATED)
+    out = invoke("run", f"{TARGETS}:ToolCallMeansFinished", "--mode", TRUNCATED, "-k", *SAMPLE)
     assert f"(--seed {SEED}, cut after payload {cut})" in out.output
 
 

@@ -1,6 +1,7 @@
 """The Go assembler (examples/go/) is gated like any other program: built with the Go toolchain,
-it passes every case in every mode except the implementation-defined outcomes its expected-failures
-file lists, and each encoding/json pitfall it fixes, switched back on, fails the case pinning it."""
+it passes every case (and a sample in every mode: tests/integration/every_mode.py) except the
+implementation-defined outcomes its expected-failures file lists, and each encoding/json pitfall
+it fixes, switched back on, fails the case pinning it."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def every_mode(binary: str, tmp_path_factory: pytest.TempPathFactory) -> EveryMo
 
 # Plain runs in test_the_example_follows_the_protocol_schemas, which checks the replies as well.
 @pytest.mark.parametrize("mode", NOT_PLAIN)
-def test_the_example_passes_every_case_by_default(every_mode: EveryMode, mode: str) -> None:
+def test_the_example_passes_in_each_mode(every_mode: EveryMode, mode: str) -> None:
     every_mode.check_passes(mode)
 
 
@@ -103,7 +104,7 @@ def test_strict_fails_it_only_where_it_takes_another_allowed_outcome(binary: str
     assert failing and all(any(pin.startswith("I") for pin in pins[c]) for c in failing), output
     assert "implementation-defined I1: only I1=integer is allowed" in output
     # The baseline in every mode, on the cases that pin a point: --strict changes the gate only
-    # there, and the default run above passed every other case in every mode.
+    # there.
     code, output = conform("run", "--exec", binary, "--strict", "--xfail", str(XFAIL), *POINTED)
     assert code == 0, output
 

@@ -1,4 +1,11 @@
-"""`conform run` fails each miniature at the field its broken rule governs; the reference passes."""
+"""`conform run` fails each miniature where its registration says (tests/miniatures.py): on its
+cases (or every case pinning its rule), in its mode, with a report holding its pattern; the
+helpers they are built on pass, so each fails through its own change only.
+
+Each miniature runs on the cases that must catch it, in-process: the other cases would only add
+passes (tests/check/test_modes.py runs the reference on every case in every mode), a worker only
+its start (tests/worker/ checks workers report the same).
+"""
 
 from __future__ import annotations
 
@@ -7,103 +14,93 @@ from pathlib import Path
 
 import pytest
 
+from harness.suite.cases import Suite, case_matches
 from tests.conftest import conform
-from tests.miniatures import BATTERY, PITFALLS, REAL_CLIENTS, SUITE_POWER
+from tests.miniatures import BATTERY, CLIENT, MINIATURES, PITFALL, POWER, named
 
-MINIATURES = str(Path(__file__).resolve().parents[1] / "miniatures.py")
+MINIATURE_FILE = str(Path(__file__).resolve().parents[1] / "miniatures.py")
+#: The near-name miniatures: the names `unknown-fields` adds catch them, not the recordings.
+NEAR_NAMES = [
+    "ReadsCamelCase",
+    "MatchesKeysWithoutCase",
+    "TopLevelMessageIsError",
+    "SkipsPingEvents",
+    "ContentFromAnotherLevel",
+]
 
 
-def test_the_reference_passes_every_case_in_every_mode() -> None:
-    code, output = conform("run", "reference:Assembler")
+def test_the_reference_passes_through_a_worker_with_the_default_options() -> None:
+    # The README's first command, on the real captures (every case: tests/check/test_modes.py).
+    code, output = conform("run", "reference:Assembler", "-k", "llama-server")
     assert code == 0, output
     assert re.search(r"totals: \d+ passed \(", output), output
 
 
-@pytest.mark.parametrize("name", sorted(BATTERY))
-def test_each_miniature_fails_where_its_rule_is(name: str) -> None:
-    # In-process: a worker would only add its start (tests/drive/ checks workers report the same).
-    mode, pattern = BATTERY[name]
-    code, output = conform("run", f"{MINIATURES}:{name}", "--mode", mode, "--in-process")
+def _block(output: str, case_id: str) -> str:
+    """The report's lines for one failing case (its FAIL or CRASH line and those under it)."""
+    found = re.search(
+        rf"^(?:FAIL|CRASH) {re.escape(case_id)} \[\S+\].*\n((?:[ \t].*\n)*)", output, re.M
+    )
+    return found.group(0) if found else ""
+
+
+@pytest.mark.parametrize("name", named(BATTERY, PITFALL, CLIENT, POWER))
+def test_each_miniature_fails_for_its_rule(name: str) -> None:
+    catch = MINIATURES[name]
+    chosen = ("-k", catch.cases) if catch.cases else ("--rule", catch.rule)
+    target = f"{MINIATURE_FILE}:{name}"
+    code, output = conform("run", target, "--mode", catch.mode, "--in-process", *chosen)
     assert code == 1, output
-    assert re.search(pattern, output), f"{name}: no mismatch matching {pattern!r} in:\n{output}"
+    one_case = catch.cases and not any(c in catch.cases for c in "*?[")
+    shown = _block(output, catch.cases) if one_case else output
+    assert shown, f"{name}: {catch.cases} did not fail:\n{output}"
+    assert re.search(catch.pattern, shown), f"{name}: no {catch.pattern!r} in:\n{shown}"
+
+
+def test_each_miniature_breaks_a_rule_its_cases_pin(suite: Suite) -> None:
+    # A case caught for another rule than the one its miniature breaks would be caught for the
+    # wrong reason. (The near-names are caught on the real captures by their mode's names.)
+    cases = [(case.case_id, case.pins) for case in suite.cases()]
+    wrong = {}
+    for name, catch in MINIATURES.items():
+        if catch.cases and name not in NEAR_NAMES and catch.kind != "shortcut":
+            pins = {
+                p for case_id, pinned in cases if case_matches(case_id, catch.cases) for p in pinned
+            }
+            if catch.rule not in pins:
+                wrong[name] = (catch.rule, catch.cases, sorted(pins))
+    assert wrong == {}
+
+
+def test_each_miniature_names_a_test_that_exists() -> None:
+    root = Path(__file__).resolve().parents[2]
+    for name, catch in MINIATURES.items():
+        path, _, function = catch.test.partition("::")
+        assert f"def {function}(" in (root / path).read_text(encoding="utf-8"), (name, catch.test)
+
+
+@pytest.mark.parametrize("helper", ["_Reads", "_Calls"])
+def test_the_helpers_the_miniatures_are_built_on_pass(helper: str) -> None:
+    # Reading with json and handing the reference plain JSON (`_Reads`), or rebuilding the tool
+    # calls from the events as R2 says (`_Calls`), changes nothing by itself.
+    code, output = conform("run", f"{MINIATURE_FILE}:{helper}", "--mode", "plain", "--in-process")
+    assert code == 0, output
 
 
 def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields() -> None:
-    target = f"{MINIATURES}:RejectsUnknownFields"
-    code, output = conform("run", target, "--mode", "plain", "--in-process")
+    target = f"{MINIATURE_FILE}:RejectsUnknownFields"
+    code, output = conform("run", target, "--mode", "plain", "--in-process", "--rule", "R7")
     assert code == 0, output
-    code, output = conform("run", target, "--mode", "unknown-fields", "--in-process")
+    code, output = conform(
+        "run", target, "--mode", "unknown-fields", "--in-process", "--rule", "R7"
+    )
     assert code == 1
     assert "[unknown-fields]" in output and "[plain]" not in output
 
 
-def _block(output: str, case_id: str) -> str:
-    """The report's lines for one failing case (its FAIL line and the mismatches under it)."""
-    found = re.search(rf"^FAIL {re.escape(case_id)} \[plain\].*\n((?:[ \t].*\n)*)", output, re.M)
-    return found.group(0) if found else ""
-
-
-def test_the_pitfall_miniatures_reader_alone_passes() -> None:
-    # Reading with json and handing the reference plain JSON changes nothing by itself, so each
-    # pitfall miniature below fails through its pitfall only.
-    code, output = conform("run", f"{MINIATURES}:_Reads", "--mode", "plain", "--in-process")
-    assert code == 0, output
-
-
-@pytest.mark.parametrize("name", sorted(PITFALLS))
-def test_each_language_pitfall_fails_on_its_case(name: str) -> None:
-    # Its case alone: the property is that case's failure (the whole suite would only add the
-    # other cases' passes; test_the_pitfall_miniatures_reader_alone_passes runs them all).
-    case_id, pattern = PITFALLS[name]
-    code, output = conform(
-        "run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process", "-k", case_id
-    )
-    assert code == 1, output
-    block = _block(output, case_id)
-    assert block, f"{name}: {case_id} did not fail:\n{output}"
-    assert re.search(pattern, block), f"{name}: no mismatch matching {pattern!r} in:\n{block}"
-
-
-@pytest.mark.parametrize("name", sorted(REAL_CLIENTS))
-def test_each_real_client_bug_fails_on_its_case(name: str) -> None:
-    case, pattern = REAL_CLIENTS[name]
-    case_id = f"synthetic/{case}"
-    code, output = conform(
-        "run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process", "-k", case_id
-    )
-    assert code == 1, output
-    found = re.search(
-        rf"^(?:FAIL|CRASH) {re.escape(case_id)} \[plain\].*\n((?:[ \t].*\n)*)", output, re.M
-    )
-    assert found, f"{name}: {case_id} did not fail:\n{output}"
-    assert re.search(pattern, found.group(0)), f"{name}: no {pattern!r} in:\n{found.group(0)}"
-
-
-def test_the_real_client_helpers_alone_pass() -> None:
-    # `_Calls` rebuilds the tool calls from the events as R2 says; unchanged, it passes, so each
-    # miniature built on it fails through its own change only.
-    code, output = conform("run", f"{MINIATURES}:_Calls", "--in-process")
-    assert code == 0, output
-
-
-@pytest.mark.parametrize("name", sorted(SUITE_POWER))
-def test_each_planted_bug_of_issue_34_fails_for_its_reason(name: str) -> None:
-    # A lax decoder's coercion, a near-name read, an edge text or id mishandled, a tool-call
-    # combination mishandled: each fails where the case or mode built for its class is.
-    cases, mode, pattern = SUITE_POWER[name]
-    code, output = conform(
-        "run", f"{MINIATURES}:{name}", "--mode", mode, "--in-process", "-k", cases
-    )
-    assert code == 1, output
-    assert re.search(pattern, output), f"{name}: no {pattern!r} in:\n{output}"
-
-
-@pytest.mark.parametrize("name", ["ReadsCamelCase", "MatchesKeysWithoutCase",
-                                  "TopLevelMessageIsError", "SkipsPingEvents",
-                                  "ContentFromAnotherLevel"])  # fmt: skip
+@pytest.mark.parametrize("name", NEAR_NAMES)
 def test_the_near_name_bugs_pass_the_plain_real_captures(name: str) -> None:
-    # What catches them is the names unknown-fields adds, not the recordings.
     code, output = conform(
-        "run", f"{MINIATURES}:{name}", "--mode", "plain", "--in-process", "-k", "llama-server/*"
+        "run", f"{MINIATURE_FILE}:{name}", "--mode", "plain", "--in-process", "-k", "llama-server/*"
     )
     assert code == 0, output

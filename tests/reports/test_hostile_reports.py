@@ -130,7 +130,7 @@ def test_identical_failures_across_modes_fold_into_one_block() -> None:
 
 def test_a_mode_failing_alone_quotes_the_payload_it_changed() -> None:
     out = invoke(
-        "run", f"{TESTS / 'check' / 'mode_targets.py'}:FinishReasonByRegex", "--in-process",
+        "run", f"{TESTS / 'miniatures.py'}:FinishReasonByRegex", "--in-process",
         "--mode", "plain", "--mode", "whitespace",
     )  # fmt: skip
     assert out.exit_code == 1

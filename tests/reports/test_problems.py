@@ -137,6 +137,27 @@ def test_crashes_group_by_exception_and_frame_not_by_message() -> None:
     index = _crash("d", "push raised TypeError: index is not an integer; None", None)
     fraction = _crash("e", "push raised TypeError: index is not an integer; 1.5", None)
     assert cause(index).key == cause(fraction).key
+    # A result conform cannot read: by its field, whatever value of another type a client kept.
+    unreadable = "push returned something conform cannot read: content.text is a {}, not a JSON"
+    as_dict = _crash("f", unreadable.format("dict") + " scalar: {'Hi': 1}", None)
+    as_list = _crash("g", unreadable.format("list") + " scalar: [{'text': 'Hi'}, 2]", None)
+    other = _crash(
+        "h", unreadable.format("list").replace("content.text", "x.id") + " scalar: []", None
+    )
+    assert cause(as_dict).key == cause(as_list).key != cause(other).key
+    assert cause(as_dict).title.endswith("cannot read: content.text is not a JSON scalar")
+
+
+def test_a_cut_the_rules_refuse_is_invalid_input_though_its_case_is_valid() -> None:
+    # `truncated` cuts a valid stream after each payload; a cut right after an early finish reason
+    # (pieces after it still count, R7) is a finished stream whose call has no id yet, which R5
+    # refuses: a target that answers it accepts invalid input, not a bug on valid input.
+    refused = {"kind": "protocol"}
+    cut = _result("t", "truncated", "prefix[3].finish.error", refused, ABSENT, input_class=VALID)
+    whole = _result("t", "plain", "finish.completion.id", "a", "b", input_class=VALID)
+    problems = _group([cut, whole])
+    assert sorted(p.category for p in problems) == ["invalid-accepted", "valid"]
+    assert [p.accepted for p in problems if p.category == "invalid-accepted"] == [True]
 
 
 def test_the_rule_quoted_is_the_rule_of_the_field_that_differs() -> None:

@@ -59,14 +59,11 @@ def test_read_golden_streams_large_files(suite: Suite, streaming: None) -> None:
 
 
 def test_every_mode_passes_on_streamed_golden_files(suite: Suite, streaming: None) -> None:
-    results = list(
-        run(
-            suite.cases(),
-            InProcessDriver(reference.Assembler),
-            modes=MODES,
-            options=RunOptions(seed=1),
-        )
-    )
+    # The real captures, tool calls and errors mid-stream: that every streamed document reads as
+    # the whole one is the test above.
+    cases = suite.cases(("llama-server", "synthetic/r2_*", "synthetic/r8_*"))
+    driver = InProcessDriver(reference.Assembler)
+    results = list(run(cases, driver, modes=MODES, options=RunOptions(seed=1)))
     assert [(r.case_id, r.mode) for r in results if r.status != PASSED] == []
 
 
