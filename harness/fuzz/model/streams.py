@@ -123,12 +123,12 @@ def _finish(
             values[at]["finish"] = reason
             used.add("finish_chunk_with_text")
         else:
-            delta = draw.pick(({}, None, "none"))
+            bare: Any = draw.pick(({}, None, "none"))
             if draw.wants("choice_without_delta"):
-                delta = draw.pick((None, "none"))
-            if delta != {}:
+                bare = draw.pick((None, "none"))
+            if bare != {}:
                 used.add("choice_without_delta")
-            values.insert(at + 1, {"delta": delta, "finish": reason})
+            values.insert(at + 1, {"delta": bare, "finish": reason})
         if any(_calls_in(v) for v in values[at + 1 :]):
             used.add("pieces_after_finish")
         used.add("chunks_after_finish")
