@@ -2871,36 +2871,25 @@ class FlakyServerMessage(DropsServerMessage):
 @miniature("R8", "interrupted", kind=FUZZ, test=_FUZZ_CTRL_C)
 class InterruptedWhileShrinking(DropsServerMessage):
     """Sends Ctrl-C (SIGINT to its own process, as a terminal does) while conform shrinks the
-    difference it found: at the first wrong answer on a smaller stream than the first it was wrong
-    on (fewer payloads, or as many with fewer characters): shrinking has begun and made progress.
-    (Whatever number of assemblers the checks before it make.) It loses the message only of a
-    server error after another payload, so that the stream it is first wrong on has a part before
-    the error that shrinking can make smaller (a stream of the error alone may be as small as the
-    error already is)."""
+    difference it found: at the first `finish` after its first wrong answer. The search stops at
+    that answer, and the checks of the finding push the same stream (which ends at the error), so
+    only a smaller stream shrinking tries without the error can reach `finish` then. (Whatever
+    number of assemblers or streams the checks make.)"""
 
-    first: ClassVar[tuple[int, int] | None] = (
-        None  # (payloads, characters) of the first it erred on
-    )
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.payloads = self.characters = 0
+    wrong: ClassVar[bool] = False
 
     def push(self, data: str) -> list[Any]:
-        self.payloads += 1
-        self.characters += len(data)
-        if self.payloads == 1:
-            return self.inner.push(data)  # right, even on a server error
         try:
             return super().push(data)
         except InferError as error:
             if error.kind is ErrorKind.SERVER and _has_message(data):  # (without one, any
-                size = (self.payloads, self.characters)  # text is allowed: I8)
-                if InterruptedWhileShrinking.first is None:
-                    InterruptedWhileShrinking.first = size
-                elif size < InterruptedWhileShrinking.first:
-                    os.kill(os.getpid(), signal.SIGINT)
+                InterruptedWhileShrinking.wrong = True  # text is allowed: I8)
             raise
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        if InterruptedWhileShrinking.wrong:
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().finish(thinking_capped)
 
 
 def _has_message(data: str) -> bool:
