@@ -52,17 +52,22 @@ class BatchedDriver(ProcessDriver):
         answered = False  # every reply of the pass is read: the worker is in step
         try:
             for number, call in enumerate(calls):
-                reply = self._checked(self._reply_to(call, deadline, allowed))
+                line = self._received(call, deadline, allowed)
                 deadline = time.monotonic() + allowed  # the next call's time starts now
                 answered = number == len(calls) - 1
-                if isinstance(call, New):
-                    yield None
-                elif isinstance(call, Push):
-                    step = self._step(reply, lines[number - 1])
+                if isinstance(call, Push):
+                    at = lines[number - 1]
+                    step = None if self._validator else fastlines.own_step(line, call, at)
+                    if step is None:  # not a plain step: read as any reply is
+                        step = self._step(self._checked(self._parsed(line, call)), at)
                     answered = answered or "error" in step  # the worker ended the case here
                     yield step
                     if "error" in step:
                         return
+                    continue
+                reply = self._checked(self._parsed(line, call))
+                if isinstance(call, New):
+                    yield None
                 else:
                     assert isinstance(call, Finish)
                     yield self._finished(reply)

@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 
 from harness.drive import messages
-from harness.drive.messages import Finished, Ok, Pass, Pushed, Reply, Request
+from harness.drive.messages import Finished, Ok, Pass, Push, Pushed, Reply, Request
 from harness.drive.reply_form import Validator
 
 _decode = msgspec.json.Decoder().decode
@@ -52,6 +52,25 @@ def own_reply(line: bytes, request: Request, validator: Validator | None = None)
     except _REFUSED:
         return messages.read_reply(line, request, validator, non_finite=True, own=True)
     return messages.reply_of(decoded, request, validator, own=True)
+
+
+def own_step(line: bytes, request: Push, at: int) -> dict[str, Any] | None:
+    """The golden step (at recording line `at`) that a reply line of conform's own worker to the
+    push `request` stands for, when it is a plain step (not an error): what the driver makes of
+    `own_reply(line, request)` (`ProcessDriver._step`), without the reply between them; None for
+    any other line, which is read the plain way."""
+    try:
+        reply = _decode(line)
+    except _REFUSED:
+        return None
+    if type(reply) is not dict or len(reply) != 3:
+        return None
+    seq, events, state = reply.get("seq"), reply.get("events"), reply.get("state")
+    if type(seq) is not int or seq != request.seq:
+        return None
+    if type(events) is not list or type(state) is not dict:
+        return None
+    return {"line": at, "events": events, "state": state}
 
 
 def own_request(line: bytes) -> Request:

@@ -253,6 +253,13 @@ class ProcessDriver:
         """Read the reply to `request` by `deadline` (`allowed` seconds after it was asked)."""
         worker = self._worker
         assert worker is not None
+        return self._parsed(self._received(request, deadline, allowed), request)
+
+    def _received(self, request: Request, deadline: float, allowed: float) -> bytes:
+        """The line that answers `request`, read by `deadline` (`allowed` seconds after it was
+        asked)."""
+        worker = self._worker
+        assert worker is not None
         self._last = request
         try:
             line = worker.receive(deadline)
@@ -261,6 +268,10 @@ class ProcessDriver:
             raise self._broken(f"the program {status} before answering {request.op}") from None
         if line is None:
             raise self._timed_out(request.op, allowed)
+        return line
+
+    def _parsed(self, line: bytes, request: Request) -> Reply:
+        """The reply to `request` that `line` holds; a crash (a restart) when it holds none."""
         try:
             return self._read(line, request)
         except NotAReply as exc:

@@ -30,6 +30,7 @@ from harness.drive.messages import (
     Request,
     Started,
 )
+from harness.drive.process import ProcessDriver
 
 PUSH, FINISH, NEW = Push(7, "x"), Finish(7, False), New(7)
 
@@ -99,6 +100,13 @@ def test_a_reply_line_is_read_as_the_plain_reader_reads_it(line: bytes, request_
         assert same_value(messages.members(fast[1]), messages.members(plain[1]))
     else:
         assert fast[1:] == plain[1:]
+
+
+@pytest.mark.parametrize("line", REPLY_LINES)
+def test_a_step_read_fast_is_the_step_of_the_reply(line: bytes) -> None:
+    step = fastlines.own_step(line, PUSH, 3)
+    if step is not None:  # else the driver reads the line as any reply
+        assert same_value(step, ProcessDriver._step(fastlines.own_reply(line, PUSH), 3))
 
 
 def test_a_reply_of_conform_s_own_worker_is_not_looked_for_unknown_fields() -> None:
@@ -225,5 +233,7 @@ def test_any_step_written_fast_is_read_as_the_plain_line_is(events: list[dict[st
         assert read_fast[0] == read_plain[0]
         if read_fast[0] == "value":
             assert same_value(messages.members(read_fast[1]), messages.members(read_plain[1]))
+            step = fastlines.own_step(fast[1], PUSH, 3)
+            assert step is None or same_value(step, ProcessDriver._step(read_plain[1], 3))
         else:
             assert read_fast[1:] == read_plain[1:]
