@@ -53,6 +53,8 @@ from harness.suite.cases import Suite  # noqa: E402
 
 SEED = 1
 GOAL = 2.0
+#: How both sides judge: the default options on this seed (no target: our own driver).
+OPTIONS = RunOptions(seed=SEED)
 
 
 def cpu() -> float:
@@ -91,7 +93,7 @@ def shipped(modes: list[str]) -> Callable[[], None]:
 
     def run() -> None:
         driver = InProcessDriver(reference.Assembler)
-        for result in parallel.run(cases, driver, modes=modes, seed=SEED):
+        for result in parallel.run(cases, driver, modes=modes, options=OPTIONS):
             if result.status != "passed":
                 raise SystemExit(f"the reference fails {result.case_id}: not a benchmark")
 
@@ -112,7 +114,6 @@ def breakdown(streams: int, repeats: int) -> None:
     name = f"{CASE_ID}.sse"
     goldens = [expected(r, s.thinking_capped, name) for s, r in zip(drawn, records, strict=True)]
     driver = InProcessDriver(reference.Assembler)
-    case = case_of(CASE_ID)
 
     def plan_only() -> None:
         again = Guide(SEED, modes=MODES, broken=None)
@@ -140,7 +141,7 @@ def breakdown(streams: int, repeats: int) -> None:
         def run() -> None:
             for plan, found, golden in zip(plans, records, goldens, strict=True):
                 mode = plan.modes[index] if index < len(plan.modes) else PLAIN
-                run_case(case, golden, driver, mode=mode, seed=SEED, payloads=found, real=False)
+                run_case(case_of(CASE_ID, found), golden, driver, mode=mode, options=OPTIONS)
 
         return run
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 from harness.check.options import RunOptions  # noqa: E402
 from harness.fuzz.loop import FuzzRecord, FuzzRequest, run_fuzz  # noqa: E402
 from tests.check.fair_targets import OTHERS  # noqa: E402
-from tests.miniatures import BATTERY, CLIENT, PITFALL, named  # noqa: E402
+from tests.miniatures import BATTERY, CLIENT, PITFALL, POWER, named  # noqa: E402
 
 MINIATURES = str(ROOT / "tests" / "miniatures.py")
 FAIR = str(ROOT / "tests" / "check" / "fair_targets.py")
@@ -61,7 +61,7 @@ def main() -> int:
     parser.add_argument("-k", action="append", default=[])
     parser.add_argument("--no-correct", action="store_true", help="skip the correct targets")
     args = parser.parse_args()
-    names = named(BATTERY, PITFALL, CLIENT)
+    names = named(BATTERY, PITFALL, CLIENT, POWER)
     if args.k:
         names = [n for n in names if any(k in n for k in args.k)]
     found: list[int] = []

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.suite.cases import Case
+from harness.suite.near_names import NEAR_NAMES
 from harness.suite.recording import iter_payloads
 
 _READ_FINISH = ("stop", "tool_calls", "length")
@@ -665,16 +666,7 @@ def _role_later(v: View) -> bool:
     return False
 
 
-_LOOKALIKE = re.compile(r"^\s|\s$|^\w+: |data: |<\/?think>", re.IGNORECASE)
-
-
-def _odd_ids(v: View) -> bool:
-    ids = [*(c.get("id") for c in v.objects), *(p.get("id") for _, p in v.pieces())]
-    names = [_name(p) for _, p in v.pieces()]
-    return any(
-        isinstance(x, str) and x and (not x.strip() or len(x) > 200 or x.isdigit())
-        for x in (*ids, *names)
-    )
+_TAGGED_OR_PADDED = re.compile(r"^\s|\s$|<\/?think>", re.IGNORECASE)
 
 
 def _null_fields(v: View) -> bool:
@@ -705,8 +697,10 @@ DETECTORS |= {
     ),
     "predicted_n_resets": _predicted_n_resets,
     "role_chunk_later": _role_later,
-    "edge_text_and_ids": lambda v: _odd_ids(v) or any(
-        _LOOKALIKE.search(e["text"]) for e in v.events if e["type"] in ("reasoning", "content")
+    "tagged_or_padded_text": lambda v: any(
+        _TAGGED_OR_PADDED.search(e["text"])
+        for e in v.events
+        if e["type"] in ("reasoning", "content")
     ),
     "several_choices": lambda v: any(
         isinstance(c.get("choices"), list)
@@ -789,6 +783,27 @@ def _confused(v: View, json_type: type) -> bool:
         if not isinstance(value, _ALLOWED[kind]):
             return True
     return False
+
+
+def _near_names(v: View) -> bool:
+    """A member named as `harness.suite.near_names` lists for its level (the `unknown-fields`
+    mode adds them to every case; this counts the cases whose payloads hold one)."""
+    objects: list[tuple[str, Any]] = []
+    for chunk in v.objects:
+        objects.append(("top", chunk))
+        objects += [(k, chunk.get(k)) for k in ("timings", "prompt_progress", "error")]
+    objects += [("choice", c) for _, c in v.choices()]
+    objects += [("delta", d) for _, d in v.deltas()]
+    objects += [("tool_call", p) for _, p in v.pieces()]
+    objects += [("function", p.get("function")) for _, p in v.pieces()]
+    return any(
+        isinstance(obj, dict) and not _NEAR_NAMES.get(level, frozenset()).isdisjoint(obj)
+        for level, obj in objects
+    )
+
+
+_NEAR_NAMES = {level: frozenset(n.name for n in near) for level, near in NEAR_NAMES.items()}
+DETECTORS["near_names"] = _near_names
 
 
 def _progress_values(v: View) -> Iterator[Any]:

@@ -2635,6 +2635,72 @@ class FinishFreezesCalls(_Calls):
         return events
 
 
+@miniature("R7", _NEAR_VALUE, cases="llama-server/*", mode="unknown-fields", kind=POWER)
+class ContentFromAnotherLevel(_Reads):
+    """Code that falls back to a field's name at another level (`delta.content ?? choice.content
+    ?? chunk.content`): a `content` beside the delta is read as the answer's text."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for choice in _choices(chunk):
+            delta = choice.get("delta")
+            other = next(
+                (o["content"] for o in (choice, chunk) if isinstance(o.get("content"), str)), None
+            )
+            if other is not None and isinstance(delta, dict) and delta.get("content") is None:
+                delta["content"] = other
+        return chunk
+
+
+@miniature(
+    "R1",
+    r'steps\[\d+\]\.events\[\d+\] .*expected \{"type": "content", "text": "data: \[DONE\]"\}, '
+    r"got \(absent\)",
+    cases="synthetic/edges/content_holds_data_done",
+    kind=POWER,
+)
+class CutsTextAtDone(_Base):
+    """Clients that look for the end marker in the text they assemble (`text.split("data:
+    [DONE]")[0]`): an answer holding `data: [DONE]` is cut there."""
+
+    _MARK = re.compile(r"data: ?\[DONE\]")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+
+    def push(self, data: str) -> list[Any]:
+        events = []
+        for e in super().push(data):
+            if isinstance(e, Content):
+                e = Content(self._MARK.split(e.text)[0])
+                self.content.append(e.text)
+                if not e.text:
+                    continue
+            events.append(e)
+        return events
+
+    def finish(self, thinking_capped: bool) -> Completion:
+        completion = super().finish(thinking_capped)
+        return _with_completion(completion, content="".join(self.content) or None)
+
+
+@miniature(
+    "R2",
+    _T + r'\[\d\]\.id .*expected "CALL_ABC", got "call_abc"',
+    cases="synthetic/edges/tool_call_ids_differ_only_in_case",
+    kind=POWER,
+)
+class NormalisesIds(_Reads):
+    """Ids used as keys after `.strip().lower()` (a normalised map key, a case-insensitive
+    column): an id of white space only is none, and ids in another case are the same."""
+
+    def adjust(self, chunk: Any) -> Any:
+        for level, obj in _levels(chunk):
+            if level in ("top", "call") and isinstance(obj.get("id"), str):
+                obj["id"] = obj["id"].strip().lower()
+        return chunk
+
+
 # --- Shortcuts: right on every recording pushed as recorded; only their mode catches them ---
 #
 # Each fails in its mode on the real captures, at the field (the pattern) it breaks, and passes

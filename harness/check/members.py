@@ -9,17 +9,16 @@ another API uses for its meaning, with a value of that field's type unlike the o
 holds, so that a client that reads it gets another result. `hostile-keys` adds names like
 JavaScript's `Object.prototype` members and Python's dunders (`harness.check.known_fields`).
 
-What a changed payload costs: its generator (`random.Random` seeded from a string, about 5 µs, the
-floor of every mode, made only for a payload the mode changes), one msgspec decode (the check of
-`jsontext.rewritable`, and for `unknown-fields` the value it changes), and the mode's own work. For
-`unknown-fields`, one walk of the decoded chunk counts its members (duplicate keys) and finds its
-floats (only an integral one can be a number that moves, so the text is scanned for them only
-then); the generator's `sample`, `randrange` and `choice` are drawn inline with the bits they take;
-the chunk is written by msgspec, in the json module's layout, unless a float would be written with
-an exponent, which the json module writes otherwise (then by the json module's C encoder).
-The near-names are drawn after the invented members, from the same generator: the invented
-members of a payload are those an older version added (in the same order), and the near-names
-come in between them.
+What a changed payload costs: its generator (`random.Random` seeded from a string, about 5 µs,
+made only for a payload the mode changes), two msgspec decodes (`jsontext.rewritable`'s check,
+then the value it changes), and the mode's own work: one walk of the decoded chunk counts its
+members (duplicate keys) and finds its floats (only an integral one can be a number that moves,
+so the text is scanned for them only then); the generator's `sample`, `randrange` and `choice`
+are drawn inline with the bits they take; the chunk is written by msgspec in the json module's
+layout, unless a float would be written with an exponent, which the json module writes otherwise
+(then by the json module's C encoder). The near-names are drawn after the invented members, from
+the same generator: the invented members of a payload are those an older version added (in the
+same order), and the near-names come in between them.
 """
 
 from __future__ import annotations
@@ -131,8 +130,7 @@ def _json_dumps() -> Callable[[Any], str]:
 
 
 def _census(chunk: dict[str, Any]) -> tuple[int, list[float]]:
-    """How many members the objects of a decoded `chunk` hold, all depths together, and its
-    floats."""
+    """How many members the objects of a decoded `chunk` hold (all depths), and its floats."""
     members = 0
     floats: list[float] = []
     pending: list[Any] = [chunk]
@@ -261,12 +259,12 @@ def parse(data: str) -> tuple[dict[str, Any], bool] | None:
     """
     if not jsontext.rewritable(data):
         return None
-    try:
+    try:  # (`1e400`: the json module takes it, msgspec does not; it cannot be written back)
         value = msgspec.json.decode(data)
-    except msgspec.DecodeError:  # `1e400`: the json module takes it; it cannot be written back
+    except msgspec.DecodeError:
         return None
     if type(value) is not dict:  # a JSON text that is not an object
-        return None
+        return None  # (below: duplicate keys)
     members, floats = _census(value)
     if not _members_written_once(data, value, members):
         return None

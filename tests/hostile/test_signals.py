@@ -39,7 +39,7 @@ def _start(mini: Suite, tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
     marks.mkdir()
     command = [
         sys.executable, "-m", "harness", "run", f"{TARGETS}:Stuck", "--suite", str(mini.root),
-        "--timeout", "30", "--json", str(tmp_path / "report.json"), "-v", *extra,
+        "--timeout", "3600", "--json", str(tmp_path / "report.json"), "-v", *extra,
     ]  # fmt: skip
     env = {**os.environ, "HOSTILE_MARKS": str(marks)}
     return subprocess.Popen(
@@ -67,10 +67,12 @@ def test_a_signal_stops_a_stuck_run_cleanly(
     for signum in signals:
         proc.send_signal(signum)
         time.sleep(0.05)
-    output, _ = proc.communicate(timeout=20)
-    took = time.monotonic() - sent
+    try:  # the case's timeout is an hour: a run that waits for it, not the signal, fails here
+        output, _ = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail(f"not stopped {time.monotonic() - sent:.0f} s after the signal")
     assert proc.returncode == code, output
-    assert took < 15, f"took {took:.1f} s; the case's timeout is 30 s"  # not the timeout's wait
     assert "interrupted (" in output and "runs finished" in output
     assert not wait_for_children(before), output
     report = json.loads((tmp_path / "report.json").read_text())

@@ -25,6 +25,7 @@ NEAR_NAMES = [
     "MatchesKeysWithoutCase",
     "TopLevelMessageIsError",
     "SkipsPingEvents",
+    "ContentFromAnotherLevel",
 ]
 
 

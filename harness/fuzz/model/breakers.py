@@ -325,10 +325,12 @@ def _object(chunk: dict[str, Any], name: str) -> dict[str, Any]:
     return found
 
 
-def _confusion_feature(read_path: str, text: str) -> str:
+def _confusion_feature(read_path: str, kind: str, text: str) -> str:
     value = json.loads(text)
     if value is None:
         return "missing_index" if read_path.endswith("index") else "null_element"
+    if kind == "enum" and isinstance(value, str):  # " stop", another field's enum text
+        return "unknown_finish_reason"
     kinds = (
         (bool, "confused_boolean"),
         ((int, float), "confused_number"),
@@ -356,7 +358,7 @@ CONFUSED_PREFIX = "confused "
 CONFUSED: tuple[Breaker, ...] = tuple(
     _shape(
         f"{CONFUSED_PREFIX}{read.slug} {coercion.name}",
-        _confusion_feature(read.path, text),
+        _confusion_feature(read.path, read.kind, text),
         _confused(read.path, text),
     )
     for read in READ_FIELDS

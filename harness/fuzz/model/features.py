@@ -12,16 +12,16 @@ it.
 that is read), `sse` (the event-stream framing), or `broken` (the one place a stream is broken:
 each shape error of R6, or a rule that fails the stream on purpose).
 
-`drawn` is False for the features the shipped corpus holds and the model does not draw yet (the
-type-confusion matrix of `harness.suite.confusion`, edge texts and ids, tool-call combinations:
-issue 34 wrote their cases; the model learns them later).
+The corners mined from clients' bugs (issue 34) are in `harness.fuzz.model.corners`. `drawn` is
+False for a feature the shipped corpus holds and the model does not draw yet (none today): the
+feature table counts its cases, the guide and the model's tests leave it out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.fuzz.model.corpus_only import CORPUS_ONLY
+from harness.fuzz.model.corners import CORNERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +35,6 @@ class Feature:
     group: str
     drawn: bool = True
 
-
-#: The kinds of delta a chunk's choice can carry; the corpus has a case for every pair of them in
-#: sequence (two chunks) and in one chunk.
-DELTA_KINDS: tuple[str, ...] = ("role", "reasoning", "content", "tool_call", "finish")
 
 GROUPS: tuple[str, ...] = ("structure", "field", "value", "sse", "broken")
 
@@ -365,10 +361,9 @@ _DRAWN: tuple[Feature, ...] = (
     ),
     _F("escaped_text", "text written with \\uXXXX escapes and surrogate pairs", ("R1",), "value"),
     _F(
-        "edge_text_and_ids",
-        "text that looks like something else (a role prefix, data: [DONE], think tags, white "
-        "space only or around the words), ids and names of white space only, very long, digits",
-        ("R1", "R2", "R5", "R9"),
+        "tagged_or_padded_text",
+        "text with think tags, or of white space only or around its words (all of it kept)",
+        ("R1", "R2"),
         "value",
     ),
     _F("long_text", "a text piece of several KiB", ("R1", "R2"), "value"),
@@ -483,11 +478,11 @@ _DRAWN: tuple[Feature, ...] = (
         "broken",
     ),
 )
-#: Every feature: those the model draws, and those only the shipped corpus holds yet
-#: (`harness.fuzz.model.corpus_only`), each group in `GROUPS`' order.
+#: Every feature, the corners (`harness.fuzz.model.corners`) among them, each group in `GROUPS`'
+#: order.
 FEATURES: tuple[Feature, ...] = tuple(
     sorted(
-        (*_DRAWN, *(Feature(*entry, drawn=False) for entry in CORPUS_ONLY)),
+        (*_DRAWN, *(Feature(*entry) for entry in CORNERS)),
         key=lambda feature: GROUPS.index(feature.group),
     )
 )

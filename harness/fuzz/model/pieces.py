@@ -24,10 +24,11 @@ class Piece:
 
 
 _IDS = ("call_0", "call_abc", "toolu_01", "7", "\u00e9")
+_CASED_IDS = _IDS[:3]  # ids with letters: one in another case is another id
 _NAMES = ("read_file", "get_weather", "search", "f", "\u540d")
-#: Ids and names a client may take for missing or cut: white space only, very long (issue 34).
-#: White space only (an id all the same: R2, R5), and thousands of characters.
-BLANK_IDS = (" ", "\t", "\n ", "\u200b ")
+#: Ids and names a client may take for missing or cut (issue 34): white space only (an id all
+#: the same: R2, R5), and thousands of characters.
+BLANK_IDS = (" ", "\t", "\n ", "\u200b ", "\u00a0")
 LONG_ID = "call_" + "x7" * 1500
 LONG_NAME = "read_file_" * 200
 
@@ -46,12 +47,16 @@ def _call_count(draw: Draw) -> int:
     return draw.pick((0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 2, 3))
 
 
-_MIXED = frozenset(("tool_calls_interleaved", "tool_calls_out_of_order"))
+#: Features that need two pieces of a call at least: to mix, or to repeat the id and name in.
+_TWO_PIECES = frozenset(
+    ("tool_calls_interleaved", "tool_calls_out_of_order", "tool_call_repeated_id_name")
+)
 _SEVERAL_CALLS = frozenset(
     (
         "tool_calls_parallel",
         "tool_calls_interleaved",
-        "edge_text_and_ids",
+        "ids_differ_in_case",
+        "ids_out_of_index_order",
         "text_between_tool_calls",
         "reasoning_between_tool_calls",
     )
@@ -70,6 +75,10 @@ _NEEDS_A_CALL = frozenset(
         "tool_call_type",
         "text_between_tool_calls",
         "reasoning_between_tool_calls",
+        "blank_id_or_name",
+        "long_id_or_name",
+        "pieces_after_finish",
+        "length_after_named_piece",
     )
 )
 
@@ -83,39 +92,44 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
         used.add("tool_calls_parallel")
     if count > 10:
         used.add("tool_calls_many")
-    blank = draw.rarely(20, "edge_text_and_ids")
-    long = draw.rarely(30, "edge_text_and_ids")
+    blank = draw.rarely(20, "blank_id_or_name")
+    long = draw.rarely(30, "long_id_or_name")
+    # A call (not the last) whose id and name come late, after a later call's: the ids arrive
+    # out of index order once the pieces are mixed (`interleave` makes sure when wanted).
+    behind = draw.below(count - 1) if count > 1 and draw.wants("ids_out_of_index_order") else -1
+    # The last call named in its only piece, without arguments: `length` comes after it.
+    bare_last = draw.wants("length_after_named_piece")
+    cased = draw.wants("ids_differ_in_case")
     calls: list[list[Piece]] = []
     for index in range(count):
         whole = arguments(draw, used)
         pieces = draw.pick((1, 1, 2, 2, 3)) if whole and count < 4 else draw.between(1, 2)
-        if draw.wanted & _MIXED:  # pieces to mix: two a call at least
+        if draw.wanted & _TWO_PIECES or index == behind:  # two pieces a call at least
             pieces = max(pieces, 2)
+        if bare_last and index == count - 1:
+            whole, pieces = "", 1
         parts = split_text(draw, whole, pieces)
         if len(parts) == 1 and draw.wants("tool_call_split_anywhere"):
             parts = split_text(draw, whole + "{}", 3)
         if len(parts) > 1:
             used.add("tool_call_split_anywhere")
-        call_id = draw.pick(_IDS) + str(index)
+        call_id = draw.pick(_CASED_IDS if index == 0 and cased else _IDS) + str(index)
         name = draw.pick(_NAMES)
         if blank and (index == 0 or draw.coin()):
             if draw.coin():
                 call_id = draw.pick(BLANK_IDS)
             else:
                 name = draw.pick(BLANK_IDS)
-            used.add("edge_text_and_ids")
         elif long and (index == 0 or draw.coin()):
             call_id, name = (LONG_ID, name) if draw.coin() else (call_id, LONG_NAME)
-            used.add("edge_text_and_ids")
-        if index == 1 and draw.rarely(20, "edge_text_and_ids"):
+        if index == 1 and draw.rarely(20, "ids_differ_in_case"):
             # call 0's id in another case: two calls all the same (a case-blind map merges them)
             first = calls[0][0].call.get("id") or calls[0][-1].call.get("id")
             if isinstance(first, str) and first.lower() != first.upper():
                 call_id = first.swapcase()
-                used.add("edge_text_and_ids")
-        late = len(parts) > 1 and draw.rarely(7, "tool_call_late_id_name")
+        late = len(parts) > 1 and (index == behind or draw.rarely(7, "tool_call_late_id_name"))
         calls.append(_pieces_of(draw, used, index, parts, call_id, name, late=late))
-    if count and draw.rarely(6, "tool_call_never_named"):
+    if count and not bare_last and draw.rarely(6, "tool_call_never_named"):
         # a call that never gets a name (or an id): the stream fails at finish (R5)
         victim = calls[draw.below(count)]
         key = draw.pick(("id", "name"))
@@ -125,7 +139,27 @@ def tool_pieces(draw: Draw, used: set[str]) -> list[list[Piece]]:
             else:
                 part.call.get("function", {}).pop("name", None)
         used.add("tool_call_never_named")
+    _note_ids(calls, used)
     return calls
+
+
+def _note_ids(calls: list[list[Piece]], used: set[str]) -> None:
+    """The features of the ids and names the calls hold: white space only, thousands of
+    characters, ids that differ only in case."""
+    ids = set()
+    for piece in (p for call in calls for p in call):
+        call_id = piece.call.get("id")
+        name = (piece.call.get("function") or {}).get("name")
+        for said in (call_id, name):
+            if isinstance(said, str) and said:
+                if not said.strip("\u200b").strip():
+                    used.add("blank_id_or_name")
+                elif len(said) >= 1000:
+                    used.add("long_id_or_name")
+        if isinstance(call_id, str) and call_id:
+            ids.add(call_id)
+    if len({i.lower() for i in ids}) < len(ids):
+        used.add("ids_differ_in_case")
 
 
 def _pieces_of(
@@ -140,6 +174,7 @@ def _pieces_of(
 ) -> list[Piece]:
     pieces = []
     repeat = draw.rarely(5, "tool_call_repeated_id_name")
+    again = draw.wants("tool_call_repeated_id_name")  # wanted: in every later piece
     bare = draw.wants("tool_call_without_function")
     bare_odds = 0 if bare else 6
     null_args = draw.rarely(6, "arguments_absent_or_null")
@@ -151,7 +186,7 @@ def _pieces_of(
             function["name"] = name
             if late:
                 used.add("tool_call_late_id_name")
-        elif number > 0 and repeat and draw.coin():
+        elif number > 0 and repeat and (again or draw.coin()):
             used.add("tool_call_repeated_id_name")
             piece["id"] = draw.pick((call_id, "other", "", None))
             function["name"] = draw.pick((name, "other", "", None))
@@ -279,10 +314,43 @@ def interleave(draw: Draw, sequences: list[list[Piece]], used: set[str]) -> list
                 used.add("tool_calls_interleaved")
         merged.append(piece)
         heads = [seq for seq in heads if seq]
+    if draw.wants("ids_out_of_index_order"):
+        _ids_behind(merged)
     for feature, kind in _BETWEEN:
         if draw.wants(feature):
             _put_between(merged, kind)
     return merged
+
+
+def _id_at(piece: Piece) -> bool:
+    """Whether `piece` is a tool-call piece with a non-empty id."""
+    found = piece.call.get("id") if piece.kind == "tool" else None
+    return isinstance(found, str) and bool(found)
+
+
+def _ids_behind(merged: list[Piece]) -> None:
+    """Move the pieces of a call whose id comes late, from its id on, after the first id of a
+    call with a higher index (each call's pieces keep their order): its id arrives out of index
+    order. Nothing moves when the ids already do, or when no call's id comes late."""
+    firsts: dict[int, int] = {}  # each call's index: where its id first arrives
+    for at, piece in enumerate(merged):
+        if _id_at(piece):
+            firsts.setdefault(piece.call["index"], at)
+    arrived = sorted(firsts, key=firsts.__getitem__)
+    if arrived != sorted(arrived):
+        return
+    for index in arrived:
+        created = next(
+            n for n, p in enumerate(merged) if p.kind == "tool" and p.call["index"] == index
+        )
+        later = [i for i in arrived if i > index and firsts[i] > created]
+        if firsts[index] == created or not later:
+            continue
+        tail = [p for p in merged[firsts[index] :] if p.kind == "tool" and p.call["index"] == index]
+        rest = [p for p in merged if not any(p is t for t in tail)]
+        after = next(n for n, p in enumerate(rest) if _id_at(p) and p.call["index"] == later[0])
+        merged[:] = [*rest[: after + 1], *tail, *rest[after + 1 :]]
+        return
 
 
 #: The features of text between two tool-call pieces, and the kind of text each moves there.
@@ -353,6 +421,12 @@ def note_sequence(chunks: list[list[Piece]], used: set[str]) -> None:
             )
         seen.add(kind)
     flat = [p for chunk in chunks for p in chunk]
+    arrived: list[int] = []
+    for piece in flat:
+        if _id_at(piece) and piece.call["index"] not in arrived:
+            arrived.append(piece.call["index"])
+    if arrived != sorted(arrived):
+        used.add("ids_out_of_index_order")
     for i, piece in enumerate(flat):
         if (
             piece.kind == "reasoning"

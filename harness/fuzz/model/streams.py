@@ -1,11 +1,13 @@
 """Building llama-server streams from their parts, one seeded `Draw` a stream.
 
 A stream is built the way llama-server sends one: a role chunk, runs of reasoning and answer text,
-tool-call pieces (parallel, interleaved, out of index order, split anywhere, more than ten calls),
-prompt progress and timings present or not, a finish chunk with or without text, chunks after it,
-a usage chunk with `"choices": []`, sometimes a mid-stream server error; each chunk may carry the
-fields neighbouring servers send (`harness.fuzz.model.fields`) and edge values (Unicode, NUL, long
-and huge strings, numbers spelled `1.0` or beyond 2^53). `build(draw, breaker)` also breaks the
+tool-call pieces (parallel, interleaved, out of index order, ids and names late, split anywhere,
+more than ten calls), prompt progress and timings present or not, a finish chunk with or without
+text (or right after any tool-call piece, more pieces after it), chunks after it, a usage chunk
+with `"choices": []`, sometimes a mid-stream server error; each chunk may carry the fields
+neighbouring servers send and names a client may take for a read field
+(`harness.fuzz.model.members`), and edge values (Unicode, NUL, look-alike text, blank and long ids,
+long and huge strings, numbers spelled `1.0` or beyond 2^53). `build(draw, breaker)` also breaks the
 stream in exactly one place with `breaker` (`harness.fuzz.model.breakers.BREAKERS`). Every stream
 lists the features it used (`harness.fuzz.model.features`).
 
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.fuzz.model import fields as neighbours
 from harness.fuzz.model.breakers import Breaker, break_chunk, respell, respelling_for
 from harness.fuzz.model.draw import Draw
 from harness.fuzz.model.features import BY_NAME, FEATURES
 from harness.fuzz.model.jsonwrite import COMPACT, Style, dump
+from harness.fuzz.model.members import NEIGHBOUR_FEATURES, add_neighbours, null_field
 from harness.fuzz.model.pieces import (
     BLANK_IDS,
+    Piece,
     delta_of,
     group_pieces,
     interleave,
@@ -48,12 +51,12 @@ _HEAD = {
 def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     """The id each chunk carries."""
     cid = f"chatcmpl-{draw.below(1 << draw.pick((16, 32, 64, 96))):x}"
-    if draw.rarely(40, "edge_text_and_ids") and draw.coin():
+    if draw.rarely(40, "blank_id_or_name") and draw.coin():
         cid = draw.pick(BLANK_IDS)
-        used.add("edge_text_and_ids")
-    elif draw.rarely(60, "edge_text_and_ids") and draw.coin():
+        used.add("blank_id_or_name")
+    elif draw.rarely(60, "long_id_or_name") and draw.coin():
         cid = "chatcmpl-" + "x" * 4000
-        used.add("edge_text_and_ids")
+        used.add("long_id_or_name")
     policy = draw.pick(("every", "every", "every", "first", "late", "changes", "none", "empty"))
     for feature in ("id_late", "id_changes", "no_id"):
         if draw.wants(feature):
@@ -75,8 +78,8 @@ def _ids(draw: Draw, count: int, used: set[str]) -> list[str | None]:
     return [draw.pick(("", None)) for _ in range(count)]
 
 
-def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], bool]:
-    """What each chunk of a valid stream holds, and whether it has tool calls."""
+def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], list[list[Piece]]]:
+    """What each chunk of a valid stream holds, and its tool calls' pieces."""
     calls = tool_pieces(draw, used)
     runs = text_runs(draw, used)
     pieces = interleave(draw, [runs, *calls], used)
@@ -97,14 +100,44 @@ def _plan(draw: Draw, used: set[str]) -> tuple[list[dict[str, Any]], bool]:
         at = draw.between(1, len(values))
         values.insert(at, {"delta": {"role": "assistant", "content": draw.pick((None, ""))}})
         used.add("role_chunk_later")
-    return values, bool(calls)
+    return values, calls
 
 
-def _finish(draw: Draw, values: list[dict[str, Any]], has_calls: bool, used: set[str]) -> None:
-    """The finish reason: its own chunk, merged into the last, twice, or none at all."""
+def _finish(
+    draw: Draw, values: list[dict[str, Any]], calls: list[list[Piece]], used: set[str]
+) -> None:
+    """The finish reason: its own chunk, merged into the last, twice, right after any piece of
+    a tool call (more pieces after it), or none at all."""
+    has_calls = bool(calls)
     reason = draw.pick(("tool_calls", "stop", "length") if has_calls else ("stop", "length"))
-    if draw.wants("tool_call_cut_by_length"):
+    wants_length = draw.wants("tool_call_cut_by_length") or draw.wants("length_after_named_piece")
+    if wants_length:
         reason = "length"
+    if reason == "length" and any(map(_named_without_arguments, calls)):
+        used.add("length_after_named_piece")  # (the reason that wins, whatever comes before)
+    # right after a piece of a tool call, before the last chunk of the stream's pieces
+    early = [n for n, v in enumerate(values[:-1]) if v.get("group") and _calls_in(v)]
+    if early and draw.rarely(12, "pieces_after_finish"):
+        at = draw.pick(early)
+        if draw.coin() and not draw.wants("choice_without_delta"):
+            values[at]["finish"] = reason
+            used.add("finish_chunk_with_text")
+        else:
+            bare: Any = draw.pick(({}, None, "none"))
+            if draw.wants("choice_without_delta"):
+                bare = draw.pick((None, "none"))
+            if bare != {}:
+                used.add("choice_without_delta")
+            values.insert(at + 1, {"delta": bare, "finish": reason})
+        if any(_calls_in(v) for v in values[at + 1 :]):
+            used.add("pieces_after_finish")
+        used.add("chunks_after_finish")
+        if draw.rarely(6, "finish_reason_repeated"):  # and again at the end, where it wins
+            values.append({"delta": {}, "finish": reason})
+            used.add("finish_reason_repeated")
+        if reason == "length" and has_calls:
+            used.add("tool_call_cut_by_length")
+        return
     style = draw.pick(("own", "own", "merged", "merged", "none", "twice"))
     if style == "none" and draw.coin():
         style = "own"
@@ -133,6 +166,17 @@ def _finish(draw: Draw, values: list[dict[str, Any]], has_calls: bool, used: set
         values.append({"delta": delta, "finish": reason})
     if reason == "length" and has_calls:
         used.add("tool_call_cut_by_length")
+
+
+def _calls_in(value: dict[str, Any]) -> bool:
+    delta = value.get("delta")
+    return isinstance(delta, dict) and bool(delta.get("tool_calls"))
+
+
+def _named_without_arguments(pieces: list[Piece]) -> bool:
+    """Whether a tool call gets a name and no arguments (`""` when it finishes)."""
+    function = [p.call.get("function") or {} for p in pieces]
+    return any(f.get("name") for f in function) and not any(f.get("arguments") for f in function)
 
 
 def _timings(draw: Draw, values: list[dict[str, Any]], used: set[str]) -> int:
@@ -237,66 +281,10 @@ def _chunk(draw: Draw, value: dict[str, Any], cid: str | None, used: set[str]) -
     return chunk
 
 
-def _levels(chunk: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    levels: dict[str, list[dict[str, Any]]] = {"top": [chunk]}
-    if isinstance(chunk.get("error"), dict):
-        levels["error"] = [chunk["error"]]
-    for choice in chunk.get("choices") or ():
-        levels.setdefault("choice", []).append(choice)
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            levels.setdefault("delta", []).append(delta)
-            for call in delta.get("tool_calls") or ():
-                levels.setdefault("tool_call", []).append(call)
-                if isinstance(call.get("function"), dict):
-                    levels.setdefault("function", []).append(call["function"])
-    if isinstance(chunk.get("usage"), dict):
-        levels["usage"] = [chunk["usage"]]
-    for name in ("timings", "prompt_progress"):
-        if isinstance(chunk.get(name), dict):
-            levels[name] = [chunk[name]]
-    return levels
-
-
-#: The features of the neighbour fields, wanted by the guide: a chunk then surely gets one.
-_NEIGHBOUR_FEATURES = frozenset(
-    f.feature for f in (*neighbours.NEIGHBOUR_FIELDS, *neighbours.WRONG_TYPED_KNOWN)
-)
-
-
-def _add_neighbours(draw: Draw, chunk: dict[str, Any], used: set[str], *, wrong: bool) -> bool:
-    """Put fields of neighbouring servers into some objects of a chunk (never over a read one),
-    some of them of a type OpenAI's schema does not allow when `wrong`; whether one was."""
-    wanted = _NEIGHBOUR_FEATURES & draw.wanted
-    allowed, made = wrong, False
-    for level, found in _levels(chunk).items():
-        for obj in found:
-            if not wanted and not draw.rarely(3):
-                continue
-            wrong = allowed and draw.rarely(9, "wrong_typed_known_field")
-            made = made or wrong
-            choices = neighbours.at_level(level, wrong_typed=wrong)
-            if not choices:
-                continue
-            if wanted and not wrong:
-                choices = tuple(f for f in choices if f.feature in wanted) or choices
-            if not choices:
-                continue
-            for number in dict.fromkeys(
-                draw.below(len(choices)) for _ in range(draw.between(1, 3))
-            ):
-                item = choices[number]
-                if item.name in obj:
-                    continue
-                obj[item.name] = draw.pick(item.values)
-                used.add(item.feature)
-    return made
-
-
 def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
     """The chunks of one valid stream (as values)."""
-    values, has_calls = _plan(draw, used)
-    _finish(draw, values, has_calls, used)
+    values, calls = _plan(draw, used)
+    _finish(draw, values, calls, used)
     predicted = _timings(draw, values, used)
     _after(draw, values, predicted, used)
     timed = False
@@ -325,32 +313,16 @@ def _chunks(draw: Draw, used: set[str]) -> list[dict[str, Any]]:
             error["message"] = message
         chunks = [*chunks[:at], {"error": error}]
         used.add("server_error")
-    if draw.rarely(2) or _NEIGHBOUR_FEATURES & draw.wanted:
+    if draw.rarely(2) or NEIGHBOUR_FEATURES & draw.wanted:
         # An implementation-defined point in one payload of the stream at most (I5 here): a
         # target may take another outcome at each payload (docs/spec.md section 5), and the
         # alternatives of an expected result take one outcome for the whole stream.
         wrong = True
         for chunk in chunks:
-            wrong = not _add_neighbours(draw, chunk, used, wrong=wrong) and wrong
+            wrong = not add_neighbours(draw, chunk, used, wrong=wrong) and wrong
     if chunks and draw.rarely(10, "null_fields"):
-        _null_field(draw, draw.pick(chunks), used)
+        null_field(draw, draw.pick(chunks), used)
     return chunks
-
-
-def _null_field(draw: Draw, chunk: dict[str, Any], used: set[str]) -> None:
-    """A read field that may be absent written `null` instead (R7: null means absent)."""
-    choices = chunk.get("choices")
-    delta = choices[0].get("delta") if isinstance(choices, list) and choices else None
-    where = draw.pick(("error", "prompt_progress", "id", "usage", "tool_calls", "choices"))
-    if where == "tool_calls" and isinstance(delta, dict) and "tool_calls" not in delta:
-        delta["tool_calls"] = None
-    elif where == "choices" and "choices" not in chunk:
-        chunk["choices"] = None
-    elif where not in chunk and where not in ("tool_calls", "choices"):
-        chunk[where] = None
-    else:
-        return
-    used.add("null_fields")
 
 
 def _first_call_index(chunk: dict[str, Any]) -> Any:

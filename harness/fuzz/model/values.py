@@ -29,29 +29,41 @@ EDGE_TEXT = (
     "</script>",
     "\t",
 )
-#: Texts that look like something else to a client that reads meaning into text (issue 34): a
-#: speaker tag or chat-template token, the event stream's own syntax, think tags, white space.
-LOOKALIKE_TEXT: tuple[str, ...] = (
-    "assistant: ",
-    "Assistant: Hi",
-    "user: hi",
-    "<|im_start|>assistant\n",
-    "### Assistant: ",
-    "<|eot_id|>",
-    "[DONE]",
-    "data: [DONE]",
-    "\n\ndata: {",
-    'data: {"x":1}',
-    "\n: ping\n",
-    "event: error\n",
-    "<think>",
-    "</think>",
-    "<think>Plan.</think>Answer ",
-    "  ",
-    "\n\t",
-    " padded ",
-    "\r\n",
-)
+#: Texts that look like something else to a client that reads meaning into text (issue 34), by
+#: feature: a speaker tag or chat-template token, the event stream's own syntax, think tags and
+#: white space. Each is a JSON string inside one `data:` line, kept whole.
+LOOKALIKE_TEXT: dict[str, tuple[str, ...]] = {
+    "role_prefix_text": (
+        "assistant: ",
+        "Assistant: Hi",
+        "assistant:",
+        "user: hi",
+        "<|im_start|>assistant\n",
+        "### Assistant: ",
+        "<|eot_id|>",
+    ),
+    "sse_syntax_in_text": (
+        "[DONE]",
+        "data: [DONE]",
+        "data:[DONE]",
+        "\n\ndata: {",
+        'data: {"x":1}',
+        "\n: ping\n",
+        "event: error\n",
+    ),
+    "tagged_or_padded_text": (
+        "<think>",
+        "</think>",
+        "<think>Plan.</think>Answer ",
+        "<think></think>",
+        "Sure. <think>hm</think>",
+        "  ",
+        "\n\t",
+        " padded ",
+        "\r\n",
+    ),
+}
+_LOOKALIKES = tuple(LOOKALIKE_TEXT)
 #: Text features: any Unicode, control characters, look-alikes, long runs.
 _CODE_POINT_RANGES = (
     (0x20, 0x7E),
@@ -77,9 +89,11 @@ def text(draw: Draw, used: set[str]) -> str:
     if draw.once(200, "long_text"):
         used.add("long_text")
         return draw.pick(WORDS) * draw.between(300, 1500)
-    if draw.rarely(12, "edge_text_and_ids"):
-        used.add("edge_text_and_ids")
-        return draw.pick(LOOKALIKE_TEXT)
+    wanted = [name for name in _LOOKALIKES if name in draw.wanted]
+    if wanted or draw.rarely(12):
+        name = draw.pick(wanted or _LOOKALIKES)
+        used.add(name)
+        return draw.pick(LOOKALIKE_TEXT[name])
     roll = draw.below(8)
     if roll < 5:
         return draw.pick(WORDS)

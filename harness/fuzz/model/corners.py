@@ -1,25 +1,30 @@
-"""The features the shipped corpus holds and the model does not draw yet (issue 34).
+"""The catalogue's corners (issue 34): features mined from clients' bugs rather than from servers.
 
 Each is (name, what it is in one line, the rules it exercises, its group), as
-`harness.fuzz.model.features` has them; that module adds them to the catalogue with
-`drawn=False`, so docs/spec.md's feature table counts their cases and the model's tests leave
-them out until the model draws them: the type-confusion matrix (`harness.suite.confusion`, by the
-JSON type of the wrong value), edge texts and ids, and tool-call combinations.
+`harness.fuzz.model.features` has them: tool-call corners (ids and names late and out of index
+order, pieces and `length` right after any piece: the guide pairs them with the stream's other
+features), near-names (`harness.suite.near_names`: a member a client may take for a read field),
+edge texts and ids (speaker tags, the event stream's syntax in text, blank, very long and
+case-twin ids), and the type-confusion matrix (`harness.suite.confusion`, by the JSON type of the
+wrong value: its breakers are `harness.fuzz.model.breakers.CONFUSED`). The shipped corpus has
+cases of each (`synthetic/tool_pairs/`, `synthetic/edges/`, `synthetic/type_confusion/`, and the
+`unknown-fields` mode's near-names), and the model draws them all.
 """
 
 from __future__ import annotations
 
-#: (name, description, rules, group) of each feature only the corpus holds.
-CORPUS_ONLY: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+#: (name, description, rules, group) of each corner.
+CORNERS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     (
         "ids_out_of_index_order",
-        "a tool call's id arrives after the id of a call with a higher index",
+        "a tool call's id (and name) arrives after the id of a call with a higher index",
         ("R2",),
         "structure",
     ),
     (
         "pieces_after_finish",
-        "tool-call pieces after the finish reason (still part of their calls)",
+        "tool-call pieces after the finish reason, which came right after any piece (still "
+        "part of their calls)",
         ("R2", "R7"),
         "structure",
     ),
@@ -28,6 +33,13 @@ CORPUS_ONLY: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         'finish reason "length" while a named call has no arguments yet',
         ("R2", "R5"),
         "structure",
+    ),
+    (
+        "near_names",
+        "a member whose name is near a read field's (another case, spelling, Unicode fold or "
+        "level, or another API's name for its meaning), with a value of that field's type",
+        ("R7",),
+        "field",
     ),
     (
         "role_prefix_text",
