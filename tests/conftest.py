@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import os
 import shutil
@@ -186,6 +187,18 @@ def suite_copy(tmp_path: Path) -> Suite:
 def mini(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """The three-case suite of `tests/programs/mini_suite.py` (one module's tests share it)."""
     return write_mini_suite(tmp_path_factory.mktemp("mini"))
+
+
+@pytest.fixture
+def depth_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plain reading's depth and I3 `ignore`'s cutting, each made once per text: both are
+    pure functions of it, and r6_nesting_100000's payload takes them 0.2 s a time, in every mode,
+    under every outcome and under both assemblers (the fast one hands such a payload to the plain
+    reading)."""
+    from reference import json_text
+
+    for name in ("nesting_depth", "without_deep_values"):
+        monkeypatch.setattr(json_text, name, functools.cache(getattr(json_text, name)))
 
 
 # -- orphaned golden files ------------------------------------------------------------------------

@@ -17,7 +17,6 @@ there (the `truncated` mode's expectation at every cut, and the finish of every 
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,7 +33,6 @@ from harness.fuzz.model.streams import build
 from harness.suite.cases import Case, Suite
 from harness.suite.recording import iter_payloads, read_info
 from reference import choices as choices_of
-from reference import json_text
 from reference.assembler import Assembler as Plain
 from reference.choices import Choices
 from reference.fast import Assembler as Fast
@@ -87,16 +85,7 @@ def _combinations(case: Case) -> list[Choices]:
     return [choices_of.REFERENCE.replace(c) for c in choices_of.combinations(pins)]
 
 
-@pytest.fixture
-def depth_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The plain reading's depth and I3 `ignore`'s cutting, each made once per text: both are
-    pure functions of it, and r6_nesting_100000's payload takes them 0.2 s a time, in every mode
-    and under both assemblers (the fast one hands such a payload to the plain reading)."""
-    for name in ("nesting_depth", "without_deep_values"):
-        monkeypatch.setattr(json_text, name, functools.cache(getattr(json_text, name)))
-
-
-@pytest.mark.usefixtures("depth_read_once")
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.case_id)
 def test_every_recording_every_choice_every_mode(case: Case) -> None:
     capped = read_info(case.recording).thinking_capped

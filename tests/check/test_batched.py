@@ -140,7 +140,11 @@ def test_a_batched_pass_gives_what_one_call_at_a_time_gives(
     statuses: set[object] = set()
     try:
         for case in suite.cases(CASES):
-            for golden in _goldens(case):
+            # A target that dies meets the case's own golden file only: each death costs a new
+            # worker (0.3 s of CPU, most of this test's), and the stale ones are the other targets'
+            # (CrashesAtThirdPush ends a pass early too).
+            goldens = [read_golden(case)] if name == "DiesAtFourthPush" else _goldens(case)
+            for golden in goldens:
                 for mode in MODES:
                     one_by_one = _outcome(case, golden, plain, mode)
                     assert _outcome(case, golden, batched, mode) == one_by_one, (case, mode)
@@ -150,7 +154,8 @@ def test_a_batched_pass_gives_what_one_call_at_a_time_gives(
         batched.close()
     # The stale golden files, and the target's own (one that crashes at `new` meets neither).
     assert len(statuses) >= (1 if name == "crashes_at_new" else 2), statuses
-    assert len(passes) > 20  # (each batched pass compared with its plain form)
+    # (each batched pass compared with its plain form: 3 batched cases x 3 modes a golden file)
+    assert len(passes) > (10 if name == "DiesAtFourthPush" else 20)
 
 
 def test_the_cases_take_both_ways(suite: Suite) -> None:

@@ -60,14 +60,22 @@ def test_the_reference_in_worker_processes_is_never_flagged() -> None:
     assert "no difference from the reference (7 streams in " in output
 
 
+#: Streams of seed 1 each fair target is given: at least twice as many as the first that touch its
+#: point (measured on the model of d381557: within 20 for most, 80 for I1, I3 and I7 `index0`, 120
+#: for I2 `double` and I9 `latest`), so a change of the model that draws a point a little later
+#: still touches it; a point drawn too late fails the test's last line, not silently.
+BUDGET = {("I2", "double"): 400, ("I9", "latest"): 300}
+
+
 @pytest.mark.parametrize(("point", "outcome"), OTHERS, ids=[f"{p}_{v}" for p, v in OTHERS])
 def test_a_target_taking_another_allowed_outcome_is_never_flagged(point: str, outcome: str) -> None:
     # Each point's features are asked for early (the guide wants every feature within the
     # first streams), and such a target fails the reference's own outcome: its alternatives
     # are then worked out, and it passes one.
-    record = fuzz(f"{FAIR}:{point}_{outcome}", seed=1, examples=400)
+    examples = BUDGET.get((point, outcome), 200)
+    record = fuzz(f"{FAIR}:{point}_{outcome}", seed=1, examples=examples)
     assert record.finding is None, record.finding.results if record.finding else None
-    assert record.streams == 400
+    assert record.streams == examples
     assert record.points.get(point, 0) >= 1, f"no stream of the seed touches {point}: {record}"
 
 

@@ -44,6 +44,7 @@ def _outcome_under(recording: Path, choices: Choices) -> str:
     return json.dumps([steps, finish_step(assembler, read_info(recording).thinking_capped)])
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 @pytest.mark.parametrize("case", SUITE_CASES, ids=lambda c: c.case_id)
 def test_a_case_pins_exactly_the_points_its_outcome_depends_on(case: Case) -> None:
     assert case.pins, f"{case.recording} has no 'pins:' line"

@@ -4,6 +4,7 @@ lines; this test keeps it current. Regenerate it with
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -81,6 +82,7 @@ FEATURE_MARK = (
 SHOWN = 4
 
 
+@functools.cache  # two tests read it: the features of every case are worked out once
 def feature_table() -> str:
     """docs/spec.md's feature table: each feature of the model, and the shipped cases holding it."""
     sys.path.insert(0, str(ROOT))
