@@ -25,9 +25,11 @@ def prefix_finishes(
 
     One reference pass serves every cut: the reference's `finish` only reads its state, so it is
     called mid-stream and the pass goes on (tests/check/test_modes.py checks this against fresh
-    runs).
+    runs). The fast reference (`reference.Assembler`, held to the plain one by
+    tests/assembler/test_differential.py): a run asks for every cut of every case, and the plain
+    one was a fifth of `conform run`'s CPU.
     """
-    assembler = reference.PlainAssembler(choices)
+    assembler = reference.Assembler(choices)
     wanted = iter(points)
     cut = next(wanted, None)
     if cut == 0:  # before the first payload: the empty stream
