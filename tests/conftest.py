@@ -10,10 +10,12 @@ import functools
 import gc
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 
 import click
@@ -150,6 +152,26 @@ def foreign_plugins() -> tuple[str, ...]:
 #: installed beside it are kept out, since importing them costs about 2 s of CPU per process
 #: (langsmith's alone 1 s, hypothesis 0.9 s) and no such run uses them.
 FOREIGN_PLUGINS_OFF = foreign_plugins()
+
+
+#: The signals a `conform` run handles (`harness.pipeline.signals.HANDLED`).
+_RUN_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_they_were() -> Iterator[None]:
+    """Each test leaves the signal handlers as it found them: a run invoked in-process that was
+    interrupted ignores the signals as it exits (as a process exiting 128+N should), and that must
+    not reach the next test in this process, nor the programs it starts (an ignored SIGINT is
+    inherited: a child would not see Ctrl-C)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handlers = {signum: signal.getsignal(signum) for signum in _RUN_SIGNALS}
+    yield
+    for signum, handler in handlers.items():
+        if handler is not None and signal.getsignal(signum) is not handler:
+            signal.signal(signum, handler)
 
 
 @pytest.fixture

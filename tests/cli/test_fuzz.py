@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -210,12 +211,20 @@ def test_a_difference_that_does_not_reproduce_is_flaky_and_not_saved(tmp_path: P
     assert not list(tmp_path.rglob("*.*"))
 
 
+def _as_a_terminal() -> None:
+    """Ctrl-C as a shell in a terminal leaves it to a program it starts (a parent that ignores
+    SIGINT, as a background job's shell does, hands that on, and conform never sees it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_shrinking_keeps_the_finding(tmp_path: Path) -> None:
     # A real SIGINT to conform while it shrinks (the target sends it): the smallest stream so far
     # is shown and saved, and conform exits 130.
     command = [sys.executable, "-m", "harness", "fuzz", f"{ODD}:InterruptedWhileShrinking"]
     command += ["--in-process", "--seed", "1", "--save", str(tmp_path)]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, check=False)
+    done = subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, check=False, preexec_fn=_as_a_terminal
+    )
     assert done.returncode == 130, done.stdout + done.stderr
     assert "shrinking interrupted: the smallest stream so far" in done.stdout
     assert "interrupted (Ctrl-C)" in done.stdout.splitlines()[-1]
