@@ -280,7 +280,44 @@ def parse(data: str) -> tuple[dict[str, Any], bool] | None:
 _SAMPLE_POOL = 21
 
 
-class _Injector:
+class _Walker:
+    """Walks a chunk's object levels (top, its `TOP_LEVELS`, each choice, `delta`, each tool call,
+    `function`) in one order, calling `add` on each; the walks of both adders."""
+
+    TOP_LEVELS: tuple[str, ...] = ("timings", "prompt_progress", "usage", "error")
+
+    def add(self, obj: dict[str, Any], level: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        chunk = self.add(chunk, "top")
+        for key in self.TOP_LEVELS:
+            if isinstance(chunk.get(key), dict):
+                chunk[key] = self.add(chunk[key], key)
+        choices = chunk.get("choices")
+        if isinstance(choices, list):
+            chunk["choices"] = [self.choice(c) if isinstance(c, dict) else c for c in choices]
+        return chunk
+
+    def choice(self, choice: dict[str, Any]) -> dict[str, Any]:
+        choice = self.add(choice, "choice")
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            delta = self.add(delta, "delta")
+            calls = delta.get("tool_calls")
+            if isinstance(calls, list):
+                delta["tool_calls"] = [self.call(c) if isinstance(c, dict) else c for c in calls]
+            choice["delta"] = delta
+        return choice
+
+    def call(self, call: dict[str, Any]) -> dict[str, Any]:
+        call = self.add(call, "tool_call")
+        if isinstance(call.get("function"), dict):
+            call["function"] = self.add(call["function"], "function")
+        return call
+
+
+class _Injector(_Walker):
     """Adds up to three members named from `names` to every object level of a chunk."""
 
     def __init__(self, names: tuple[str, ...], rng: random.Random, values: list[Any]) -> None:
@@ -325,33 +362,6 @@ class _Injector:
             items.insert(at, (name, values[value]))
         return dict(items)
 
-    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
-        chunk = self.add(chunk, "top")
-        for key in ("timings", "prompt_progress", "usage", "error"):
-            if isinstance(chunk.get(key), dict):
-                chunk[key] = self.add(chunk[key], key)
-        choices = chunk.get("choices")
-        if isinstance(choices, list):
-            chunk["choices"] = [self.choice(c) if isinstance(c, dict) else c for c in choices]
-        return chunk
-
-    def choice(self, choice: dict[str, Any]) -> dict[str, Any]:
-        choice = self.add(choice, "choice")
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            delta = self.add(delta, "delta")
-            calls = delta.get("tool_calls")
-            if isinstance(calls, list):
-                delta["tool_calls"] = [self.call(c) if isinstance(c, dict) else c for c in calls]
-            choice["delta"] = delta
-        return choice
-
-    def call(self, call: dict[str, Any]) -> dict[str, Any]:
-        call = self.add(call, "tool_call")
-        if isinstance(call.get("function"), dict):
-            call["function"] = self.add(call["function"], "function")
-        return call
-
 
 _NAMES_AT: dict[tuple[str, ...], dict[str, tuple[str, ...]]] = {}
 
@@ -375,10 +385,12 @@ NEAR_PER_OBJECT = 2
 _NEAR_SETS = {level: frozenset(near.name for near in names) for level, names in NEAR_NAMES.items()}
 
 
-class _NearNames:
+class _NearNames(_Walker):
     """Adds up to `NEAR_PER_OBJECT` near-names to every object level of a chunk that reads
     fields, walked as `_Injector` walks it; `alike` stays True while each float added is written
     alike by both writers (`_written_alike`)."""
+
+    TOP_LEVELS = ("timings", "prompt_progress", "error")  # (`usage` reads no field)
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -432,33 +444,6 @@ class _NearNames:
                 j = self._below(count)
             seen.append(j)
         return [names[j] for j in seen]
-
-    def chunk(self, chunk: dict[str, Any]) -> dict[str, Any]:
-        chunk = self.add(chunk, "top")
-        for key in ("timings", "prompt_progress", "error"):
-            if isinstance(chunk.get(key), dict):
-                chunk[key] = self.add(chunk[key], key)
-        choices = chunk.get("choices")
-        if isinstance(choices, list):
-            chunk["choices"] = [self.choice(c) if isinstance(c, dict) else c for c in choices]
-        return chunk
-
-    def choice(self, choice: dict[str, Any]) -> dict[str, Any]:
-        choice = self.add(choice, "choice")
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            delta = self.add(delta, "delta")
-            calls = delta.get("tool_calls")
-            if isinstance(calls, list):
-                delta["tool_calls"] = [self.call(c) if isinstance(c, dict) else c for c in calls]
-            choice["delta"] = delta
-        return choice
-
-    def call(self, call: dict[str, Any]) -> dict[str, Any]:
-        call = self.add(call, "tool_call")
-        if isinstance(call.get("function"), dict):
-            call["function"] = self.add(call["function"], "function")
-        return call
 
 
 def with_members(data: str, names: tuple[str, ...], rng: random.Random) -> str:
