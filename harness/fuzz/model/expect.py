@@ -82,20 +82,13 @@ def touched_points(
     points |= alone
     if len(points) < 2:
         return tuple(p for p in choices_of.OUTCOMES if p in alone)
-    keys = {
+    keys: dict[str, object] = {
         json.dumps(combination, sort_keys=True): _key(
             outcome(payloads, capped, choices_of.REFERENCE.replace(combination))
         )
         for combination in choices_of.combinations(points)
     }
-    found = []
-    for point in sorted(points):
-        groups: dict[str, set[str]] = {}
-        for text, key in keys.items():
-            others = {p: v for p, v in json.loads(text).items() if p != point}
-            groups.setdefault(json.dumps(others, sort_keys=True), set()).add(key)
-        if any(len(group) > 1 for group in groups.values()):
-            found.append(point)
+    found = [point for point in points if golden_store.matters(point, keys)]
     return tuple(p for p in choices_of.OUTCOMES if p in found)
 
 

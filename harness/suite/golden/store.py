@@ -107,6 +107,16 @@ def build_golden(case: Case) -> dict[str, Any]:
     return golden | document
 
 
+def matters(point: str, outcome_of: dict[str, object]) -> bool:
+    """True when some two combinations of choices that differ only at `point` give different
+    outcomes (`outcome_of`: each combination, as sorted JSON, to what tells its outcome apart)."""
+    seen: dict[str, set[object]] = {}
+    for text, outcome in outcome_of.items():
+        others = {p: v for p, v in json.loads(text).items() if p != point}
+        seen.setdefault(json.dumps(others, sort_keys=True), set()).add(outcome)
+    return any(len(outcomes) > 1 for outcomes in seen.values())
+
+
 def _check_pins(case: Case, points: list[str], document: dict[str, Any]) -> None:
     """RecordingError unless each pinned point changes the outcome: a tag must mean something.
 
@@ -114,17 +124,13 @@ def _check_pins(case: Case, points: list[str], document: dict[str, Any]) -> None
     exactly, and only then a deep value ignored further on), so a point counts when some two
     combinations that differ only there give different outcomes.
     """
-    which = {
+    which: dict[str, object] = {
         json.dumps(combination, sort_keys=True): number
         for number, entry in enumerate([document, *document["alternatives"]])
         for combination in entry["choices"]
     }
     for point in points:
-        seen: dict[str, set[int]] = {}
-        for text, number in which.items():
-            others = {p: v for p, v in json.loads(text).items() if p != point}
-            seen.setdefault(json.dumps(others, sort_keys=True), set()).add(number)
-        if all(len(numbers) < 2 for numbers in seen.values()):
+        if not matters(point, which):
             raise RecordingError(
                 case.recording,
                 f"pins {point}, but every outcome of {point} gives the same result",
