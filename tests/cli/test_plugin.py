@@ -193,7 +193,7 @@ def test_exec_runs_a_protocol_program(pytester: pytest.Pytester) -> None:
 
 
 def test_worker_processes_and_xdist(pytester: pytest.Pytester, r8_cases: list[str]) -> None:
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         *FOREIGN_PLUGINS_OFF,
         *("--conform-target", BROKEN, "--conform-mode", "plain", "-k", "r8_ or r1_", "-n", "2"),
     )
