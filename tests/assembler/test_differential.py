@@ -38,7 +38,7 @@ from reference.choices import Choices
 from reference.fast import Assembler as Fast
 from reference.types import ErrorKind, InferError
 from tests.assembler.test_properties import chunks, dump, json_values, valid_streams
-from tests.tools.folds import each, parts
+from tests.folds import each, parts
 
 CASES = sorted(Suite.open(None).cases(), key=lambda case: case.case_id)
 _encode = msgspec.json.Encoder().encode

@@ -38,7 +38,7 @@ from reference import (
     Reasoning,
     ToolCallDelta,
 )
-from tests.tools.folds import each, parts
+from tests.folds import each, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = sorted(

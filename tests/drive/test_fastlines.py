@@ -31,7 +31,7 @@ from harness.drive.messages import (
     Started,
 )
 from harness.drive.process import ProcessDriver
-from tests.tools.folds import each
+from tests.folds import each
 
 PUSH, FINISH, NEW = Push(7, "x"), Finish(7, False), New(7)
 

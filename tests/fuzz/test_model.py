@@ -24,7 +24,7 @@ from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
 from reference.choices import OUTCOMES
-from tests.tools.folds import each
+from tests.folds import each
 
 #: Every rule tag a feature may name: the pin tags, and the points of contract version 3.
 _TAGS = {*PIN_TAGS, *OUTCOMES, "I5", "I6"}

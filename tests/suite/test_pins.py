@@ -18,7 +18,7 @@ from harness.suite.cases import Case, Suite
 from harness.suite.golden import build_golden
 from harness.suite.recording import iter_payloads, read_recording
 from reference.choices import OUTCOMES, REFERENCE, Choices
-from tests.tools.folds import each, parts
+from tests.folds import each, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_CASES = Suite(ROOT).cases()

@@ -19,7 +19,7 @@ import pytest
 
 from harness.suite.golden.schema import golden_problem
 from harness.suite.golden.types import decode_typed, golden_type
-from tests.tools.folds import each
+from tests.folds import each
 
 ROOT = Path(__file__).resolve().parents[3]
 GOLDEN = ROOT / "golden"
