@@ -90,19 +90,19 @@ def same_in_every_choice_and_mode(case: Case) -> None:
     info, recorded = read_recording(case.recording)
     if recorded is None:  # a long recording: read as it goes
         recorded = list(iter_payloads(case.recording))
-    streams_of_modes = {
-        tuple(
+    modes_of_streams: dict[tuple[str, ...], list[str]] = {}  # modes that push the same, once
+    for mode in MODES:
+        payloads = tuple(
             mutate(mode, payload.data, seed=DEFAULT_SEED, case_id=case.case_id, step=step)
             for step, payload in enumerate(recorded)
-        ): mode
-        for mode in MODES
-    }
+        )
+        modes_of_streams.setdefault(payloads, []).append(mode)
     parted = []
     for choices in _combinations(info.pins):
-        for payloads, mode in streams_of_modes.items():
+        for payloads, modes in modes_of_streams.items():
             where = differs(payloads, choices, info.thinking_capped)
             if where is not None:
-                parted.append(f"mode {mode}, choices {choices}: {where}")
+                parted.append(f"mode {' = '.join(modes)}, choices {choices}: {where}")
     assert not parted, "; ".join(parted)
 
 
