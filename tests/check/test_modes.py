@@ -8,10 +8,9 @@ payloads that must not be rewritten left alone.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -42,7 +41,6 @@ from harness.suite.cases import Case, Suite
 from harness.suite.golden import read_golden
 from harness.suite.near_names import NEAR_NAMES
 from harness.suite.recording import iter_payloads
-from reference import json_text
 from reference.choices import OUTCOMES, REFERENCE
 from tests.conftest import invoke
 from tests.miniatures import (
@@ -99,18 +97,7 @@ def test_every_mode_is_listed_by_run_help() -> None:
         assert mode in result.output
 
 
-@pytest.fixture
-def deep_texts_read_once(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The reference's two pure readings of a payload nested deeper than 128 levels (its depth,
-    and the text without its deep values under I3 `ignore`) remembered by text for one test: the
-    100,000-deep payload of synthetic/r6_nesting_100000, which no mode can rewrite, is then read
-    once, not again in each mode (0.2 s each). A text a mode changes is read anew."""
-    for name in ("nesting_depth", "without_deep_values"):
-        monkeypatch.setattr(json_text, name, functools.cache(getattr(json_text, name)))
-    yield
-
-
-@pytest.mark.usefixtures("deep_texts_read_once")
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
     # Gated on its own outcome at every point (--strict): on a case that pins a point, it gives
     # the outcome of its own choice there, in every mode (the test below takes the others).
@@ -122,7 +109,7 @@ def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
     assert [(r.case_id, r.mode, r.status) for r in _failures(results)] == []
 
 
-@pytest.mark.usefixtures("deep_texts_read_once")
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode(
     suite: Suite,
 ) -> None:
