@@ -18,7 +18,6 @@ from harness.check.runner import run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
 from harness.suite.golden import made_for, read_golden
-from harness.suite.recording import read_info
 
 #: The golden document of a case (raising GoldenError when it is missing or malformed).
 Goldens = Callable[[Case], dict[str, Any]]
@@ -31,7 +30,7 @@ def _cancelled(cancel: threading.Event | None) -> bool:
 def golden_for(case: Case, goldens: Goldens = read_golden) -> dict[str, Any]:
     """The golden document of `case`, when it was made for its recording as it is: a broken
     recording is named first, then a missing, malformed or stale golden file (GoldenError)."""
-    capped = read_info(case.recording).thinking_capped
+    capped = case.info.thinking_capped
     return made_for(case, capped, goldens(case))
 
 

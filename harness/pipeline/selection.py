@@ -21,7 +21,7 @@ from harness.check.options import unique_modes
 from harness.check.xfail import XfailList
 from harness.errors import ConformError, SuiteError
 from harness.safetext import printable
-from harness.suite.cases import SHIPPED, Case, Suite, cases_of, open_suites, selected_cases
+from harness.suite.cases import SHIPPED, Case, Listing, Suite, open_suites, selected_cases
 from harness.suite.classes import CLASSES, InputClass
 from harness.suite.golden import Golden, open_golden
 
@@ -101,11 +101,11 @@ def prepare(selection: Selection, modes: Sequence[str] = ()) -> Plan:
     suite is broken."""
     chosen_modes = unique_modes(modes)
     suites = open_suites(selection.suite_dirs)
-    walked = {suite: suite.cases() for suite in suites}  # each folder walked once
+    walked = {suite: suite.listing() for suite in suites}  # each folder walked once
     cases = select_cases(suites, selection, walked=walked)
     for suite in suites:
         suite.require_recordings(selection.patterns, walked=walked[suite])
-    all_ids = tuple(case.case_id for case in cases_of(suites, walked=walked))
+    all_ids = tuple(sorted(case_id for listed in walked.values() for case_id in listed))
     plan = Plan(
         tuple(suites),
         tuple(in_shard(cases, selection.shard)),
@@ -164,7 +164,7 @@ def select_cases(
     suites: Sequence[Suite],
     selection: Selection,
     *,
-    walked: Mapping[Suite, Sequence[Case]] | None = None,
+    walked: Mapping[Suite, Listing] | None = None,
 ) -> list[Case]:
     """The cases of `suites` that `selection` picks (its shard aside), in id order;
     SuiteError saying which options left none when there are none (`selected_cases`)."""

@@ -17,12 +17,14 @@ import site
 import sysconfig
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from harness.errors import SuiteError
 from harness.safetext import printable
 from harness.suite.recording import (
     RECORDING_SUFFIXES,
+    RecordingInfo,
     id_of_name,
     iter_payloads,
     name_of_id,
@@ -44,6 +46,8 @@ class Case:
     #: The recording's path below `recordings/`, as golden files name it (made once: a run
     #: names it in every result).
     recording_name: str = field(init=False, repr=False, compare=False)
+    #: `info`, once read (a run asks for it in every mode of the case).
+    _info: RecordingInfo | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recording_name", f"{self.case_id}{self.recording.suffix}")
@@ -53,14 +57,24 @@ class Case:
         return iter_payloads(self.recording) if self.held is None else self.held
 
     @property
+    def info(self) -> RecordingInfo:
+        """What the recording declares in its leading lines (`read_info`), read once for this
+        case; a recording that cannot be read raises RecordingError each time it is asked."""
+        found = self._info
+        if found is None:
+            found = read_info(self.recording)
+            object.__setattr__(self, "_info", found)
+        return found
+
+    @property
     def real(self) -> bool:
         """True for a real capture (its `source:` line); a stream held in memory is generated."""
-        return self.held is None and read_info(self.recording).real
+        return self.held is None and self.info.real
 
     @property
     def pins(self) -> tuple[str, ...]:
         """What the recording says it pins (its `pins:` line): rules, I-points, `SSE`."""
-        return read_info(self.recording).pins
+        return self.info.pins
 
 
 def default_suite_root() -> Path:
@@ -128,32 +142,38 @@ def cases_of(
     *,
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
-    walked: Mapping[Suite, Sequence[Case]] | None = None,
+    walked: Mapping[Suite, Listing] | None = None,
 ) -> list[Case]:
     """The cases of all `suites`, selected as `Suite.cases` selects, sorted by id; SuiteError
     when two suites hold the same case id (ids must stay unique, so that -k, reports and --xfail
-    lines name one case whatever suites are combined). `walked`: each suite's `cases()`, when
+    lines name one case whatever suites are combined). `walked`: each suite's `listing()`, when
     the caller has them already."""
-    found: dict[str, tuple[Case, Suite]] = {}
+    found: dict[str, tuple[str, Suite]] = {}
     for suite in suites:
-        for case in suite.cases() if walked is None else walked[suite]:
-            if case.case_id in found:
-                other = found[case.case_id][1]
+        for case_id, recording in (suite.listing() if walked is None else walked[suite]).items():
+            if case_id in found:
+                other = found[case_id][1]
                 raise SuiteError(
-                    f"case '{case.case_id}' is in two suites: {other.root} and {suite.root}",
+                    f"case '{case_id}' is in two suites: {other.root} and {suite.root}",
                     hint="rename the recording in your suite (a folder of your own below "
                     "recordings/, e.g. recordings/mine/, keeps ids apart)",
                 )
-            found[case.case_id] = (case, suite)
+            found[case_id] = (recording, suite)
     chosen = [
-        case
-        for case, _ in found.values()
-        if (not patterns or any(case_matches(case.case_id, p) for p in patterns))
-        and not any(case_matches(case.case_id, p) for p in exclude)
+        suite.case(case_id, recording)
+        for case_id, (recording, suite) in found.items()
+        if _selected(case_id, patterns, exclude)
     ]
     if rules:
         chosen = [case for case in chosen if set(rules).intersection(case.pins)]
     return sorted(chosen, key=lambda case: case.case_id)
+
+
+def _selected(case_id: str, patterns: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
+    """True when `case_id` matches one of `patterns` (or none is given) and no `exclude`."""
+    if patterns and not any(case_matches(case_id, p) for p in patterns):
+        return False
+    return not (exclude and any(case_matches(case_id, p) for p in exclude))
 
 
 def selected_cases(
@@ -162,7 +182,7 @@ def selected_cases(
     *,
     rules: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
-    walked: Mapping[Suite, Sequence[Case]] | None = None,
+    walked: Mapping[Suite, Listing] | None = None,
 ) -> list[Case]:
     """`cases_of`, and SuiteError saying which options left no case when none is selected."""
     cases = cases_of(suites, patterns, rules=rules, exclude=exclude, walked=walked)
@@ -189,6 +209,11 @@ def _quoted(text: str) -> str:
     return printable(shlex.quote(text))
 
 
+#: A suite's recordings: each case id with its recording's path (as text, a Path made only for
+#: the cases selected), in the order of the paths (`Suite.listing`).
+Listing = dict[str, str]
+
+
 @dataclass(frozen=True)
 class Suite:
     """The recordings and golden files below `root`."""
@@ -209,17 +234,34 @@ class Suite:
             )
         return cls(path)
 
-    @property
+    @cached_property
     def recordings_dir(self) -> Path:
         return self.root / "recordings"
 
-    @property
+    @cached_property
     def golden_dir(self) -> Path:
         return self.root / "golden"
 
     def golden_path(self, case_id: str) -> Path:
         """Where the golden file of `case_id` belongs."""
         return self.golden_dir / name_of_id(f"{case_id}.json")
+
+    def listing(self) -> Listing:
+        """Every case id of the suite, each with the path of its recording, in the order of
+        their paths; SuiteError when two recordings make one case (`a.sse` and `a.http`)."""
+        found: Listing = {}
+        for case_id, path in _walk(self.recordings_dir, RECORDING_SUFFIXES, files_only=True):
+            if case_id in found:
+                raise SuiteError(
+                    f"two recordings make case '{case_id}': {found[case_id]} and {path}",
+                    hint="rename one of them",
+                )
+            found[case_id] = path
+        return found
+
+    def case(self, case_id: str, recording: str) -> Case:
+        """The case `case_id` of this suite, whose recording is at `recording` (its `listing`)."""
+        return Case(case_id, Path(recording), self.golden_path(case_id))
 
     def cases(
         self,
@@ -233,41 +275,34 @@ class Suite:
         With patterns, those that match one (`case_matches`); with rules, those that pin one of
         them (`R6`, `I1`, `SSE`); never those that match an `exclude` pattern.
         """
-        found: dict[str, Case] = {}
-        for case_id, path in _walk(self.recordings_dir, RECORDING_SUFFIXES, files_only=True):
-            if case_id in found:
-                raise SuiteError(
-                    f"two recordings make case '{case_id}': {found[case_id].recording} and {path}",
-                    hint="rename one of them",
-                )
-            if patterns and not any(case_matches(case_id, p) for p in patterns):
-                continue
-            if any(case_matches(case_id, p) for p in exclude):
-                continue
-            found[case_id] = Case(case_id, path, self.golden_path(case_id))
-        chosen = [found[key] for key in sorted(found)]
+        listed = self.listing()
+        chosen = [
+            self.case(case_id, listed[case_id])
+            for case_id in sorted(listed)
+            if _selected(case_id, patterns, exclude)
+        ]
         if rules:
             wanted = set(rules)
             chosen = [case for case in chosen if wanted.intersection(case.pins)]
         return chosen
 
     def orphaned_golden(
-        self, patterns: tuple[str, ...] = (), *, walked: Sequence[Case] | None = None
+        self, patterns: tuple[str, ...] = (), *, walked: Listing | None = None
     ) -> list[Path]:
         """Golden files whose recording is gone (with patterns, those whose id matches one);
-        `walked`: this suite's `cases()`, when the caller has them already."""
-        ids = {case.case_id for case in (self.cases() if walked is None else walked)}
+        `walked`: this suite's `listing()`, when the caller has it already."""
+        ids = self.listing() if walked is None else walked
         if not self.golden_dir.is_dir():
             return []
-        found = []
-        for case_id, path in _walk(self.golden_dir, (".json",), files_only=False):
-            if case_id in ids or (patterns and not any(case_matches(case_id, p) for p in patterns)):
-                continue
-            found.append(path)
-        return found
+        return [
+            Path(path)
+            for case_id, path in _walk(self.golden_dir, (".json",), files_only=False)
+            if case_id not in ids
+            and (not patterns or any(case_matches(case_id, p) for p in patterns))
+        ]
 
     def require_recordings(
-        self, patterns: tuple[str, ...] = (), *, walked: Sequence[Case] | None = None
+        self, patterns: tuple[str, ...] = (), *, walked: Listing | None = None
     ) -> None:
         """SuiteError naming a golden file without its recording: a case was lost, not passed."""
         orphans = self.orphaned_golden(patterns, walked=walked)
@@ -280,36 +315,52 @@ class Suite:
             )
 
 
-def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[tuple[str, Path]]:
+def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[tuple[str, str]]:
     """(case id, path) of each entry below `folder` whose suffix is one of `suffixes`, in the
-    order of `sorted(folder.rglob("*"))`: what `case_id_of` and that walk give, at a fraction of
-    the cost (strings, not Path objects, until a match; every command walks the suite once).
+    order of `sorted(folder.rglob("*"))`: what `case_id_of` and that walk give (the path as
+    text, `str` of its Path), at a fraction of the cost (no Path objects, no `stat` of a plain
+    file: every command walks the suite, and a run of one case made 776 of each).
 
-    As rglob does, symlinked folders are listed but not entered. `files_only`: regular files (and
-    links to them) whose `Path.suffix` is one of `suffixes` (the recordings); else every name that
-    ends with one, folders too (`rglob("*.json")`: the golden files).
+    As rglob does, symlinked folders are listed but not entered, and a folder that cannot be
+    read is left out. `files_only`: regular files (and links to them) whose `Path.suffix` is one
+    of `suffixes` (the recordings); else every name that ends with one, folders too
+    (`rglob("*.json")`: the golden files).
     """
-    found: list[tuple[tuple[str, ...], str, Path]] = []
-    top = os.fspath(folder)
-    for dirpath, dirnames, filenames in os.walk(top):
-        rel = os.path.relpath(dirpath, top)
-        parts: tuple[str, ...] = () if rel == os.curdir else tuple(rel.split(os.sep))
-        names = filenames if files_only else [*filenames, *dirnames]
-        for name in names:
+    found: list[tuple[tuple[str, ...], str, str]] = []
+    folders: list[tuple[str, tuple[str, ...]]] = [(os.fspath(folder), ())]
+    while folders:
+        top, parts = folders.pop()
+        try:
+            with os.scandir(top) as listed:
+                entries = list(listed)
+        except OSError:  # missing or unreadable: as os.walk and rglob, nothing below it
+            continue
+        for entry in entries:
+            name = entry.name
+            if _is_folder(entry):
+                if not entry.is_symlink():
+                    folders.append((entry.path, (*parts, name)))
+                if files_only:
+                    continue
             dot = name.rfind(".")
             has_suffix = 0 < dot < len(name) - 1  # as Path.suffix and with_suffix("") say
             if files_only:
-                if not has_suffix or name[dot:] not in suffixes:
+                if not has_suffix or name[dot:] not in suffixes or not entry.is_file():
                     continue
             elif not name.endswith(suffixes):
                 continue
-            path = folder.joinpath(*parts, name)
-            if files_only and not os.path.isfile(path):
-                continue
             case_id = id_of_name("/".join((*parts, name[:dot] if has_suffix else name)))
-            found.append(((*parts, name), case_id, path))
+            found.append(((*parts, name), case_id, entry.path))
     found.sort(key=lambda entry: entry[0])
     return [(case_id, path) for _, case_id, path in found]
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """`entry.is_dir()` (a link to a folder too), False when that cannot be told (as os.walk)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 class CaseGlobs:

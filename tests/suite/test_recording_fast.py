@@ -61,9 +61,9 @@ def texts() -> list[str]:
 
 @pytest.mark.parametrize("suffix", [".sse", ".http"])
 def test_every_small_layout_reads_the_same_both_ways(tmp_path: Path, suffix: str) -> None:
-    path = tmp_path / f"x{suffix}"
     fast = 0
-    for text in texts():
+    for number, text in enumerate(texts()):
+        path = tmp_path / f"{number}{suffix}"  # new: rewriting a file waits for the disk (ext4)
         path.write_bytes(((HEAD if suffix == ".http" else "") + text).encode())
         got, expected = both(path)
         assert got == expected, repr(text)
@@ -134,10 +134,10 @@ def _together(path: Path) -> object:
 def test_the_head_and_the_payloads_read_together_are_those_read_apart(
     tmp_path: Path, suffix: str
 ) -> None:
-    path = tmp_path / f"x{suffix}"
     together = 0
     rng = random.Random(7)
-    for text in texts()[::3]:
+    for number, text in enumerate(texts()[::3]):
+        path = tmp_path / f"{number}{suffix}"
         head = "".join(rng.sample(DIRECTIVES, rng.randrange(3)))
         if suffix == ".http":  # its comment lines start with '#', before the request
             head = "".join(_http_comment(line) for line in head.splitlines(keepends=True)) + HEAD
@@ -184,3 +184,59 @@ def test_a_last_comment_line_without_its_line_end_reads_the_same(tmp_path: Path,
     path = tmp_path / "x.sse"
     path.write_bytes(text.encode())
     assert _together(path) == _apart(path)
+
+
+def _info_both_ways(path: Path) -> tuple[object, object]:
+    """`read_info` (one read of the head, when it can) and the line-by-line reading of it."""
+
+    def read(lines: object) -> object:
+        try:
+            return recording.read_info(path) if lines is None else recording._info_of(path, lines)  # type: ignore[arg-type]
+        except RecordingError as exc:
+            return f"error: {exc}"
+
+    return read(None), read(line for _, line in recording._numbered_lines(path))
+
+
+def _around_the_first_chunk() -> list[bytes]:
+    """Heads and bad bytes on either side of the bytes a text file object decodes first."""
+    chunk = recording._FIRST_CHUNK
+    found = []
+    for shift in range(-3, 4):
+        comment = b": " + b"c" * (chunk - 30 + shift) + b"\n"  # a long comment line
+        for tail in (
+            b": pins: R6\ndata: a\n\n",
+            b": pins: R6\r\ndata: a\r\n\r\n",
+            b": pins: R6\rdata: a\r\r",
+            b": pins: R99\ndata: a\n\n",
+            b"data: \xc3\xa9\xf0\x9f\x98\x80\n\n" * 3,
+            b"data: a\n\n\xff",
+            b"data: a\n\n" + b"x" * 20 + b"\xff",
+            b": thinking_capped: true",
+        ):
+            found.append(comment + tail)
+            found.append(b"\xef\xbb\xbf" + comment + tail)
+    found.append(b": pins: R6\n" + b"data: a\n\n" * 1000 + b"\xff")  # bad far past the head
+    found.append(b": pins: R6\n" * 800 + b"data: a\n\n")  # the head itself past the chunk
+    found.append(b": " + b"c" * (chunk - 3) + b"\n")  # exactly the chunk, one comment line
+    found.append(b": " + b"c" * (chunk - 2) + b"\r\ndata: a\n\n")  # CRLF split by the chunk
+    return found
+
+
+def test_a_head_read_in_one_go_is_the_head_read_line_by_line(tmp_path: Path) -> None:
+    in_one_go = 0
+    rng = random.Random(5)
+    for suffix in (".sse", ".http"):
+        samples = [t.encode() for t in texts()[::4]] + _around_the_first_chunk()
+        for number, raw in enumerate(samples):
+            head = "".join(rng.sample(DIRECTIVES, rng.randrange(3)))
+            if suffix == ".http":
+                head = "".join(_http_comment(line) for line in head.splitlines(keepends=True))
+                raw = raw.replace(b": ", b"# ")
+            for kind, data in enumerate((raw, head.encode() + raw)):
+                path = tmp_path / f"{number}-{kind}{suffix}"  # new: see above
+                path.write_bytes(data)
+                fast, slow = _info_both_ways(path)
+                assert fast == slow, data[:80]
+                in_one_go += recording._head_lines(path) is not None
+    assert in_one_go > 200  # the one-read path was taken, not only the fallback
