@@ -73,6 +73,7 @@ def run(
     return result.exit_code, result.output, data["results"]
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py: I3's 100,000-deep payload
 @pytest.mark.parametrize(("point", "outcome"), OTHERS, ids=[f"{p}={v}" for p, v in OTHERS])
 def test_another_allowed_outcome_passes_by_default_and_fails_strict(
     tmp_path: Path, point: str, outcome: str
