@@ -204,11 +204,21 @@ def suite() -> Suite:
 SCRATCH = Path("/dev/shm")
 
 
+def _roomy(folder: Path) -> bool:
+    """True when `folder` is a writable folder with 1 GiB free (a container's /dev/shm may have
+    64 MiB: three workers' copies of 10 MiB each, and whatever else uses it, would not fit)."""
+    try:
+        stat = os.statvfs(folder)
+    except OSError:
+        return False
+    return os.access(folder, os.W_OK) and stat.f_bavail * stat.f_frsize >= 1 << 30
+
+
 @pytest.fixture
 def suite_copy(tmp_path: Path) -> Iterator[Suite]:
     """A private copy of the shipped suite that a test may break (in memory where the machine
     has a tmpfs at /dev/shm, else in `tmp_path`; removed after the test either way)."""
-    in_memory = SCRATCH.is_dir() and os.access(SCRATCH, os.W_OK)
+    in_memory = _roomy(SCRATCH)
     root = Path(tempfile.mkdtemp(prefix="conform-suite-", dir=SCRATCH)) if in_memory else tmp_path
     try:
         for name in ("recordings", "golden"):

@@ -31,13 +31,14 @@ from harness.fuzz.model.breakers import BREAKERS
 from harness.fuzz.model.draw import Draw
 from harness.fuzz.model.streams import build
 from harness.suite.cases import Case, Suite
-from harness.suite.recording import iter_payloads, read_info
+from harness.suite.recording import iter_payloads, read_recording
 from reference import choices as choices_of
 from reference.assembler import Assembler as Plain
 from reference.choices import Choices
 from reference.fast import Assembler as Fast
 from reference.types import ErrorKind, InferError
 from tests.assembler.test_properties import chunks, dump, json_values, valid_streams
+from tests.folds import each, parts
 
 CASES = sorted(Suite.open(None).cases(), key=lambda case: case.case_id)
 _encode = msgspec.json.Encoder().encode
@@ -80,26 +81,35 @@ def differs(payloads: Sequence[str], choices: Choices, capped: bool = False) -> 
     return f"they part at {at}: plain {plain[at : at + 1]}, fast {fast[at : at + 1]}"
 
 
-def _combinations(case: Case) -> list[Choices]:
-    pins = [pin for pin in read_info(case.recording).pins if pin in choices_of.OUTCOMES]
-    return [choices_of.REFERENCE.replace(c) for c in choices_of.combinations(pins)]
+def _combinations(pins: Sequence[str]) -> list[Choices]:
+    points = [pin for pin in pins if pin in choices_of.OUTCOMES]
+    return [choices_of.REFERENCE.replace(c) for c in choices_of.combinations(points)]
+
+
+def same_in_every_choice_and_mode(case: Case) -> None:
+    info, recorded = read_recording(case.recording)
+    if recorded is None:  # a long recording: read as it goes
+        recorded = list(iter_payloads(case.recording))
+    modes_of_streams: dict[tuple[str, ...], list[str]] = {}  # modes that push the same, once
+    for mode in MODES:
+        payloads = tuple(
+            mutate(mode, payload.data, seed=DEFAULT_SEED, case_id=case.case_id, step=step)
+            for step, payload in enumerate(recorded)
+        )
+        modes_of_streams.setdefault(payloads, []).append(mode)
+    parted = []
+    for choices in _combinations(info.pins):
+        for payloads, modes in modes_of_streams.items():
+            where = differs(payloads, choices, info.thinking_capped)
+            if where is not None:
+                parted.append(f"mode {' = '.join(modes)}, choices {choices}: {where}")
+    assert not parted, "; ".join(parted)
 
 
 @pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.case_id)
-def test_every_recording_every_choice_every_mode(case: Case) -> None:
-    capped = read_info(case.recording).thinking_capped
-    recorded = [payload.data for payload in iter_payloads(case.recording)]
-    streams_of_modes = {
-        tuple(
-            mutate(mode, data, seed=DEFAULT_SEED, case_id=case.case_id, step=step)
-            for step, data in enumerate(recorded)
-        ): mode
-        for mode in MODES
-    }
-    for choices in _combinations(case):
-        for payloads, mode in streams_of_modes.items():
-            assert differs(payloads, choices, capped) is None, (mode, choices)
+@pytest.mark.parametrize("cases", parts([(case.case_id, case) for case in CASES]))
+def test_every_recording_every_choice_every_mode(cases: list[tuple[str, Case]]) -> None:
+    each(cases, same_in_every_choice_and_mode)
 
 
 # --- generated payloads ---------------------------------------------------------------------------

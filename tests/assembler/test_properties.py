@@ -14,6 +14,7 @@ run.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from collections.abc import Iterable
@@ -21,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from harness.check.modes import unknown_fields
 from harness.drive.normalize import TIMINGS_FIELDS
-from harness.suite.recording import case_id_of, iter_payloads, read_info
+from harness.suite.recording import case_id_of, iter_payloads, read_recording
 from reference import (
     Assembler,
     Completion,
@@ -37,6 +38,7 @@ from reference import (
     Reasoning,
     ToolCallDelta,
 )
+from tests.folds import each, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = sorted(
@@ -264,19 +266,32 @@ def test_any_chunk_shaped_value_gives_events_or_infer_error(
     outcome([dump(value, ascii_only) for value in values], capped=capped)
 
 
-@pytest.mark.parametrize("path", RECORDINGS, ids=lambda path: case_id_of(ROOT / "recordings", path))
-# Two seeds a recording (Hypothesis tries 0 first, then a new random one each run): every case in
-# unknown-fields mode at the default seed is tests/check/test_modes.py's and
+@functools.lru_cache(maxsize=256)  # more than a part's recordings: read and run once a test
+def _recorded(path: Path) -> tuple[bool, tuple[str, ...], list[Any]]:
+    """A recording's thinking_capped, its payloads, and the reference's outcome on them."""
+    info, payloads = read_recording(path)
+    plain = tuple(payload.data for payload in payloads or iter_payloads(path))
+    return info.thinking_capped, plain, outcome(plain, capped=info.thinking_capped)
+
+
+@pytest.mark.parametrize(
+    "recordings", parts([(case_id_of(ROOT / "recordings", path), path) for path in RECORDINGS])
+)
+# Two seeds (Hypothesis tries 0 first, then a new random one each run), each on every recording:
+# every case in unknown-fields mode at the default seed is tests/check/test_modes.py's and
 # tests/assembler/test_differential.py's; five seeds cost 5 s of CPU a run for little more.
-@settings(BUDGET, max_examples=2)
+# Not shrunk: a smaller seed is no simpler, and each try runs every recording of the part.
+@settings(BUDGET, max_examples=2, phases=(Phase.explicit, Phase.reuse, Phase.generate))
 @given(seed=st.integers(min_value=0, max_value=2**64))
-def test_unknown_fields_never_change_a_shipped_recording(path: Path, seed: int) -> None:
-    capped = read_info(path).thinking_capped
-    plain = [payload.data for payload in iter_payloads(path)]
-    rng = random.Random(seed)
-    assert outcome((unknown_fields(data, rng) for data in plain), capped=capped) == outcome(
-        plain, capped=capped
-    )
+def test_unknown_fields_never_change_a_shipped_recording(
+    recordings: list[tuple[str, Path]], seed: int
+) -> None:
+    def unchanged(path: Path) -> None:
+        capped, plain, expected = _recorded(path)
+        rng = random.Random(seed)
+        assert outcome((unknown_fields(data, rng) for data in plain), capped=capped) == expected
+
+    each(recordings, unchanged)
 
 
 @BUDGET

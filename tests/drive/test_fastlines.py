@@ -31,6 +31,7 @@ from harness.drive.messages import (
     Started,
 )
 from harness.drive.process import ProcessDriver
+from tests.folds import each
 
 PUSH, FINISH, NEW = Push(7, "x"), Finish(7, False), New(7)
 
@@ -89,9 +90,25 @@ REPLY_LINES = [
 ]
 
 
-@pytest.mark.parametrize("line", REPLY_LINES)
-@pytest.mark.parametrize("request_", [PUSH, FINISH, NEW], ids=["push", "finish", "new"])
-def test_a_reply_line_is_read_as_the_plain_reader_reads_it(line: bytes, request_: Request) -> None:
+def named(lines: list[bytes]) -> list[tuple[str, bytes]]:
+    """Lines with their numbers and (the start of) their text, as a failure names them."""
+    return [(f"line {n} {line[:60]!r}", line) for n, line in enumerate(lines)]
+
+
+def test_a_reply_line_is_read_as_the_plain_reader_reads_it() -> None:
+    requests = {"push": PUSH, "finish": FINISH, "new": NEW}
+    each(
+        [
+            (f"{name}, {line_name}", (line, request))
+            for name, request in requests.items()
+            for line_name, line in named(REPLY_LINES)
+        ],
+        _reply_read_as_the_plain_reader_reads_it,
+    )
+
+
+def _reply_read_as_the_plain_reader_reads_it(line_and_request: tuple[bytes, Request]) -> None:
+    line, request_ = line_and_request
     fast = outcome(fastlines.own_reply, line, request_)
     plain = outcome(messages.read_reply, line, request_, None, non_finite=True, own=True)
     assert fast[0] == plain[0]
@@ -102,8 +119,11 @@ def test_a_reply_line_is_read_as_the_plain_reader_reads_it(line: bytes, request_
         assert fast[1:] == plain[1:]
 
 
-@pytest.mark.parametrize("line", REPLY_LINES)
-def test_a_step_read_fast_is_the_step_of_the_reply(line: bytes) -> None:
+def test_a_step_read_fast_is_the_step_of_the_reply() -> None:
+    each(named(REPLY_LINES), _step_read_fast_is_the_step_of_the_reply)
+
+
+def _step_read_fast_is_the_step_of_the_reply(line: bytes) -> None:
     step = fastlines.own_step(line, PUSH, 3)
     if step is not None:  # else the driver reads the line as any reply
         assert same_value(step, ProcessDriver._step(fastlines.own_reply(line, PUSH), 3))
@@ -131,8 +151,11 @@ REQUEST_LINES = [
 ]
 
 
-@pytest.mark.parametrize("line", REQUEST_LINES)
-def test_a_request_line_is_read_as_the_plain_reader_reads_it(line: bytes) -> None:
+def test_a_request_line_is_read_as_the_plain_reader_reads_it() -> None:
+    each(named(REQUEST_LINES), _request_read_as_the_plain_reader_reads_it)
+
+
+def _request_read_as_the_plain_reader_reads_it(line: bytes) -> None:
     fast = outcome(fastlines.own_request, line)
     plain = outcome(messages.read_request, line)
     assert fast[0] == plain[0]
@@ -175,8 +198,14 @@ REPLIES: list[Reply] = [
 ]
 
 
-@pytest.mark.parametrize("reply", REPLIES, ids=lambda reply: type(reply).__name__)
-def test_a_reply_written_fast_is_read_as_the_plain_line_is(reply: Reply) -> None:
+def test_a_reply_written_fast_is_read_as_the_plain_line_is() -> None:
+    each(
+        [(f"reply {n} {reply!r:.80}", reply) for n, reply in enumerate(REPLIES)],
+        _reply_written_fast_read_as_the_plain_line_is,
+    )
+
+
+def _reply_written_fast_read_as_the_plain_line_is(reply: Reply) -> None:
     request = FINISH if isinstance(reply, Finished) else PUSH
     request = NEW if isinstance(reply, Ok) else Hello(7) if isinstance(reply, Started) else request
     plain = outcome(messages.reply_line, reply)
@@ -194,16 +223,27 @@ def test_a_reply_written_fast_is_read_as_the_plain_line_is(reply: Reply) -> None
         assert read_fast[1:] == read_plain[1:]
 
 
-@pytest.mark.parametrize(
-    "pushes",
-    [["a", "é😀"], ["\ud800x", "b"], [Text("sub")], [], ['{"a":\n1}\t\\"']],
-    ids=["unicode", "surrogate", "subclass", "none", "escapes"],
-)
-@pytest.mark.parametrize("capped", [None, True, False])
-def test_a_pass_written_fast_is_read_as_the_plain_line_is(
-    pushes: list[str], capped: bool | None
-) -> None:
-    request = Pass(4, pushes, capped)
+PASSES = {
+    "unicode": ["a", "é😀"],
+    "surrogate": ["\ud800x", "b"],
+    "subclass": [Text("sub")],
+    "none": [],
+    "escapes": ['{"a":\n1}\t\\"'],
+}
+
+
+def test_a_pass_written_fast_is_read_as_the_plain_line_is() -> None:
+    each(
+        [
+            (f"{name}, thinking_capped {capped}", Pass(4, pushes, capped))
+            for capped in (None, True, False)
+            for name, pushes in PASSES.items()
+        ],
+        _pass_written_fast_read_as_the_plain_line_is,
+    )
+
+
+def _pass_written_fast_read_as_the_plain_line_is(request: Pass) -> None:
     assert messages.read_request(fastlines.pass_line(request)) == messages.read_request(
         messages.request_line(request)
     )

@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from harness.fuzz.model import fields
 from harness.fuzz.model.breakers import BREAKERS
 from harness.fuzz.model.draw import Draw
@@ -26,6 +24,7 @@ from harness.suite.cases import Case
 from harness.suite.golden import build_golden
 from harness.suite.recording import PIN_TAGS, iter_payloads, read_info
 from reference.choices import OUTCOMES
+from tests.folds import each
 
 #: Every rule tag a feature may name: the pin tags, and the points of contract version 3.
 _TAGS = {*PIN_TAGS, *OUTCOMES, "I5", "I6"}
@@ -88,13 +87,16 @@ def test_each_stream_reads_back_as_its_payloads_and_lines(tmp_path: Path) -> Non
         assert read_info(path).thinking_capped
 
 
-@pytest.mark.parametrize("name", _DRAWABLE)
-def test_every_feature_is_made_when_wanted(name: str) -> None:
+def _made_when_wanted(name: str) -> None:
+    made = [name in build(Draw(seed, frozenset((name,)))).features for seed in range(12)]
+    assert any(made), "no stream wanting it holds it"
+    assert sum(made) >= 3, f"only {sum(made)} of 12 streams wanting it hold it"
+
+
+def test_every_feature_is_made_when_wanted() -> None:
     # The guide asks for a feature no stream held yet (harness.fuzz.guide): within a few tries
     # a stream wanting it holds it, so the catalogue lists nothing the model cannot make.
-    made = [name in build(Draw(seed, frozenset((name,)))).features for seed in range(12)]
-    assert any(made), f"no stream wanting {name} holds it"
-    assert sum(made) >= 3, f"{name}: only {sum(made)} of 12 streams wanting it hold it"
+    each([(name, name) for name in _DRAWABLE], _made_when_wanted)
 
 
 def test_every_feature_only_a_breaker_makes_is_made_by_one() -> None:
@@ -102,11 +104,14 @@ def test_every_feature_only_a_breaker_makes_is_made_by_one() -> None:
     assert {f.name for f in FEATURES if f.group == "broken" and f.drawn} <= MADE_BY_BREAKERS
 
 
-@pytest.mark.parametrize("name", sorted(BREAKERS))
-def test_each_breaker_breaks_the_stream_it_names(name: str) -> None:
+def _breaks_the_stream_it_names(name: str) -> None:
     stream = build(Draw(7), BREAKERS[name])
     assert stream.broken == name
     assert BREAKERS[name].feature in stream.features
+
+
+def test_each_breaker_breaks_the_stream_it_names() -> None:
+    each([(name, name) for name in sorted(BREAKERS)], _breaks_the_stream_it_names)
 
 
 def test_the_same_seed_gives_the_same_streams() -> None:

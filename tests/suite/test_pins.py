@@ -7,7 +7,6 @@ pinned point must change the outcome) is enforced when golden files are built.
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 from pathlib import Path
@@ -17,55 +16,76 @@ import pytest
 from harness.errors import RecordingError
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import build_golden
+from harness.suite.recording import iter_payloads, read_recording
 from reference.choices import OUTCOMES, REFERENCE, Choices
+from tests.folds import each, parts
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE_CASES = Suite(ROOT).cases()
 
 
-def _outcome(case: Case, point: str, value: str, base: dict[str, str] | None = None) -> str:
-    return _outcome_under(case.recording, REFERENCE.replace({**(base or {}), point: value}))
+class _Outcomes:
+    """The reference's steps and finish on one case's recording, as JSON text, under any choices
+    (the recording read once; the same choices are reached from many points and bases: each is
+    run once)."""
+
+    def __init__(self, case: Case) -> None:
+        info, payloads = read_recording(case.recording)
+        if payloads is None:  # a long recording: read as it goes
+            payloads = list(iter_payloads(case.recording))
+        self.pins = info.pins
+        self.capped = info.thinking_capped
+        self.payloads = [(payload.data, payload.line) for payload in payloads]
+        self.seen: dict[Choices, str] = {}
+
+    def under(self, point: str, value: str, base: dict[str, str]) -> str:
+        choices = REFERENCE.replace({**base, point: value})
+        if choices not in self.seen:
+            self.seen[choices] = self._run(choices)
+        return self.seen[choices]
+
+    def _run(self, choices: Choices) -> str:
+        import reference
+        from harness.drive.inprocess import finish_step, push_step
+
+        assembler = reference.Assembler(choices)
+        steps = []
+        for data, line in self.payloads:
+            steps.append(push_step(assembler, data, line))
+            if "error" in steps[-1]:
+                return json.dumps(steps)
+        return json.dumps([steps, finish_step(assembler, self.capped)])
 
 
-@functools.lru_cache(maxsize=64)
-def _outcome_under(recording: Path, choices: Choices) -> str:
-    """The reference's steps and finish on `recording` under `choices`, as JSON text (the same
-    choices are reached from many points and bases: each is run once)."""
-    import reference
-    from harness.drive.inprocess import finish_step, push_step
-    from harness.suite.recording import iter_payloads, read_info
-
-    assembler = reference.Assembler(choices)
-    steps = []
-    for payload in iter_payloads(recording):
-        steps.append(push_step(assembler, payload.data, payload.line))
-        if "error" in steps[-1]:
-            return json.dumps(steps)
-    return json.dumps([steps, finish_step(assembler, read_info(recording).thinking_capped)])
-
-
-@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
-@pytest.mark.parametrize("case", SUITE_CASES, ids=lambda c: c.case_id)
-def test_a_case_pins_exactly_the_points_its_outcome_depends_on(case: Case) -> None:
-    assert case.pins, f"{case.recording} has no 'pins:' line"
+def pins_exactly_what_its_outcome_depends_on(case: Case) -> None:
+    outcomes = _Outcomes(case)
+    assert outcomes.pins, f"{case.recording} has no 'pins:' line"
     # A point may matter only beside another pinned point's other outcome (an integer beyond
     # 2^53 read exactly, and only then a deep value ignored): each point is flipped from the
     # reference's choices and from every combination of the case's other pinned points.
-    pinned = [p for p in OUTCOMES if p in case.pins]
+    pinned = [p for p in OUTCOMES if p in outcomes.pins]
     bases = [dict(zip(pinned, values, strict=True))
              for values in itertools.product(*(OUTCOMES[p] for p in pinned))]  # fmt: skip
+    wrong = []
     for point, values in OUTCOMES.items():
         depends = False
         for base in bases or [{}]:
             base = {p: v for p, v in base.items() if p != point}
-            own = _outcome(case, point, getattr(REFERENCE, point), base)
-            if any(_outcome(case, point, v, base) != own for v in values):
+            own = outcomes.under(point, getattr(REFERENCE, point), base)
+            if any(outcomes.under(point, v, base) != own for v in values):
                 depends = True
                 break
-        assert depends == (point in case.pins), (
-            f"{case.case_id}: its outcome {'depends' if depends else 'does not depend'} on "
-            f"{point}, but its pins are {' '.join(case.pins)}"
-        )
+        if depends != (point in outcomes.pins):
+            wrong.append(f"{'depends' if depends else 'does not depend'} on {point}")
+    assert not wrong, f"its outcome {', '.join(wrong)}, but its pins are {' '.join(outcomes.pins)}"
+
+
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
+@pytest.mark.parametrize("cases", parts([(case.case_id, case) for case in SUITE_CASES]))
+def test_a_case_pins_exactly_the_points_its_outcome_depends_on(
+    cases: list[tuple[str, Case]],
+) -> None:
+    each(cases, pins_exactly_what_its_outcome_depends_on)
 
 
 def test_a_pinned_point_that_changes_nothing_is_refused(tmp_path: Path) -> None:
