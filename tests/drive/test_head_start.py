@@ -168,6 +168,9 @@ def test_only_the_entry_point_asks_for_it_not_an_import_or_a_call_with_arguments
     monkeypatch.setattr(forked, "head_start", lambda args: bool(seen.append(list(args))))
     argv = ["/venv/bin/conform", "run", "reference:Assembler", "--help"]
     monkeypatch.setattr(sys, "argv", argv)
+    # As the installed script's __main__ is: under `python -m pytest` click would name the
+    # program after pytest's package instead of sys.argv[0].
+    monkeypatch.setattr(sys.modules["__main__"], "__package__", None, raising=False)
     with pytest.raises(SystemExit) as given:  # CliRunner and the Python API pass arguments
         main(argv[1:])
     assert given.value.code == 0 and seen == []
