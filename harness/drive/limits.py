@@ -104,9 +104,14 @@ class DescriptorGuard:
         if self.tripped is not None:
             raise TargetCrash(self.tripped)
         free = _lowest_free()
-        if self.limit == resource.RLIM_INFINITY or (
-            free is not None and free < self.limit - HEADROOM
-        ):
+        if self.limit == resource.RLIM_INFINITY:
+            return
+        if free is None:
+            # Every descriptor is taken: conform cannot open a file of its own (a recording, a
+            # golden file, a report), and the run stops as when one of those fails to open
+            # (harness.pipeline.run), whether or not this case needed to open one first.
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        if free < self.limit - HEADROOM:
             return
         self.tripped = self.message()
         self.release()

@@ -7,7 +7,6 @@ reply through both; what a reply's values are is left to the comparison with the
 from __future__ import annotations
 
 import json
-from importlib import resources
 from typing import Any
 
 from harness.drive.normalize import TIMINGS_FIELDS
@@ -121,6 +120,8 @@ class Validator:
                 "--validate-protocol needs the jsonschema package",
                 hint="pip install 'jsonschema>=4.20'",
             ) from None
+        from importlib import resources  # here: only --validate-protocol reads the schemas
+
         folder = resources.files("harness").joinpath("schemas")
         self._validators: dict[str, Any] = {}
         for op, name in _SCHEMAS.items():

@@ -21,7 +21,6 @@ from harness.pipeline.run import RunRecord
 from harness.pipeline.selection import Plan
 from harness.reports.badge import badge_json
 from harness.reports.github import github_annotations, on_github_actions, write_github_summary
-from harness.reports.junit import write_junit
 from harness.reports.report import write_json
 
 
@@ -104,6 +103,8 @@ def write_outputs(
 
         writers.append(baseline)
     if outputs.junit is not None:
+        from harness.reports.junit import write_junit  # here: xml.etree for --junit-xml alone
+
         junit = outputs.junit
         writers.append(lambda: write_junit(junit, results, info, problems=report.problems()))
     if outputs.json is not None:

@@ -9,7 +9,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 from pathlib import Path
 
 from harness.check.modes import DEFAULT_SEED
@@ -23,6 +22,8 @@ from harness.suite.recording import id_of_name, name_of_id
 
 def conform_version() -> str:
     """The installed conform's version."""
+    from importlib import metadata  # here: a run that writes no report needs no version
+
     try:
         return metadata.version("conform")
     except metadata.PackageNotFoundError:

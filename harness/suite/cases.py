@@ -15,9 +15,9 @@ import re
 import shlex
 import site
 import sysconfig
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from harness.errors import SuiteError
@@ -159,21 +159,43 @@ def cases_of(
                     "recordings/, e.g. recordings/mine/, keeps ids apart)",
                 )
             found[case_id] = (recording, suite)
+    selected = selector(patterns, exclude)
     chosen = [
         suite.case(case_id, recording)
         for case_id, (recording, suite) in found.items()
-        if _selected(case_id, patterns, exclude)
+        if selected(case_id)
     ]
     if rules:
         chosen = [case for case in chosen if set(rules).intersection(case.pins)]
     return sorted(chosen, key=lambda case: case.case_id)
 
 
-def _selected(case_id: str, patterns: tuple[str, ...], exclude: tuple[str, ...]) -> bool:
-    """True when `case_id` matches one of `patterns` (or none is given) and no `exclude`."""
-    if patterns and not any(case_matches(case_id, p) for p in patterns):
-        return False
-    return not (exclude and any(case_matches(case_id, p) for p in exclude))
+def selector(patterns: tuple[str, ...], exclude: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a case id is selected: it matches one of `patterns` (or none is given) and no
+    `exclude` pattern, as `case_matches` says; each set of globs compiled once into one
+    expression (a run of one case tried two globs on each of the suite's 776 ids)."""
+    wanted, unwanted = _one_expression(patterns), _one_expression(exclude)
+
+    def selected(case_id: str) -> bool:
+        if wanted is not None and wanted(case_id) is None:
+            return False
+        return unwanted is None or unwanted(case_id) is None
+
+    return selected
+
+
+def _one_expression(patterns: tuple[str, ...]) -> Callable[[str], object] | None:
+    """The `match` of one expression that matches what `case_matches` matches for any of
+    `patterns` (the glob, and the folder it may name); None when there are none."""
+    if not patterns:
+        return None
+    parts = []
+    for pattern in patterns:
+        parts.append(fnmatch.translate(pattern))  # what fnmatchcase matches with
+        folder = pattern.rstrip("/")
+        if folder:
+            parts.append(fnmatch.translate(folder + "/*"))
+    return re.compile("|".join(parts)).match
 
 
 def selected_cases(
@@ -260,8 +282,11 @@ class Suite:
         return found
 
     def case(self, case_id: str, recording: str) -> Case:
-        """The case `case_id` of this suite, whose recording is at `recording` (its `listing`)."""
-        return Case(case_id, Path(recording), self.golden_path(case_id))
+        """The case `case_id` of this suite's `listing`, whose recording is at `recording`."""
+        # Its golden path as `golden_path` makes it (the same Path: a listed id is a relative
+        # path of names), both Paths made once a process: a Path costs more than the rest.
+        golden = _path(f"{self.golden_dir}/{name_of_id(case_id)}.json")
+        return Case(case_id, _path(recording), golden)
 
     def cases(
         self,
@@ -275,12 +300,8 @@ class Suite:
         With patterns, those that match one (`case_matches`); with rules, those that pin one of
         them (`R6`, `I1`, `SSE`); never those that match an `exclude` pattern.
         """
-        listed = self.listing()
-        chosen = [
-            self.case(case_id, listed[case_id])
-            for case_id in sorted(listed)
-            if _selected(case_id, patterns, exclude)
-        ]
+        listed, selected = self.listing(), selector(patterns, exclude)
+        chosen = [self.case(key, listed[key]) for key in sorted(listed) if selected(key)]
         if rules:
             wanted = set(rules)
             chosen = [case for case in chosen if wanted.intersection(case.pins)]
@@ -315,6 +336,12 @@ class Suite:
             )
 
 
+@lru_cache(maxsize=2**14)
+def _path(text: str) -> Path:
+    """`Path(text)`, made once (a Path is a value: the cases of every listing can share it)."""
+    return Path(text)
+
+
 def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[tuple[str, str]]:
     """(case id, path) of each entry below `folder` whose suffix is one of `suffixes`, in the
     order of `sorted(folder.rglob("*"))`: what `case_id_of` and that walk give (the path as
@@ -326,10 +353,12 @@ def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[
     of `suffixes` (the recordings); else every name that ends with one, folders too
     (`rglob("*.json")`: the golden files).
     """
-    found: list[tuple[tuple[str, ...], str, str]] = []
-    folders: list[tuple[str, tuple[str, ...]]] = [(os.fspath(folder), ())]
+    # (sort key, case id, path): the key is the path below `folder` with NUL between its parts,
+    # which sorts as the tuple of parts (as Paths do) since no name holds a NUL.
+    found: list[tuple[str, str, str]] = []
+    folders = [(os.fspath(folder), "", "")]  # (path, its case id prefix `a/b/`, its key prefix)
     while folders:
-        top, parts = folders.pop()
+        top, prefix, key = folders.pop()
         try:
             with os.scandir(top) as listed:
                 entries = list(listed)
@@ -337,9 +366,13 @@ def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[
             continue
         for entry in entries:
             name = entry.name
-            if _is_folder(entry):
+            try:
+                is_folder = entry.is_dir()  # a link to a folder too
+            except OSError:  # as os.walk: not a folder when that cannot be told
+                is_folder = False
+            if is_folder:
                 if not entry.is_symlink():
-                    folders.append((entry.path, (*parts, name)))
+                    folders.append((entry.path, f"{prefix}{name}/", f"{key}{name}\0"))
                 if files_only:
                     continue
             dot = name.rfind(".")
@@ -349,18 +382,10 @@ def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[
                     continue
             elif not name.endswith(suffixes):
                 continue
-            case_id = id_of_name("/".join((*parts, name[:dot] if has_suffix else name)))
-            found.append(((*parts, name), case_id, entry.path))
-    found.sort(key=lambda entry: entry[0])
+            case_id = id_of_name(prefix + (name[:dot] if has_suffix else name))
+            found.append((key + name, case_id, entry.path))
+    found.sort()
     return [(case_id, path) for _, case_id, path in found]
-
-
-def _is_folder(entry: os.DirEntry[str]) -> bool:
-    """`entry.is_dir()` (a link to a folder too), False when that cannot be told (as os.walk)."""
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
 
 
 class CaseGlobs:

@@ -12,6 +12,7 @@ the other cases give the same under every outcome is tests/suite/test_pins.py's 
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,15 @@ ROOT = Path(__file__).resolve().parents[2]
 TARGETS = Path(__file__).resolve().parent / "fair_targets.py"
 
 
+@functools.cache
+def shipped() -> tuple[tuple[Case, frozenset[str]], ...]:
+    """The shipped cases with what each pins (its `pins:` line), listed and read once."""
+    return tuple((case, frozenset(case.pins)) for case in Suite(ROOT).cases())
+
+
 def pinning(point: str) -> set[str]:
     """The ids of the shipped cases that pin `point`."""
-    pinned = {c.case_id for c in Suite(ROOT).cases() if point in c.pins}
+    pinned = {case.case_id for case, pins in shipped() if point in pins}
     assert pinned, f"no case pins {point}"
     return pinned
 
@@ -66,6 +73,7 @@ def run(
     return result.exit_code, result.output, data["results"]
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py: I3's 100,000-deep payload
 @pytest.mark.parametrize(("point", "outcome"), OTHERS, ids=[f"{p}={v}" for p, v in OTHERS])
 def test_another_allowed_outcome_passes_by_default_and_fails_strict(
     tmp_path: Path, point: str, outcome: str
@@ -108,7 +116,7 @@ def test_a_careful_client_passes_every_mode_and_fails_strict_only_where_pinned(
     tmp_path: Path, point: str, outcome: str
 ) -> None:
     target = f"{TARGETS}:{CAREFUL[point, outcome]}"
-    cases = [c for c in Suite(ROOT).cases() if point in c.pins]
+    cases = [case for case, pins in shipped() if point in pins]
     pinned = {c.case_id for c in cases}
     differing = {c.case_id for c in cases if _differs(c, point, outcome)}
     assert differing, f"no case pins {point}={outcome}"

@@ -97,22 +97,36 @@ def test_every_mode_is_listed_by_run_help() -> None:
         assert mode in result.output
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 def test_the_reference_passes_every_case_in_every_mode(suite: Suite) -> None:
+    # Gated on its own outcome at every point (--strict): on a case that pins a point, it gives
+    # the outcome of its own choice there, in every mode (the test below takes the others).
+    cases = suite.cases()
     driver = InProcessDriver(reference.Assembler)
-    results = list(run(suite.cases(), driver, modes=MODES, options=RunOptions(seed=SEED)))
-    assert len(results) == len(suite.cases()) * len(MODES)
+    options = RunOptions(seed=SEED, strict=True)
+    results = list(run(cases, driver, modes=MODES, options=options))
+    assert len(results) == len(cases) * len(MODES)
     assert [(r.case_id, r.mode, r.status) for r in _failures(results)] == []
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py
 def test_the_reference_under_each_choice_gives_that_choices_outcome_in_every_mode(
     suite: Suite,
 ) -> None:
-    # Only the cases that pin a point: the others give the same under every outcome (test_pins).
+    # Only the cases that pin a point (their recordings' pins: lines): the others give the same
+    # under every outcome (test_pins). Only the outcomes the reference does not take: its own is
+    # the strict run above.
     failed = []
     for case in suite.cases():
+        points = [p for p in case.pins if p in OUTCOMES]
+        if not points:
+            continue
         golden = read_golden(case)
-        for point in (p for p in golden["pins"] if p in OUTCOMES):
+        assert set(points) == set(golden["pins"]) & set(OUTCOMES), case.case_id
+        for point in points:
             for value in OUTCOMES[point]:
+                if value == getattr(REFERENCE, point):
+                    continue
                 chosen = REFERENCE.replace({point: value})
                 driver = InProcessDriver(lambda chosen=chosen: reference.Assembler(chosen))
                 for mode in MODES:

@@ -132,11 +132,13 @@ def test_a_case_id_in_two_suites_is_an_error(tmp_path: Path) -> None:
 
 @pytest.fixture
 def installed_suite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The shipped suite as a wheel installs it: inside site-packages."""
+    """The shipped suite as a wheel installs it: inside site-packages (its real captures only:
+    what a command may write there does not depend on how many cases it holds, and `golden
+    check` over the 700 synthetic ones would add 1 s of CPU a test)."""
     packages = tmp_path / "site-packages"
     shipped = packages / "harness" / "_suite"
     for name in ("recordings", "golden"):
-        shutil.copytree(ROOT / name / "synthetic", shipped / name / "synthetic")
+        shutil.copytree(ROOT / name / "llama-server", shipped / name / "llama-server")
     monkeypatch.setattr(suite_module, "default_suite_root", lambda: shipped)
     monkeypatch.setattr(suite_module, "_install_folders", lambda: [packages.resolve()])
     return shipped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import click
@@ -28,6 +29,24 @@ def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[st
         if isinstance(command, click.Group):
             found += _commands(command, (*prefix, name))
     return found
+
+
+#: The cases the golden-file tests below break or run: the real captures and one synthetic case
+#: (whose folder also takes an orphan). What `golden check`, `update` and `run` do with a missing,
+#: edited, unreadable or orphaned file does not depend on how many cases stand beside it; that
+#: the shipped suite's own golden files all match is test_golden_check_passes_on_the_shipped_suite.
+SMALL = ("llama-server", "synthetic/r9_id_changes_midstream")
+
+
+@pytest.fixture
+def small_copy(suite: Suite, tmp_path: Path) -> Suite:
+    """A private suite holding the SMALL cases of the shipped one, that a test may break."""
+    for case in suite.cases(SMALL):
+        for path in (case.recording, case.golden):
+            copy = tmp_path / path.relative_to(suite.root)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy)
+    return Suite.open(tmp_path)
 
 
 @pytest.mark.parametrize("path", _commands(main), ids=" ".join)
@@ -105,11 +124,11 @@ def test_golden_check_passes_on_the_shipped_suite(suite: Suite) -> None:
     assert output == f"{len(suite.cases(('llama-server/*',)))} golden files match the reference\n"
 
 
-def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(suite_copy: Suite) -> None:
-    root = str(suite_copy.root)
-    deleted = suite_copy.golden_path("llama-server/content_stop")
-    edited = suite_copy.golden_path("synthetic/r9_id_changes_midstream")
-    orphan = suite_copy.golden_dir / "synthetic" / "gone.json"
+def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(small_copy: Suite) -> None:
+    root = str(small_copy.root)
+    deleted = small_copy.golden_path("llama-server/content_stop")
+    edited = small_copy.golden_path("synthetic/r9_id_changes_midstream")
+    orphan = small_copy.golden_dir / "synthetic" / "gone.json"
     deleted.unlink()
     edited.write_text(edited.read_text().replace('"is_finished": false', '"is_finished": true'))
     orphan.write_text("{}")
@@ -128,18 +147,18 @@ def test_golden_check_finds_a_deleted_an_edited_and_an_orphaned_file(suite_copy:
     code, output = conform("golden", "update", "--suite", root)
     assert code == 0
     assert f"created: {deleted}" in output and f"changed: {edited}" in output
-    assert output.rstrip().endswith(f"2 of {len(suite_copy.cases())} golden files written")
+    assert output.rstrip().endswith(f"2 of {len(small_copy.cases())} golden files written")
     orphan.unlink()
     assert conform("golden", "check", "--suite", root)[0] == 0
 
 
-def test_an_edited_golden_file_fails_the_run(suite_copy: Suite) -> None:
-    path = suite_copy.golden_path("llama-server/tool_call")
+def test_an_edited_golden_file_fails_the_run(small_copy: Suite) -> None:
+    path = small_copy.golden_path("llama-server/tool_call")
     golden = json.loads(path.read_text())
     golden["finish"]["completion"]["tool_calls"][0]["name"] = "write_file"
     path.write_text(json.dumps(golden, indent=2))
     code, output = conform(
-        "run", "reference:Assembler", "--suite", str(suite_copy.root), "-k", "llama-server/*"
+        "run", "reference:Assembler", "--suite", str(small_copy.root), "-k", "llama-server/*"
     )
     assert code == 1
     assert (
@@ -148,18 +167,18 @@ def test_an_edited_golden_file_fails_the_run(suite_copy: Suite) -> None:
     )
 
 
-def test_an_unreadable_golden_file_is_exit_2(suite_copy: Suite) -> None:
-    suite_copy.golden_path("llama-server/tool_call").write_text('{"schema": 1,')
-    code, output = conform("run", "reference:Assembler", "--suite", str(suite_copy.root))
+def test_an_unreadable_golden_file_is_exit_2(small_copy: Suite) -> None:
+    small_copy.golden_path("llama-server/tool_call").write_text('{"schema": 1,')
+    code, output = conform("run", "reference:Assembler", "--suite", str(small_copy.root))
     assert code == 2
     assert "tool_call.json: invalid JSON at line 1" in output and output.count("\n") == 1
 
 
 def test_golden_check_with_a_pattern_looks_for_orphans_only_among_matching_ids(
-    suite_copy: Suite,
+    small_copy: Suite,
 ) -> None:
-    (suite_copy.golden_dir / "synthetic" / "gone.json").write_text("{}")
-    root = str(suite_copy.root)
+    (small_copy.golden_dir / "synthetic" / "gone.json").write_text("{}")
+    root = str(small_copy.root)
     assert conform("golden", "check", "--suite", root, "-k", "llama-server/*")[0] == 0
     code, output = conform("golden", "check", "--suite", root, "-k", "synthetic/*")
     assert code == 1 and "orphaned:" in output
@@ -247,12 +266,13 @@ def test_run_reports_totals_per_rule(tmp_path: Path) -> None:
     assert f"R6 {len(r6)}/{len(r6)}" in rules
 
 
+@pytest.mark.usefixtures("depth_read_once")  # tests/conftest.py: r6_nesting_100000 under I3 ignore
 def test_every_report_totals_per_rule(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
     junit = tmp_path / "r.xml"
-    target = f"{Path(__file__).resolve().parents[1] / 'check' / 'fair_targets.py'}:I3_ignore"
+    target = "tests.check.fair_targets:I3_ignore"
     args = ("run", target, "--in-process", "--mode", "plain", "--rule", "I3", "--strict")
     code, output = conform(*args, "--junit-xml", str(junit))
     assert code == 1

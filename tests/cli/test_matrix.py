@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from harness.check.options import RunOptions
+from harness.cli import matrix_targets
 from harness.cli.matrix_targets import split_label, targets_of
 from harness.pipeline.selection import in_shard, shard_of
 from harness.reports.matrix_table import default_label
@@ -25,6 +27,22 @@ BAD = "tests/miniatures.py:LastToolCallIdWins"  # fails R2 cases
 CRASHES = "tests/miniatures.py:RaisesValueError"  # crashes on protocol errors
 SELECT = ("-k", "llama-server/tool_*", "-k", "synthetic/r2_*", "-k", "synthetic/r6_tool_index_*")
 MODES = ("--mode", "plain", "--mode", "escapes", "--mode", "truncated")
+
+
+@pytest.fixture
+def in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The matrix's Python targets run in this process, as `conform run --in-process` runs them.
+
+    For what lies above the driver (baselines, --xfail files, the selection): a worker's start
+    is 0.3 s of CPU, and `test_four_shards_merge_into_the_matrix_of_one_run` shows that the live
+    matrix, run by workers, gives the in-process one's data; `test_cells_statuses_...`, the target
+    that cannot start and the --exec target run workers as a user's matrix does.
+    """
+
+    def options(**fields: Any) -> RunOptions:
+        return RunOptions(**fields, in_process=fields.get("target") is not None)
+
+    monkeypatch.setattr(matrix_targets, "RunOptions", options)
 
 
 def matrix_json(tmp_path: Path, *args: str, name: str = "m.json") -> tuple[int, dict[str, Any]]:
@@ -106,6 +124,7 @@ def test_a_missing_shard_is_an_error(tmp_path: Path) -> None:
             "-q",
             "--json",
             str(path),
+            "--in-process",
         )
         paths += ["--from", str(path)]
     result = invoke("matrix", *paths)
@@ -140,9 +159,12 @@ def test_cells_statuses_scores_and_the_command(tmp_path: Path) -> None:
     assert again.exit_code == 1 and row["case"] in again.output
 
 
+@pytest.mark.usefixtures("in_process")
 def test_own_xfail_files_make_the_matrix_pass(tmp_path: Path) -> None:
     xfail = tmp_path / "bad.xfail"
-    result = invoke("run", BAD, *SELECT, "--mode", "plain", "-q", "--write-xfail", str(xfail))
+    result = invoke(
+        "run", BAD, *SELECT, "--mode", "plain", "-q", "--write-xfail", str(xfail), "--in-process"
+    )
     assert result.exit_code == 0, result.output
     html, md = tmp_path / "m.html", tmp_path / "m.md"
     args = ("reference:Assembler", f"bad={BAD}", *SELECT, "--mode", "plain")
@@ -175,6 +197,7 @@ def test_own_xfail_files_make_the_matrix_pass(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "names no target" in result.output
 
 
+@pytest.mark.usefixtures("in_process")
 def test_a_baseline_marks_the_cells_that_changed(tmp_path: Path) -> None:
     _, before = matrix_json(
         tmp_path, "x=reference:Assembler", *SELECT, "--mode", "plain", name="before.json"
@@ -241,7 +264,7 @@ def test_exec_targets_and_labels(tmp_path: Path) -> None:
 
 def _run_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
     out = tmp_path / "r.json"
-    result = invoke("run", *args, "--json", str(out))
+    result = invoke("run", *args, "--json", str(out), "--in-process")
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(out.read_text(encoding="utf-8"))
 
@@ -255,6 +278,7 @@ def _run_json(tmp_path: Path, *args: str) -> tuple[int, dict[str, Any]]:
     ],
     ids=["twice", "order-kept", "rule-and-exclude"],
 )
+@pytest.mark.usefixtures("in_process")
 def test_run_and_matrix_select_the_same_cases_and_modes(
     tmp_path: Path, selection: tuple[str, ...]
 ) -> None:
@@ -271,6 +295,7 @@ def test_run_and_matrix_select_the_same_cases_and_modes(
 @pytest.mark.parametrize(
     "line", ["llama-server/tool_call  key-order", "llama-server/tool_call  w*"]
 )
+@pytest.mark.usefixtures("in_process")
 def test_run_and_matrix_check_xfail_lines_against_every_mode(tmp_path: Path, line: str) -> None:
     """A line for a mode this run does not select is a line of the baseline, not a mistake: both
     front doors accept it (it names a real case and mode of the suite) and pass."""
@@ -284,7 +309,7 @@ def test_run_and_matrix_check_xfail_lines_against_every_mode(tmp_path: Path, lin
     # A line that names no mode of the suite is refused by both, as a usage error.
     baseline.write_text("llama-server/tool_call  no-such-mode\n", encoding="utf-8")
     for result in (
-        invoke("run", "reference:Assembler", *args, "--xfail", str(baseline)),
+        invoke("run", "reference:Assembler", *args, "--xfail", str(baseline), "--in-process"),
         invoke("matrix", "r=reference:Assembler", *args, "--xfail", f"r={baseline}"),
     ):
         assert result.exit_code == 2 and "matches no mode" in result.output

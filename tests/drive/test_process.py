@@ -97,14 +97,15 @@ def test_the_request_is_quoted_with_a_bad_reply(mini: Suite) -> None:
 
 
 def test_a_hang_is_stopped_within_the_timeout(mini: Suite) -> None:
-    # Bounds relative to the timeout: a deadline of twice the timeout (or none) fails here.
-    timeout = 2.0
+    # Bounds relative to the timeout: a deadline of twice the timeout (or none) fails here, and
+    # the 2.25 s of slack below that covers a machine busy enough to stall this process.
+    timeout = 2.5
     with ProcessDriver(
         [sys.executable, str(PROGRAMS / "never_answers.py")], timeout=timeout
     ) as driver:
         results = list(run(mini.cases(()), driver, modes=["plain"]))
     assert [r.status for r in results] == [PASSED, TIMED_OUT, PASSED]
-    assert timeout <= results[1].duration < 1.5 * timeout
+    assert timeout <= results[1].duration < 1.9 * timeout
 
 
 def test_the_timeout_bounds_each_call_not_the_case(mini: Suite) -> None:

@@ -4,7 +4,9 @@ helpers they are built on pass, so each fails through its own change only.
 
 Each miniature runs on the cases that must catch it, in-process: the other cases would only add
 passes (tests/check/test_modes.py runs the reference on every case in every mode), a worker only
-its start (tests/worker/ checks workers report the same).
+its start (tests/worker/ checks workers report the same). The targets are named by module
+(`tests.miniatures:Name`), imported once for all the runs: named by file, each run would compile
+the module's 3,000 lines anew (tests/cli/test_cli.py and others load targets by file).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from harness.suite.cases import Suite, case_matches
 from tests.conftest import conform
 from tests.miniatures import BATTERY, CLIENT, MINIATURES, PITFALL, POWER, named
 
-MINIATURE_FILE = str(Path(__file__).resolve().parents[1] / "miniatures.py")
+#: The miniatures' module, as a target names it (imported once, already by this test module).
+MODULE = "tests.miniatures"
 #: The near-name miniatures: the names `unknown-fields` adds catch them, not the recordings.
 NEAR_NAMES = [
     "ReadsCamelCase",
@@ -48,7 +51,7 @@ def _block(output: str, case_id: str) -> str:
 def test_each_miniature_fails_for_its_rule(name: str) -> None:
     catch = MINIATURES[name]
     chosen = ("-k", catch.cases) if catch.cases else ("--rule", catch.rule)
-    target = f"{MINIATURE_FILE}:{name}"
+    target = f"{MODULE}:{name}"
     code, output = conform("run", target, "--mode", catch.mode, "--in-process", *chosen)
     assert code == 1, output
     one_case = catch.cases and not any(c in catch.cases for c in "*?[")
@@ -83,12 +86,12 @@ def test_each_miniature_names_a_test_that_exists() -> None:
 def test_the_helpers_the_miniatures_are_built_on_pass(helper: str) -> None:
     # Reading with json and handing the reference plain JSON (`_Reads`), or rebuilding the tool
     # calls from the events as R2 says (`_Calls`), changes nothing by itself.
-    code, output = conform("run", f"{MINIATURE_FILE}:{helper}", "--mode", "plain", "--in-process")
+    code, output = conform("run", f"{MODULE}:{helper}", "--mode", "plain", "--in-process")
     assert code == 0, output
 
 
 def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fields() -> None:
-    target = f"{MINIATURE_FILE}:RejectsUnknownFields"
+    target = f"{MODULE}:RejectsUnknownFields"
     code, output = conform("run", target, "--mode", "plain", "--in-process", "--rule", "R7")
     assert code == 0, output
     code, output = conform(
@@ -101,6 +104,6 @@ def test_a_target_that_rejects_unknown_fields_passes_plain_and_fails_unknown_fie
 @pytest.mark.parametrize("name", NEAR_NAMES)
 def test_the_near_name_bugs_pass_the_plain_real_captures(name: str) -> None:
     code, output = conform(
-        "run", f"{MINIATURE_FILE}:{name}", "--mode", "plain", "--in-process", "-k", "llama-server/*"
+        "run", f"{MODULE}:{name}", "--mode", "plain", "--in-process", "-k", "llama-server/*"
     )
     assert code == 0, output

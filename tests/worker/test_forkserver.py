@@ -138,8 +138,13 @@ def test_restarts_and_jobs_fork_from_one_import(
     tmp_path: Path, mini: Suite, do: str, jobs: str
 ) -> None:
     timeout = HANG_TIMEOUT if do == "hang" else "2"
+    before = live_children()
     status, output, log, report = _run(tmp_path, mini, "-j", jobs, do=do, timeout=timeout)
     assert status == 1, output
+    # Nothing is left running: neither the server nor a worker (one that hung, killed on the
+    # timeout, or one a crash left), nor what left their groups.
+    assert not wait_for_children(before, within=2.0)
+    assert not _marked(f"{MARK}={_RUN}.".encode())
     # Two modes of the middle case misbehave: each needs a new worker (after a crash, or the
     # kill on a timeout), and -j 2 starts two from the start: all forked from the one import.
     assert len(_workers(log)) >= 3
@@ -264,13 +269,6 @@ def test_a_target_running_threads_after_its_import_is_not_forked(
     # the target itself, after the server's own import.
     assert _imports(log) == len(_workers(log)) + 1
     assert _results(report) == _results(_run(tmp_path, mini, code=code, server=False)[3])
-
-
-def test_nothing_is_left_running(tmp_path: Path, mini: Suite) -> None:
-    before = live_children()
-    _run(tmp_path, mini, "-j", "2", do="hang", timeout=HANG_TIMEOUT)
-    assert not wait_for_children(before, within=2.0)  # neither the server nor a worker
-    assert not _marked(f"{MARK}={_RUN}.".encode())  # nor what left their groups
 
 
 def test_the_server_can_be_turned_off(tmp_path: Path, mini: Suite) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +233,8 @@ def _shown(value: Any) -> str:
 @cache
 def golden_schema() -> dict[str, Any]:
     """The golden file's JSON Schema, as shipped in `harness/schemas/golden.schema.json`."""
+    from importlib import resources  # here: tempfile, zipfile and all, for the schema alone
+
     text = resources.files("harness").joinpath("schemas/golden.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
