@@ -108,7 +108,9 @@ decode_chunk = msgspec.json.Decoder(_OpenChunk).decode
 # it decodes nests 5 levels at most, so its depth needs no count of brackets, which costs about
 # half a typed decode; the members the rules read are the same as the open shape's. Any other
 # payload (an unknown member, `1.0` for an integer, an error of any kind) goes to the open shape,
-# and so does the rest of its stream.
+# and so does the rest of its stream. Its members are declared in the order llama-server writes
+# them: msgspec looks for each key first at the member after the last one found, so a chunk in
+# that order costs about 5% less to decode than one whose members it has to search for.
 
 
 class _ClosedFunction(Function, forbid_unknown_fields=True, gc=False):
@@ -120,14 +122,17 @@ class _ClosedPiece(ToolCallPiece, forbid_unknown_fields=True, gc=False):
     type: str | None = None
 
 
-class _ClosedDelta(Delta, forbid_unknown_fields=True, gc=False):
-    tool_calls: list[_ClosedPiece] | None = None  # type: ignore[assignment]
+class _ClosedDelta(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     role: str | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[_ClosedPiece] | None = None
 
 
-class _ClosedChoice(Choice, forbid_unknown_fields=True, gc=False):
-    delta: _ClosedDelta | None = None
+class _ClosedChoice(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    finish_reason: Literal["stop", "tool_calls", "length", None] = None
     index: int | None = None
+    delta: _ClosedDelta | None = None
 
 
 class _ClosedProgress(PromptProgress, forbid_unknown_fields=True, gc=False):
@@ -150,16 +155,17 @@ class _Usage(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     prompt_tokens_details: _PromptTokensDetails | None = None
 
 
-class _ClosedChunk(Chunk, forbid_unknown_fields=True, gc=False):
-    choices: list[_ClosedChoice] | None = None  # type: ignore[assignment]
+class _ClosedChunk(msgspec.Struct, forbid_unknown_fields=True, gc=False):
+    choices: list[_ClosedChoice] | None = None
+    created: int | None = None
+    id: str | None = None
+    model: str | None = None
+    system_fingerprint: str | None = None
+    object: str | None = None
+    usage: _Usage | None = None
     timings: Timings | None = None  # the public one, closed
     prompt_progress: _ClosedProgress | None = None
     error: _ClosedError | None = None
-    object: str | None = None
-    created: int | None = None
-    model: str | None = None
-    system_fingerprint: str | None = None
-    usage: _Usage | None = None
 
 
 decode_closed_chunk = msgspec.json.Decoder(_ClosedChunk).decode
@@ -197,22 +203,35 @@ class Assembler(assembler.Assembler):
         )
 
     def finish(self, thinking_capped: bool) -> Completion:
-        """Fold the stream into its completion, or fail as R5 says (the plain `finish`)."""
-        if self._timings is not None and type(self._timings) is not Timings:  # OpenTimings
-            self._timings = Timings(*msgspec.structs.astuple(self._timings))
-        return super().finish(thinking_capped)
+        """Fold the stream into its completion, or fail as R5 says (the plain `finish`, written
+        out for a finished stream without tool calls: a stream of a few chunks pays it once)."""
+        timings = self._timings
+        if timings is not None and type(timings) is not Timings:  # OpenTimings
+            timings = self._timings = Timings(*msgspec.structs.astuple(timings))
+        if self._calls or self._finish_reason is None or self._id is None:
+            return super().finish(thinking_capped)  # tool calls, and every failure
+        return Completion(
+            self._id,
+            "".join(self._content) if self._content else None,
+            "".join(self._reasoning) if self._reasoning else None,
+            (),
+            self._finish_reason,
+            timings,
+            self._reasoning_tokens,
+            bool(thinking_capped),
+        )
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
-        if not self._fast or type(data) is not str:
-            return super().push(data)
-        chunk: Chunk | None = None
-        if self._closed:
+        if self._closed and type(data) is str:
             try:
-                chunk = decode_closed_chunk(data)
+                chunk: _ClosedChunk | Chunk = decode_closed_chunk(data)
             except _NOT_USUAL:
-                self._closed = False
-        if chunk is None:
+                self._closed = False  # this stream's payloads are not llama-server's own: open
+                return self.push(data)
+        elif not self._fast or type(data) is not str:
+            return super().push(data)
+        else:
             try:
                 chunk = decode_chunk(data)
             except _NOT_USUAL:
@@ -230,11 +249,13 @@ class Assembler(assembler.Assembler):
             events = [Progress(p.total, p.cache, p.processed, p.time_ms)]
         if self._id is None and chunk.id:
             self._id = chunk.id
-        if chunk.timings is not None:
-            self._timings = chunk.timings
-        if not chunk.choices:
+        timings = chunk.timings
+        if timings is not None:
+            self._timings = timings
+        choices = chunk.choices
+        if not choices:
             return events
-        for choice in chunk.choices:
+        for choice in choices:
             delta = choice.delta
             if delta is not None:
                 text = delta.reasoning_content
@@ -261,7 +282,9 @@ class Assembler(assembler.Assembler):
                 self._finish_reason = _FINISH_REASONS[reason]
         return events
 
-    def _read_pieces(self, pieces: list[ToolCallPiece], events: list[ChatEvent]) -> None:
+    def _read_pieces(
+        self, pieces: list[ToolCallPiece] | list[_ClosedPiece], events: list[ChatEvent]
+    ) -> None:
         """The plain `_read_tool_calls`, written out: one event per piece (R1, R2, R4, R6)."""
         calls = self._calls
         for piece in pieces:

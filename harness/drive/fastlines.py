@@ -16,16 +16,17 @@ way, so each function here takes the plain form whenever they could differ:
   worker never writes (the one way `own_reply` differs from the plain reader).
 - encoding (`reply_line`, `pass_line`): msgspec writes UTF-8 instead of `\\uXXXX` escapes (the
   reader decodes both to the same text) and a non-finite float as `null`; so a reply whose line
-  holds `null` anywhere, a reply that is not a step, a finish or an `ok`, a value of a type msgspec
-  refuses (a subclass of str, int or float) and a text with a lone surrogate (which UTF-8 cannot
-  hold) are written by the plain form. The values of a step or a finish are plain JSON scalars by
-  then (`harness.drive.normalize`), which both write alike.
+  holds a NaN or an infinity, a reply that is not a step, a finish or an `ok`, a value of a type
+  msgspec refuses (a subclass of str, int or float) and a text with a lone surrogate (which UTF-8
+  cannot hold) are written by the plain form. The values of a step or a finish are plain JSON
+  scalars by then (`harness.drive.normalize`), which both write alike.
 
 `tests/drive/test_fastlines.py` holds each function to its plain form.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -92,12 +93,27 @@ def reply_line(reply: Reply) -> bytes:
         return messages.reply_line(reply)
     try:
         line = _encode(message)
+        # A `null` may stand for a NaN or an infinity; it does in no reply of a usual target,
+        # and about a quarter of them hold one (a tool call piece without an id, no id yet)
+        usual = b"null" not in line or not _non_finite(message)
     except _CANNOT:
         pass
     else:
-        if b"null" not in line:  # else it may stand for a NaN or an infinity
+        if usual:
             return line + b"\n"
     return messages.reply_line(reply)
+
+
+def _non_finite(value: Any) -> bool:
+    """True when `value` holds a float that is not finite, which msgspec writes as `null`
+    (RecursionError for one nested too deep to look through)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_non_finite(key) or _non_finite(item) for key, item in value.items())
+    if isinstance(value, list | tuple):
+        return any(_non_finite(item) for item in value)
+    return False
 
 
 def pass_line(request: Pass) -> bytes:

@@ -170,6 +170,11 @@ class Session:
 
     def _answer(self, request: Request) -> Reply:
         seq = request.seq
+        if isinstance(request, Push):  # most requests: looked for first
+            step = push_step(self._open_assembler(seq), request.data, 0, say=True)
+            if "error" in step:
+                return _contract_error(seq, step)
+            return Pushed(seq, step["events"], step["state"])
         if isinstance(request, Hello):
             if self._load_error is not None or self._factory is None:
                 raise BadRequest(seq, self._load_error or "no target")
@@ -182,11 +187,6 @@ class Session:
             self._assembler = None
             self._assembler = new_assembler(self._factory)
             return Ok(seq)
-        if isinstance(request, Push):
-            step = push_step(self._open_assembler(seq), request.data, 0, say=True)
-            if "error" in step:
-                return _contract_error(seq, step)
-            return Pushed(seq, step["events"], step["state"])
         if isinstance(request, Finish):
             done = finish_step(self._open_assembler(seq), request.thinking_capped, say=True)
             if "error" in done:
