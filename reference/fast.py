@@ -203,23 +203,10 @@ class Assembler(assembler.Assembler):
         )
 
     def finish(self, thinking_capped: bool) -> Completion:
-        """Fold the stream into its completion, or fail as R5 says (the plain `finish`, written
-        out for a finished stream without tool calls: a stream of a few chunks pays it once)."""
-        timings = self._timings
-        if timings is not None and type(timings) is not Timings:  # OpenTimings
-            timings = self._timings = Timings(*msgspec.structs.astuple(timings))
-        if self._calls or self._finish_reason is None or self._id is None:
-            return super().finish(thinking_capped)  # tool calls, and every failure
-        return Completion(
-            self._id,
-            "".join(self._content) if self._content else None,
-            "".join(self._reasoning) if self._reasoning else None,
-            (),
-            self._finish_reason,
-            timings,
-            self._reasoning_tokens,
-            bool(thinking_capped),
-        )
+        """Fold the stream into its completion, or fail as R5 says (the plain `finish`)."""
+        if self._timings is not None and type(self._timings) is not Timings:  # OpenTimings
+            self._timings = Timings(*msgspec.structs.astuple(self._timings))
+        return super().finish(thinking_capped)
 
     def push(self, data: str) -> list[ChatEvent]:
         """Read one `data:` payload; return the events it stands for, in order (R1)."""
