@@ -95,51 +95,7 @@ def _first_bad_utf8_line(path: Path) -> int:
 
 def read_info(path: Path) -> RecordingInfo:
     """The leading comment lines of a recording and the directives among them."""
-    lines = _head_lines(path)
-    if lines is None:
-        return _info_of(path, (line for _, line in _numbered_lines(path)))
-    return _info_of(path, lines)
-
-
-#: The bytes a text file object decodes first (TextIOWrapper's chunk): `_numbered_lines` names
-#: bad UTF-8 anywhere in them, even past the leading lines.
-_FIRST_CHUNK = 8192
-
-
-def _head_lines(path: Path) -> list[str] | None:
-    """The first lines of the recording at `path`, as `_numbered_lines` gives them, when its first
-    `_FIRST_CHUNK` bytes are valid UTF-8 and hold all its leading comment lines and the line after
-    them; None otherwise (the line-by-line reader then reads them, or says what is wrong).
-
-    One read and one decode: `read_info` runs for every case a `--rule` selects from, and a text
-    file object cost three times what reading the head did.
-    """
-    try:
-        with path.open("rb", buffering=0) as stream:
-            data = stream.read(_FIRST_CHUNK)
-    except OSError:
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    whole = len(data) < _FIRST_CHUNK  # the file ends here
-    if not whole:  # the last line may go on: the whole lines alone
-        text = text[: text.rfind("\n") + 1]
-    if "\r" in text:  # the line ends a text file object knows: CRLF, LF and CR alone
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if not lines[-1]:  # after the last line end: no line
-        lines.pop()
-    if whole:
-        return lines
-    if not lines:
-        return None
-    marker = "#" if path.suffix == ".http" else ":"  # what a comment line starts with
-    ended = not lines[0].removeprefix("\ufeff").startswith(marker) or any(
-        not line.startswith(marker) for line in lines[1:]
-    )
-    return lines if ended else None
+    return _info_of(path, (line for _, line in _numbered_lines(path)))
 
 
 def _info_of(path: Path, lines: Iterable[str], suffix: str | None = None) -> RecordingInfo:
