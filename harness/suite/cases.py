@@ -172,30 +172,14 @@ def cases_of(
 
 def selector(patterns: tuple[str, ...], exclude: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a case id is selected: it matches one of `patterns` (or none is given) and no
-    `exclude` pattern, as `case_matches` says; each set of globs compiled once into one
-    expression (a run of one case tried two globs on each of the suite's 776 ids)."""
-    wanted, unwanted = _one_expression(patterns), _one_expression(exclude)
+    `exclude` pattern, as `case_matches` says."""
 
     def selected(case_id: str) -> bool:
-        if wanted is not None and wanted(case_id) is None:
+        if patterns and not any(case_matches(case_id, p) for p in patterns):
             return False
-        return unwanted is None or unwanted(case_id) is None
+        return not any(case_matches(case_id, p) for p in exclude)
 
     return selected
-
-
-def _one_expression(patterns: tuple[str, ...]) -> Callable[[str], object] | None:
-    """The `match` of one expression that matches what `case_matches` matches for any of
-    `patterns` (the glob, and the folder it may name); None when there are none."""
-    if not patterns:
-        return None
-    parts = []
-    for pattern in patterns:
-        parts.append(fnmatch.translate(pattern))  # what fnmatchcase matches with
-        folder = pattern.rstrip("/")
-        if folder:
-            parts.append(fnmatch.translate(folder + "/*"))
-    return re.compile("|".join(parts)).match
 
 
 def selected_cases(

@@ -1,5 +1,4 @@
-"""`CaseGlobs` answers as `case_matches` does, glob by glob, for any globs and case ids; so does
-`selector`, which compiles the `-k` and `--exclude` globs of a run into one expression each."""
+"""`CaseGlobs` answers as `case_matches` does, glob by glob, for any globs and case ids."""
 
 from __future__ import annotations
 
@@ -7,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.check.xfail import XfailEntry, XfailList
-from harness.suite.cases import CaseGlobs, case_matches, selector
+from harness.suite.cases import CaseGlobs, case_matches
 
 # Few letters, so that drawn globs and ids often share folders; every character fnmatch treats
 # specially, and the folder separator.
@@ -23,23 +22,6 @@ def test_the_lookup_matches_exactly_the_globs_case_matches_matches(
 ) -> None:
     expected = [index for index, glob in enumerate(globs) if case_matches(case_id, glob)]
     assert CaseGlobs(globs).matching(case_id) == expected
-
-
-@settings(max_examples=150, deadline=None)
-@given(
-    patterns=st.lists(_GLOBS, max_size=4).map(tuple),
-    exclude=st.lists(_GLOBS, max_size=3).map(tuple),
-    case_ids=st.lists(_IDS, min_size=1, max_size=8),
-)
-def test_the_selector_selects_what_case_matches_selects(
-    patterns: tuple[str, ...], exclude: tuple[str, ...], case_ids: list[str]
-) -> None:
-    selected = selector(patterns, exclude)
-    for case_id in case_ids:
-        expected = (not patterns or any(case_matches(case_id, p) for p in patterns)) and not any(
-            case_matches(case_id, p) for p in exclude
-        )
-        assert selected(case_id) == expected, case_id
 
 
 def test_ids_folders_and_wildcards_each_match_as_the_rule_says() -> None:
