@@ -17,7 +17,7 @@ import site
 import sysconfig
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from pathlib import Path
 
 from harness.errors import SuiteError
@@ -267,10 +267,7 @@ class Suite:
 
     def case(self, case_id: str, recording: str) -> Case:
         """The case `case_id` of this suite's `listing`, whose recording is at `recording`."""
-        # Its golden path as `golden_path` makes it (the same Path: a listed id is a relative
-        # path of names), both Paths made once a process: a Path costs more than the rest.
-        golden = _path(f"{self.golden_dir}/{name_of_id(case_id)}.json")
-        return Case(case_id, _path(recording), golden)
+        return Case(case_id, Path(recording), self.golden_path(case_id))
 
     def cases(
         self,
@@ -318,12 +315,6 @@ class Suite:
                 hint="restore the recording (.http or .sse) or delete the golden file; "
                 "'conform golden check' lists them all",
             )
-
-
-@lru_cache(maxsize=2**14)
-def _path(text: str) -> Path:
-    """`Path(text)`, made once (a Path is a value: the cases of every listing can share it)."""
-    return Path(text)
 
 
 def _walk(folder: Path, suffixes: tuple[str, ...], *, files_only: bool) -> list[tuple[str, str]]:
