@@ -93,8 +93,8 @@ def reply_line(reply: Reply) -> bytes:
         return messages.reply_line(reply)
     try:
         line = _encode(message)
-        # A `null` may stand for a NaN or an infinity; it does in no reply of a usual target,
-        # and about a quarter of them hold one (a tool call piece without an id, no id yet)
+        # msgspec writes a NaN or an infinity as `null`: a line with a `null` (about a quarter
+        # of replies: a tool call piece with no id yet) is looked through for one
         usual = b"null" not in line or not _non_finite(message)
     except _CANNOT:
         pass
