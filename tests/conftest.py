@@ -228,6 +228,18 @@ def suite_copy(tmp_path: Path) -> Iterator[Suite]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def suite_of(suite: Suite, patterns: tuple[str, ...], root: Path) -> Suite:
+    """A private suite at `root` holding the cases of `suite` that `patterns` select (their
+    recordings and golden files), that a test may break: for a test about what a command does
+    with a case, where a copy of the whole suite would only cost time."""
+    for case in suite.cases(patterns):
+        for path in (case.recording, case.golden):
+            copy = root / path.relative_to(suite.root)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, copy)
+    return Suite.open(root)
+
+
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory: pytest.TempPathFactory) -> Suite:
     """The three-case suite of `tests/programs/mini_suite.py` (one module's tests share it)."""

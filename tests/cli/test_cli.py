@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import click
@@ -11,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.suite.cases import Suite
-from tests.conftest import conform
+from tests.conftest import conform, suite_of
 
 
 def _subcommand(group: click.Group, name: str) -> click.Command:
@@ -41,12 +40,7 @@ SMALL = ("llama-server", "synthetic/r9_id_changes_midstream")
 @pytest.fixture
 def small_copy(suite: Suite, tmp_path: Path) -> Suite:
     """A private suite holding the SMALL cases of the shipped one, that a test may break."""
-    for case in suite.cases(SMALL):
-        for path in (case.recording, case.golden):
-            copy = tmp_path / path.relative_to(suite.root)
-            copy.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, copy)
-    return Suite.open(tmp_path)
+    return suite_of(suite, SMALL, tmp_path)
 
 
 @pytest.mark.parametrize("path", _commands(main), ids=" ".join)

@@ -4,7 +4,6 @@ not UTF-8 is rewritten by update."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,44 +11,39 @@ import pytest
 from harness.errors import GoldenError
 from harness.suite.cases import Suite
 from harness.suite.golden import read_golden
-from tests.conftest import conform
+from tests.conftest import conform, suite_of
 
 CASE = "llama-server/content_stop"
 
 
 @pytest.fixture
-def suite_copy(suite: Suite, tmp_path: Path) -> Suite:
+def case_copy(suite: Suite, tmp_path: Path) -> Suite:
     """A private suite holding the one case these tests break (each selects it with -k alone:
     a copy of the whole shipped suite would cost 0.25 s of CPU a test for nothing)."""
-    (case,) = suite.cases((CASE,))
-    for path in (case.recording, case.golden):
-        copy = tmp_path / path.relative_to(suite.root)
-        copy.parent.mkdir(parents=True)
-        shutil.copyfile(path, copy)
-    return Suite.open(tmp_path)
+    return suite_of(suite, (CASE,), tmp_path)
 
 
 @pytest.mark.parametrize("command", [("golden", "update"), ("golden", "check")])
 def test_a_golden_path_that_is_a_folder_is_one_error_line(
-    suite_copy: Suite, command: tuple[str, ...]
+    case_copy: Suite, command: tuple[str, ...]
 ) -> None:
-    path = suite_copy.golden_path(CASE)
+    path = case_copy.golden_path(CASE)
     path.unlink()
     path.mkdir()
-    code, output = conform(*command, "--suite", str(suite_copy.root), "-k", CASE)
+    code, output = conform(*command, "--suite", str(case_copy.root), "-k", CASE)
     assert code == 2, output
     assert output.startswith(f"Error: {path}: cannot be read: Is a directory")
     assert output.count("\n") == 1 and "Traceback" not in output
 
 
-def test_update_rewrites_a_golden_file_that_is_not_utf8(suite_copy: Suite) -> None:
-    path = suite_copy.golden_path(CASE)
+def test_update_rewrites_a_golden_file_that_is_not_utf8(case_copy: Suite) -> None:
+    path = case_copy.golden_path(CASE)
     good = path.read_bytes()
     path.write_bytes(good.replace(b'"schema"', b'"sch\xffema"', 1))
-    code, output = conform("golden", "check", "--suite", str(suite_copy.root), "-k", CASE)
+    code, output = conform("golden", "check", "--suite", str(case_copy.root), "-k", CASE)
     assert (code, output) == (1, f"drifted: {path}\n1 problem(s); 'conform golden update' "
                                  "regenerates, then review\n")  # fmt: skip
-    code, output = conform("golden", "update", "--suite", str(suite_copy.root), "-k", CASE)
+    code, output = conform("golden", "update", "--suite", str(case_copy.root), "-k", CASE)
     assert (code, output) == (0, f"changed: {path}\n1 of 1 golden files written\n")
     assert path.read_bytes() == good
 
@@ -63,13 +57,13 @@ def test_update_rewrites_a_golden_file_that_is_not_utf8(suite_copy: Suite) -> No
     ],
 )
 def test_a_golden_file_that_cannot_be_read_names_itself(
-    suite_copy: Suite, content: bytes, message: str
+    case_copy: Suite, content: bytes, message: str
 ) -> None:
-    (case,) = suite_copy.cases((CASE,))
+    (case,) = case_copy.cases((CASE,))
     case.golden.write_bytes(content)
     with pytest.raises(GoldenError) as caught:
         read_golden(case)
     assert str(caught.value).startswith(f"{case.golden}: {message}")
     code, output = conform("run", "reference:Assembler", "--in-process", "--suite",
-                           str(suite_copy.root), "-k", CASE)  # fmt: skip
+                           str(case_copy.root), "-k", CASE)  # fmt: skip
     assert code == 2 and output.startswith(f"Error: {case.golden}: {message}")
