@@ -31,7 +31,6 @@ from harness.fuzz.model.breakers import BREAKERS
 from harness.fuzz.model.draw import Draw
 from harness.fuzz.model.streams import build
 from harness.suite.cases import Case, Suite
-from harness.suite.recording import iter_payloads, read_recording
 from reference import choices as choices_of
 from reference.assembler import Assembler as Plain
 from reference.choices import Choices
@@ -87,9 +86,7 @@ def _combinations(pins: Sequence[str]) -> list[Choices]:
 
 
 def same_in_every_choice_and_mode(case: Case) -> None:
-    info, recorded = read_recording(case.recording)
-    if recorded is None:  # a long recording: read as it goes
-        recorded = list(iter_payloads(case.recording))
+    info, recorded = case.info, list(case.payloads())
     modes_of_streams: dict[tuple[str, ...], list[str]] = {}  # modes that push the same, once
     for mode in MODES:
         payloads = tuple(

@@ -16,7 +16,6 @@ import pytest
 from harness.errors import RecordingError
 from harness.suite.cases import Case, Suite
 from harness.suite.golden import build_golden
-from harness.suite.recording import iter_payloads, read_recording
 from reference.choices import OUTCOMES, REFERENCE, Choices
 from tests.folds import each, parts
 
@@ -30,12 +29,9 @@ class _Outcomes:
     run once)."""
 
     def __init__(self, case: Case) -> None:
-        info, payloads = read_recording(case.recording)
-        if payloads is None:  # a long recording: read as it goes
-            payloads = list(iter_payloads(case.recording))
-        self.pins = info.pins
-        self.capped = info.thinking_capped
-        self.payloads = [(payload.data, payload.line) for payload in payloads]
+        self.pins = case.pins
+        self.capped = case.info.thinking_capped
+        self.payloads = [(payload.data, payload.line) for payload in case.payloads()]
         self.seen: dict[Choices, str] = {}
 
     def under(self, point: str, value: str, base: dict[str, str]) -> str:
