@@ -28,6 +28,11 @@ from harness.drive.reply_form import Validator, unknown_field
 #: The version of the protocol conform speaks (docs/protocol.md).
 PROTOCOL_VERSION = 1
 
+#: What conform's own worker writes to its stderr as it begins each `pass`, so the harness knows
+#: which pass wrote what it logged there, though the next pass may already run (it takes the
+#: marks out: `harness.drive.pipes.Worker.pass_stderr`).
+PASS_MARK = b"\x00conform: a pass begins\x00\n"
+
 
 #: A request's encoding: compact, all ASCII, and no NaN or infinity (which JSON cannot hold).
 _encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
 from typing import IO, Protocol
 
+from harness.drive.messages import PASS_MARK
 from harness.drive.programs import GROUPS, MARK, become_subreaper, kill_group, kill_marked
 from harness.errors import TargetError
 
@@ -85,6 +87,38 @@ def _widen(fd: int) -> None:
             fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_SIZE)
 
 
+class PassMarks:
+    """Takes the `PASS_MARK`s out of a program's stderr, read in chunks, and notes where each
+    was: `starts[n]` is where pass `n` begins, counted in bytes of stderr without the marks."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self._part = b""  # the start of a mark at the end of the last chunk
+
+    def taken(self, chunk: bytes, total: int) -> bytes:
+        """`chunk` without the marks it holds, `total` bytes after the start of stderr; the
+        start of a mark at its end is held back until the next chunk says whether it is one."""
+        data = self._part + chunk
+        self._part = b""
+        for size in range(min(len(PASS_MARK) - 1, len(data)), 0, -1):
+            if data.endswith(PASS_MARK[:size]):
+                data, self._part = data[:-size], data[-size:]
+                break
+        if PASS_MARK not in data:
+            return data
+        kept = bytearray()
+        for number, part in enumerate(data.split(PASS_MARK)):
+            if number:
+                self.starts.append(total + len(kept))
+            kept += part
+        return bytes(kept)
+
+    def rest(self) -> bytes:
+        """At the end of stderr: what was held back, which no mark's rest followed."""
+        part, self._part = self._part, b""
+        return part
+
+
 class Process(Protocol):
     """What a `Worker` needs of its program's process: a `subprocess.Popen`, or one adopted."""
 
@@ -142,6 +176,7 @@ class Worker:
         self._scanned = 0  # bytes of it known to hold no line feed
         self._stderr = bytearray()
         self._stderr_total = 0  # bytes ever written to stderr, for marks
+        self._marks: PassMarks | None = None  # where each pass's stderr begins
         self._out_open = True
         self._err_open = True
 
@@ -182,9 +217,28 @@ class Worker:
         """What the program wrote to stderr after `mark`, shortened for a report."""
         while self._wait(0.0):  # everything it has written so far
             pass
-        new = self._stderr_total - mark
-        kept = bytes(self._stderr[-new:]) if new > 0 else b""
-        return shortened_stderr(kept, dropped=new > len(self._stderr))
+        return self._stderr_between(mark, self._stderr_total)
+
+    def count_passes(self) -> None:
+        """Take the `PASS_MARK`s conform's own worker writes to stderr as each pass begins out of
+        what it wrote, and note where each was (`pass_stderr`)."""
+        self._marks = PassMarks()
+
+    def pass_stderr(self, ordinal: int) -> str:
+        """What the program wrote to stderr in its pass number `ordinal` (0 for the first since
+        `count_passes`), shortened for a report: from that pass's mark up to the next one's."""
+        while self._wait(0.0):  # everything it has written so far
+            pass
+        starts = [] if self._marks is None else self._marks.starts
+        total = self._stderr_total
+        begin = starts[ordinal] if ordinal < len(starts) else total
+        end = starts[ordinal + 1] if ordinal + 1 < len(starts) else total
+        return self._stderr_between(begin, end)
+
+    def _stderr_between(self, begin: int, end: int) -> str:
+        first = self._stderr_total - len(self._stderr)  # the oldest byte kept
+        kept = bytes(self._stderr[max(begin - first, 0) : max(end - first, 0)])
+        return shortened_stderr(kept, dropped=begin < first)
 
     # -- I/O ----------------------------------------------------------------------------------
 
@@ -202,13 +256,19 @@ class Worker:
                 self._out_open = False
                 self._selector.unregister(fd)
         elif chunk:
-            self._stderr += chunk
-            self._stderr_total += len(chunk)
-            if len(self._stderr) > _STDERR_KEPT:
-                del self._stderr[: len(self._stderr) - _STDERR_KEPT]
+            marks = self._marks
+            self._keep_stderr(chunk if marks is None else marks.taken(chunk, self._stderr_total))
         else:
+            if self._marks is not None:
+                self._keep_stderr(self._marks.rest())
             self._err_open = False
             self._selector.unregister(fd)
+
+    def _keep_stderr(self, data: bytes) -> None:
+        self._stderr += data
+        self._stderr_total += len(data)
+        if len(self._stderr) > _STDERR_KEPT:
+            del self._stderr[: len(self._stderr) - _STDERR_KEPT]
 
     def _wait(self, seconds: float) -> bool:
         """Wait up to `seconds` for the program to write (or exit, or take more of the request
@@ -251,6 +311,15 @@ class Worker:
         self._unsent = self._unsent[written:]
         if had and not self._unsent:
             self._selector.unregister(self._in)
+
+    def send_now(self, line: bytes) -> bool:
+        """Write a request line of at most `select.PIPE_BUF` bytes if the pipe takes it now,
+        whole (it never takes part of one); False when it does not (or the program died)."""
+        assert len(line) <= select.PIPE_BUF and not self._unsent
+        try:
+            return os.write(self._in, line) == len(line)
+        except OSError:
+            return False
 
     def send(self, line: bytes, deadline: float) -> bool:
         """Write one request line, reading the program's output meanwhile; False when the

@@ -36,7 +36,7 @@ from typing import IO, Any
 from harness.drive.inprocess import Factory, load_target
 from harness.errors import TargetError
 from harness.worker.prepare import BUFFER, prepare_process, worker_arguments
-from harness.worker.program import Session, serve
+from harness.worker.program import Session, mark_pass, serve
 
 #: The largest request (its environment as JSON) and the most files one request passes.
 MAX_REQUEST = 1 << 20
@@ -244,7 +244,7 @@ def _become_worker(
         requests, replies = _reclaim_stdio()
         faulthandler.enable()  # on the new stderr
         with contextlib.suppress(BrokenPipeError):
-            serve(Session(target, factory, load_error), requests, replies)
+            serve(Session(target, factory, load_error, marks=mark_pass), requests, replies)
         atexit._run_exitfuncs()  # as an interpreter ending normally runs them
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -21,7 +21,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 from harness.drive.fastlines import own_request
@@ -42,6 +42,7 @@ from harness.drive.messages import (
     Finish,
     Finished,
     Hello,
+    PASS_MARK,
     New,
     Ok,
     Pass,
@@ -126,8 +127,16 @@ def _may_be_installed(name: str) -> bool:
 class Session:
     """Answers requests for one target, one at a time."""
 
-    def __init__(self, spec: str, factory: Factory | None, load_error: str | None) -> None:
+    def __init__(
+        self,
+        spec: str,
+        factory: Factory | None,
+        load_error: str | None,
+        *,
+        marks: Callable[[], None] | None = None,
+    ) -> None:
         self._spec = spec
+        self._marks = marks  # writes `PASS_MARK` to stderr as a pass begins
         self._factory = factory
         self._load_error = load_error
         self._assembler: Any = None
@@ -153,6 +162,8 @@ class Session:
             yield self._reply(request)
             self.done = isinstance(request, Bye)
             return
+        if self._marks is not None:
+            self._marks()
         for call in request.calls():
             reply = self._reply(call)
             yield reply
@@ -288,7 +299,17 @@ def _serve_target(target: str, max_memory: int) -> None:
         load_error = str(exc)
     # When the harness went away (a broken pipe), nobody is left to answer.
     with contextlib.suppress(BrokenPipeError):
-        serve(Session(target, factory, load_error), requests, replies)
+        serve(Session(target, factory, load_error, marks=mark_pass), requests, replies)
+
+
+def mark_pass() -> None:
+    """`PASS_MARK` on stderr, after what the target's streams still hold (which its pass before
+    wrote; file descriptor 1 is stderr here too)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(OSError):
+        os.write(2, PASS_MARK)
 
 
 if __name__ == "__main__":
