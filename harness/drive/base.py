@@ -38,10 +38,23 @@ class PassDriver(Driver, Protocol):
     runner uses for a pass small enough (`harness.check.batched`)."""
 
     def run_pass(
-        self, pushes: Sequence[str], lines: Sequence[int], thinking_capped: bool | None
+        self,
+        pushes: Sequence[str],
+        lines: Sequence[int],
+        thinking_capped: bool | None,
+        *,
+        ahead: object | None = None,
     ) -> Iterator[dict[str, Any] | None]:
         """None for `new`, then each step up to the first error step, then the finish object
-        unless `thinking_capped` is None; each as it comes."""
+        unless `thinking_capped` is None; each as it comes. `ahead`: what `send_ahead` gave for
+        this pass."""
+        ...
+
+    def send_ahead(
+        self, pushes: Sequence[str], lines: Sequence[int], thinking_capped: bool | None
+    ) -> object | None:
+        """Send a pass (as `run_pass` takes it) to run before the one under way is read; what to
+        give `run_pass` for it, or None when it was not sent."""
         ...
 
 
