@@ -2968,6 +2968,10 @@ ELSEWHERE: dict[str, tuple[tuple[str, ...], str]] = {
         ("ErrsAtSecondPush", "CrashesAtThirdPush", "DiesAtFourthPush", "CrashesAtFinish"),
         "Written as source by the test, so that a worker imports them without the test module.",
     ),
+    "tests/check/test_ahead.py": (
+        ("Loud", "HangsOnce"),
+        "Written as source (as above): stderr of each pass, a hang in a pass sent ahead.",
+    ),
     "tests/check/test_parallel.py": (("Uneven",), "Written as source by the test (as above)."),
     "tests/drive/test_blame.py": (("Assembler",), "Written as source: a client's crash origin."),
     "tests/drive/test_head_start.py": (("Target",), "Written as source: a slow import."),

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.check.options import DEFAULT_OPTIONS, RunOptions
 from harness.check.results import CaseResult
+from harness.check.batched import BatchedPass, sent_ahead
 from harness.check.runner import run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
@@ -44,21 +45,51 @@ def _run_all(
     goldens: Goldens,
 ) -> Iterator[CaseResult]:
     """Every case `take` gives, in every mode, stopping when `cancel` is set: a result made while
-    the run was being stopped (its program killed under it) is not the target's, and is dropped."""
+    the run was being stopped (its program killed under it) is not the target's, and is dropped.
+
+    A driver that runs passes (conform's own worker) is sent each case's first pass in a mode
+    before the case before it is read (`harness.check.batched.sent_ahead`), to run meanwhile."""
+
+    def ahead(unit: tuple[Case, dict[str, Any], str] | None) -> BatchedPass | None:
+        if unit is None:
+            return None
+        case, golden, mode = unit
+        return sent_ahead(case, golden, driver, mode=mode, options=options)
+
+    units = _units(take, modes, goldens)
+    unit = next(units, None)
+    first = ahead(unit)
+    while unit is not None:
+        if _cancelled(cancel):
+            return
+        case, golden, mode = unit
+        try:  # the next one, sent ahead now; its golden file's error is raised in its turn
+            unit, error = next(units, None), None
+        except Exception as exc:  # noqa: BLE001 - raised after this case's result
+            unit, error = None, exc
+        following = ahead(unit)
+        try:
+            result = run_case(case, golden, driver, mode=mode, options=options, first=first)
+        except Exception:
+            if _cancelled(cancel):  # a program that cannot restart as the run is stopping
+                return
+            raise
+        if _cancelled(cancel):
+            return
+        yield result
+        if error is not None:
+            raise error
+        first = following
+
+
+def _units(
+    take: Callable[[], Case | None], modes: Sequence[str], goldens: Goldens
+) -> Iterator[tuple[Case, dict[str, Any], str]]:
+    """Each case `take` gives, with its golden document, in each mode."""
     while (case := take()) is not None:
         golden = golden_for(case, goldens)
         for mode in modes:
-            if _cancelled(cancel):
-                return
-            try:
-                result = run_case(case, golden, driver, mode=mode, options=options)
-            except Exception:
-                if _cancelled(cancel):  # a program that cannot restart as the run is stopping
-                    return
-                raise
-            if _cancelled(cancel):
-                return
-            yield result
+            yield case, golden, mode
 
 
 def run(

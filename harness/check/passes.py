@@ -63,6 +63,18 @@ class Pass:
     def _where(self, at: str, step: int | None = None, line: int | None = None) -> None:
         self.at, self.step, self.line, self.pushed = at, step, line, None
 
+    def send_ahead(
+        self,
+        expected_steps: Iterable[dict[str, Any]],
+        *,
+        limit: int | None,
+        finish: dict[str, Any] | None,
+        capped: bool,
+    ) -> None:
+        """A hint that `play` will be given these arguments next, after the pass under way: a
+        driver that runs passes is sent it now (`harness.check.batched`); here, nothing."""
+        return None
+
     def play(
         self,
         expected_steps: Iterable[dict[str, Any]],

@@ -45,10 +45,12 @@ def run_case(
     *,
     mode: str,
     options: RunOptions = DEFAULT_OPTIONS,
+    first: Pass | None = None,
 ) -> CaseResult:
     """Run one case in one mode and compare every step with `golden` (the case's golden
     document, in memory) as it is made, as `options` say: its seed, its level, the outcomes it
-    requires at implementation-defined points.
+    requires at implementation-defined points. `first`: the check of its first pass, that pass
+    sent ahead already (`harness.check.batched.sent_ahead`), if it was.
 
     A case that pins implementation-defined points passes when the target matches any allowed
     outcome: the target is run against each in turn until one matches (a crash or a timeout ends
@@ -71,7 +73,8 @@ def run_case(
     tried = 0
     for combos, expected in allowed():
         tried += 1
-        result = _attempt(case, expected, driver, mode=mode, options=options, combos=combos)
+        check = first if tried == 1 and first is not None else _check(case, driver, mode, options)
+        result = _attempt(case, expected, check, mode=mode, options=options, combos=combos)
         result = replace(result, pins=pins, narrowed=narrowed, input_class=input_class, real=real)
         if result.status != FAILED:
             return result
@@ -81,10 +84,18 @@ def run_case(
     return replace(closest, outcomes=tried)
 
 
+def _check(case: Case, driver: Driver, mode: str, options: RunOptions) -> Pass:
+    """A fresh check of `case` in `mode`: each pass given whole to a driver that runs passes
+    (conform's own worker)."""
+    mutate = mutator(mode, seed=options.seed, case_id=case.case_id)
+    kind = BatchedPass if runs_passes(driver) else Pass
+    return kind(case, driver, mutate, level=options.level)
+
+
 def _attempt(
     case: Case,
     golden: dict[str, Any],
-    driver: Driver,
+    check: Pass,
     *,
     mode: str,
     options: RunOptions,
@@ -93,10 +104,7 @@ def _attempt(
     """The target against one outcome: one pass (each cut's, in `truncated`)."""
     started = time.perf_counter()
     seed = options.seed
-    mutate = mutator(mode, seed=seed, case_id=case.case_id)
-    # A driver that runs a whole pass in one call (conform's own worker) is given each pass so.
-    kind = BatchedPass if runs_passes(driver) else Pass
-    check = kind(case, driver, mutate, level=options.level)
+    driver = check.driver
     crash: Crash | None = None
     try:
         if mode == TRUNCATED:

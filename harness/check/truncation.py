@@ -55,7 +55,10 @@ def check_truncated(check: Pass, golden: dict[str, Any], *, seed: int, choices: 
     steps = golden["steps"]
     capped: bool = golden["thinking_capped"]
     points = truncation_points(len(steps), seed=seed, case_id=check.case.case_id)
+    later = iter(points[1:])
     for cut, expected in prefix_finishes(check.case, points, capped, choices=choices):
+        if (after := next(later, None)) is not None:  # sent now, to run while this one is read
+            check.send_ahead(steps, limit=after, finish=expected, capped=capped)
         check.cut = cut
         check.play(steps, limit=cut, finish=expected, capped=capped)
         if check.found:

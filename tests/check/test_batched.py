@@ -132,9 +132,9 @@ def test_a_batched_pass_gives_what_one_call_at_a_time_gives(
     passes: list[int] = []
     run_pass = BatchedDriver.run_pass
 
-    def counted(self: BatchedDriver, *args: Any) -> Any:
+    def counted(self: BatchedDriver, *args: Any, **kwargs: Any) -> Any:
         passes.append(1)
-        return run_pass(self, *args)
+        return run_pass(self, *args, **kwargs)
 
     monkeypatch.setattr(BatchedDriver, "run_pass", counted)
     statuses: set[object] = set()
