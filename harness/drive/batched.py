@@ -215,7 +215,8 @@ class BatchedDriver(ProcessDriver):
         for call in calls[len(sent.read) :]:
             line = self._received(call, deadline, allowed)
             deadline = time.monotonic() + allowed  # the next call's time starts now
-            if not isinstance(call, Push) or fastlines.own_step(line, call, 0) is None:
+            plain = isinstance(call, Push) and not self._validator
+            if not plain or fastlines.own_step(line, call, 0) is None:  # read as `_replies` does
                 reply = self._checked(self._parsed(line, call))
                 if isinstance(reply, Failed):
                     yield line
@@ -223,6 +224,7 @@ class BatchedDriver(ProcessDriver):
             yield line
 
     def _replies(self, sent: _Sent) -> Iterator[dict[str, Any] | None]:
+        """`run_pass`'s steps of `sent`: from the lines read ahead, then from its worker."""
         calls = sent.request.calls()
         allowed = self._timeout
         deadline = time.monotonic() + allowed
