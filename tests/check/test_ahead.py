@@ -74,9 +74,11 @@ CASES = (
 MODES = ("plain", "key-order", "truncated")
 
 
-def _results(driver: ProcessDriver, suite: Suite, modes: tuple[str, ...]) -> list[CaseResult]:
+def _results(
+    driver: ProcessDriver, suite: Suite, modes: tuple[str, ...], cases: tuple[str, ...] = CASES
+) -> list[CaseResult]:
     try:
-        found = run(suite.cases(CASES), driver, modes=modes, options=RunOptions(seed=5))
+        found = run(suite.cases(cases), driver, modes=modes, options=RunOptions(seed=5))
         return [replace(result, duration=0.0) for result in found]
     finally:
         driver.close()
@@ -107,13 +109,15 @@ def test_passes_sent_ahead_give_what_one_call_at_a_time_gives(
         return sent
 
     monkeypatch.setattr(BatchedDriver, "_taken", counted)
-    expected = _results(plain, suite, MODES)
-    assert _results(batched, suite, MODES) == expected
+    # A target that dies costs a new worker each time (0.3 s of CPU): two cases show it.
+    cases = CASES[1:3] if name == "DiesAtFourthPush" else CASES
+    expected = _results(plain, suite, MODES, cases)
+    assert _results(batched, suite, MODES, cases) == expected
     if name == "Loud":  # each failing case shows its own pass's lines (its last 20), only those
         logged = [result.stderr.count("a new assembler") for result in expected if result.stderr]
         assert len(logged) >= 3 and max(logged) == 1, logged
     if name != "crashes_at_new":  # (a worker that cannot make an assembler runs no pass)
-        assert sum(sent is not None for sent in taken) >= 8, "passes were read as sent ahead"
+        assert sum(sent is not None for sent in taken) >= 4, "passes were read as sent ahead"
 
 
 def test_a_hang_in_a_pass_sent_ahead_is_its_own_cases(
