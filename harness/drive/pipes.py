@@ -100,10 +100,13 @@ class PassMarks:
         start of a mark at its end is held back until the next chunk says whether it is one."""
         data = self._part + chunk
         self._part = b""
-        for size in range(min(len(PASS_MARK) - 1, len(data)), 0, -1):
-            if data.endswith(PASS_MARK[:size]):
-                data, self._part = data[:-size], data[-size:]
+        tail = len(data) - len(PASS_MARK) + 1  # where a mark that does not fit would begin
+        at = data.find(PASS_MARK[:1], max(tail, 0))
+        while at >= 0:
+            if PASS_MARK.startswith(data[at:]):
+                data, self._part = data[:at], data[at:]
                 break
+            at = data.find(PASS_MARK[:1], at + 1)
         if PASS_MARK not in data:
             return data
         kept = bytearray()
