@@ -2969,8 +2969,9 @@ ELSEWHERE: dict[str, tuple[tuple[str, ...], str]] = {
         "Written as source by the test, so that a worker imports them without the test module.",
     ),
     "tests/check/test_ahead.py": (
-        ("Loud", "HangsOnce"),
-        "Written as source (as above): stderr of each pass, a hang in a pass sent ahead.",
+        ("Loud", "HangsOnce", "Logs", "Dies", "Marks", "Poisons"),
+        "Written as source (as above): each pass's stderr, a hang or a death in a pass sent"
+        " ahead, a target's own bytes like a mark, assemblers that share state.",
     ),
     "tests/check/test_parallel.py": (("Uneven",), "Written as source by the test (as above)."),
     "tests/drive/test_blame.py": (("Assembler",), "Written as source: a client's crash origin."),

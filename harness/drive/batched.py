@@ -17,8 +17,9 @@ pass's payloads and compared the last one's steps, and the suite took twice as l
 So the runner sends the next case's first pass ahead (`send_ahead`), and the worker runs it while
 the harness reads and compares the pass before it. A pass sent ahead is still the next case's:
 
-- its stderr: the worker writes `PASS_MARK` to stderr as each pass begins, so what a pass wrote
-  is told from what the pass after it wrote (`Worker.pass_stderr`);
+- its stderr: the worker writes a mark to stderr as each pass begins (`messages.pass_mark`, with
+  a token drawn for each worker), so what a pass wrote is told from what the pass after it wrote
+  (`Worker.pass_stderr`);
 - its crash or timeout: a pass that must be sent while one is ahead (a second outcome, the next
   cut) first reads the one ahead to its end, keeping its replies, or how the worker failed in it,
   for when its case asks for them (`_Sent`); a worker stopped before it ran the pass ahead (a
@@ -27,6 +28,7 @@ the harness reads and compares the pass before it. A pass sent ahead is still th
 
 from __future__ import annotations
 
+import secrets
 import select
 import time
 from collections import deque
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.drive import fastlines
-from harness.drive.messages import Failed, Finish, New, Pass, Push, Reply, Request
+from harness.drive.messages import Failed, Finish, New, Pass, Push, Reply, Request, pass_mark
 from harness.drive.pipes import Worker
 from harness.drive.process import ProcessDriver, ProgramInfo
 from harness.errors import TargetCrash
@@ -75,6 +77,7 @@ class BatchedDriver(ProcessDriver):
         self._flying: deque[_Sent] = deque()  # passes sent ahead, oldest first, not yet read
         self._kept: list[_Sent] = []  # passes sent ahead and read before their cases asked
         self._current: _Sent | None = None  # the pass being read (None: one call at a time)
+        self._mark = ""  # the running worker's pass mark (`messages.pass_mark`)
 
     def _line(self, request: Request) -> bytes:
         if isinstance(request, Pass):
@@ -87,24 +90,27 @@ class BatchedDriver(ProcessDriver):
     def start(self) -> ProgramInfo:
         if self._worker is None:
             self._passes, self._current = 0, None
+            self._mark = secrets.token_hex(8)  # a target's own output never holds the mark
             info = super().start()
             assert self._worker is not None
-            self._worker.count_passes()
+            self._worker.count_passes(pass_mark(self._mark))
             return info
         return super().start()
 
     def start_case(self) -> None:
         self._settle_ahead()
+        self.start()
+        assert self._worker is not None
+        self._worker.unmarked_pass()  # where the passes before it end
+        self._passes += 1
         self._current = None
         super().start_case()
 
     def case_stderr(self) -> str:
         """What the program wrote to stderr in the pass read last (its own, though the next
         pass may run already), or since the case began (one call at a time)."""
-        worker, sent = self._worker, self._current
-        if worker is None or sent is None:
-            return super().case_stderr()
-        return worker.pass_stderr(sent.ordinal) if sent.worker is worker else ""
+        sent = self._current
+        return super().case_stderr() if sent is None else sent.worker.pass_stderr(sent.ordinal)
 
     def _stderr(self, worker: Worker) -> str:
         sent = self._current
@@ -130,7 +136,7 @@ class BatchedDriver(ProcessDriver):
         worker = self._worker
         if worker is None or len(self._flying) >= AHEAD:
             return None
-        request = Pass(self._seq + 1, list(pushes), thinking_capped)
+        request = Pass(self._seq + 1, list(pushes), thinking_capped, self._mark)
         line = self._line(request)
         if len(line) > AHEAD_BYTES or not worker.send_now(line):
             return None
@@ -156,7 +162,7 @@ class BatchedDriver(ProcessDriver):
             self._settle_ahead()
             self.start()
             assert self._worker is not None
-            request = Pass(self._next_seq(), list(pushes), thinking_capped)
+            request = Pass(self._next_seq(), list(pushes), thinking_capped, self._mark)
             sent = self._sent(request, lines, self._worker)
             allowed = self._timeout
             self._current = sent
@@ -233,6 +239,7 @@ class BatchedDriver(ProcessDriver):
         try:
             for number, call in enumerate(calls):
                 line = next(read, None)
+                self._last = call  # the call a crash is reported at (as `_received` does)
                 if line is None:
                     if sent.broken is not None:
                         raise sent.broken

@@ -124,6 +124,8 @@ def pass_line(request: Pass) -> bytes:
         "pushes": request.pushes,
         "thinking_capped": request.thinking_capped,
     }
+    if request.mark is not None:
+        message["mark"] = request.mark
     try:
         return _encode(message) + b"\n"
     except _CANNOT:

@@ -28,10 +28,14 @@ from harness.drive.reply_form import Validator, unknown_field
 #: The version of the protocol conform speaks (docs/protocol.md).
 PROTOCOL_VERSION = 1
 
-#: What conform's own worker writes to its stderr as it begins each `pass`, so the harness knows
-#: which pass wrote what it logged there, though the next pass may already run (it takes the
-#: marks out: `harness.drive.pipes.Worker.pass_stderr`).
-PASS_MARK = b"\x00conform: a pass begins\x00\n"
+
+
+def pass_mark(token: str) -> bytes:
+    """What conform's own worker writes to its stderr as it begins a `pass` that carries `token`
+    as its `mark` (one the harness draws at random for each worker): so the harness knows which
+    pass wrote what the target logged there, though the next pass may run already (it takes the
+    marks out: `harness.drive.pipes.PassMarks`)."""
+    return b"\x00conform pass " + token.encode("ascii", "backslashreplace") + b"\x00\n"
 
 
 #: A request's encoding: compact, all ASCII, and no NaN or infinity (which JSON cannot hold).
@@ -100,6 +104,7 @@ class Pass:
     seq: int
     pushes: list[str]
     thinking_capped: bool | None
+    mark: str | None = None  # `pass_mark(mark)` is written to stderr first
 
     def calls(self) -> list[Request]:
         """The requests this one stands for, each with this one's `seq`."""
@@ -176,7 +181,10 @@ def request_of(request: Any) -> Request:
             raise BadRequest(seq, '"pass" needs a list of strings "pushes"')
         if capped is not None and not isinstance(capped, bool):
             raise BadRequest(seq, '"pass" needs a boolean or null "thinking_capped"')
-        return Pass(seq, pushes, capped)
+        mark = request.get("mark")
+        if mark is not None and not isinstance(mark, str):
+            raise BadRequest(seq, '"pass" takes a string "mark"')
+        return Pass(seq, pushes, capped, mark)
     raise BadRequest(seq, f"unknown op {json.dumps(op)}")
 
 

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from selectors import EVENT_READ, EVENT_WRITE, DefaultSelector
 from typing import IO, Protocol
 
-from harness.drive.messages import PASS_MARK
 from harness.drive.programs import GROUPS, MARK, become_subreaper, kill_group, kill_marked
 from harness.errors import TargetError
 
@@ -88,36 +87,40 @@ def _widen(fd: int) -> None:
 
 
 class PassMarks:
-    """Takes the `PASS_MARK`s out of a program's stderr, read in chunks, and notes where each
-    was: `starts[n]` is where pass `n` begins, counted in bytes of stderr without the marks."""
+    """Takes the marks conform's own worker writes to stderr as it begins each pass
+    (`harness.drive.messages.pass_mark`) out of what it wrote, read in chunks, and notes where
+    each was: `starts[n]` is where pass `n` begins, counted in bytes of stderr without the marks."""
 
-    def __init__(self) -> None:
+    def __init__(self, mark: bytes) -> None:
+        self.mark = mark
         self.starts: list[int] = []
-        self._part = b""  # the start of a mark at the end of the last chunk
+        self._part = b""  # what may be the start of a mark, at the end of the last chunk
 
     def taken(self, chunk: bytes, total: int) -> bytes:
         """`chunk` without the marks it holds, `total` bytes after the start of stderr; the
         start of a mark at its end is held back until the next chunk says whether it is one."""
+        mark = self.mark
         data = self._part + chunk
         self._part = b""
-        tail = len(data) - len(PASS_MARK) + 1  # where a mark that does not fit would begin
-        at = data.find(PASS_MARK[:1], max(tail, 0))
+        tail = len(data) - len(mark) + 1  # where a mark that does not fit would begin
+        at = data.find(mark[:1], max(tail, 0))
         while at >= 0:
-            if PASS_MARK.startswith(data[at:]):
+            if mark.startswith(data[at:]):
                 data, self._part = data[:at], data[at:]
                 break
-            at = data.find(PASS_MARK[:1], at + 1)
-        if PASS_MARK not in data:
+            at = data.find(mark[:1], at + 1)
+        if mark not in data:
             return data
         kept = bytearray()
-        for number, part in enumerate(data.split(PASS_MARK)):
+        for number, part in enumerate(data.split(mark)):
             if number:
                 self.starts.append(total + len(kept))
             kept += part
         return bytes(kept)
 
     def rest(self) -> bytes:
-        """At the end of stderr: what was held back, which no mark's rest followed."""
+        """What was held back, once it is known to be no mark (the worker writes each mark whole
+        before the pass it begins, so at the end of a pass it is the target's)."""
         part, self._part = self._part, b""
         return part
 
@@ -218,25 +221,38 @@ class Worker:
 
     def stderr_since(self, mark: int) -> str:
         """What the program wrote to stderr after `mark`, shortened for a report."""
-        while self._wait(0.0):  # everything it has written so far
-            pass
+        self._read_stderr()
         return self._stderr_between(mark, self._stderr_total)
 
-    def count_passes(self) -> None:
-        """Take the `PASS_MARK`s conform's own worker writes to stderr as each pass begins out of
-        what it wrote, and note where each was (`pass_stderr`)."""
-        self._marks = PassMarks()
+    def count_passes(self, mark: bytes) -> None:
+        """Take the marks conform's own worker writes to stderr as each pass begins (`mark`) out
+        of what it wrote, and note where each was (`pass_stderr`)."""
+        self._marks = PassMarks(mark)
+
+    def unmarked_pass(self) -> None:
+        """Note that a pass the worker writes no mark for (one call at a time) begins here: the
+        passes before it have ended, all they wrote is read."""
+        self._read_stderr()
+        if self._marks is not None:
+            self._marks.starts.append(self._stderr_total)
 
     def pass_stderr(self, ordinal: int) -> str:
         """What the program wrote to stderr in its pass number `ordinal` (0 for the first since
         `count_passes`), shortened for a report: from that pass's mark up to the next one's."""
-        while self._wait(0.0):  # everything it has written so far
-            pass
+        self._read_stderr()
         starts = [] if self._marks is None else self._marks.starts
         total = self._stderr_total
         begin = starts[ordinal] if ordinal < len(starts) else total
         end = starts[ordinal + 1] if ordinal + 1 < len(starts) else total
         return self._stderr_between(begin, end)
+
+    def _read_stderr(self) -> None:
+        """Everything the program has written so far (with all of it read, a mark's start held
+        back is the target's: the worker writes each mark whole, in one write)."""
+        while self._wait(0.0):
+            pass
+        if self._marks is not None:
+            self._keep_stderr(self._marks.rest())
 
     def _stderr_between(self, begin: int, end: int) -> str:
         first = self._stderr_total - len(self._stderr)  # the oldest byte kept
@@ -417,6 +433,8 @@ class Worker:
             os.close(self._pidfd)
             self._pidfd = None
         self._close_pipes()
+        self._out_open = self._err_open = False  # what it wrote stays readable (`pass_stderr`)
+        self._unsent = memoryview(b"")
 
     def _close_pipes(self) -> None:
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):

@@ -42,7 +42,6 @@ from harness.drive.messages import (
     Finish,
     Finished,
     Hello,
-    PASS_MARK,
     New,
     Ok,
     Pass,
@@ -51,6 +50,7 @@ from harness.drive.messages import (
     Reply,
     Request,
     Started,
+    pass_mark,
     reply_line,
     reply_object,
 )
@@ -133,10 +133,10 @@ class Session:
         factory: Factory | None,
         load_error: str | None,
         *,
-        marks: Callable[[], None] | None = None,
+        marks: Callable[[str], None] | None = None,
     ) -> None:
         self._spec = spec
-        self._marks = marks  # writes `PASS_MARK` to stderr as a pass begins
+        self._marks = marks  # writes a pass's mark to stderr as it begins
         self._factory = factory
         self._load_error = load_error
         self._assembler: Any = None
@@ -162,8 +162,8 @@ class Session:
             yield self._reply(request)
             self.done = isinstance(request, Bye)
             return
-        if self._marks is not None:
-            self._marks()
+        if self._marks is not None and request.mark is not None:
+            self._marks(request.mark)
         for call in request.calls():
             reply = self._reply(call)
             yield reply
@@ -302,14 +302,14 @@ def _serve_target(target: str, max_memory: int) -> None:
         serve(Session(target, factory, load_error, marks=mark_pass), requests, replies)
 
 
-def mark_pass() -> None:
-    """`PASS_MARK` on stderr, after what the target's streams still hold (which its pass before
-    wrote; file descriptor 1 is stderr here too)."""
+def mark_pass(token: str) -> None:
+    """The mark of a pass (`messages.pass_mark`) on stderr, after what the target's streams still
+    hold (which the pass before wrote; file descriptor 1 is stderr here too)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
     with contextlib.suppress(OSError):
-        os.write(2, PASS_MARK)
+        os.write(2, pass_mark(token))
 
 
 if __name__ == "__main__":
