@@ -107,7 +107,11 @@ class BatchedPass(Pass):
                 self.compare_finish(finish, _step(next(replies)))
 
     def _planned(
-        self, expected_steps: Iterable[dict[str, Any]], limit: int | None, finish: bool, capped: bool
+        self,
+        expected_steps: Iterable[dict[str, Any]],
+        limit: int | None,
+        finish: bool,
+        capped: bool,
     ) -> tuple[tuple[list[_Item], GoldenError | None] | None, object]:
         """The pass's plan (`_plan`), made by `send_ahead` when it was given these arguments, and
         what the driver gave for the pass it sent ahead (None: not sent)."""
@@ -169,7 +173,7 @@ def sent_ahead(
         elif cuts := truncation_points(len(steps), seed=options.seed, case_id=case.case_id):
             # (the finish the cut expects is the reference's, worked out when the case runs)
             check.send_ahead(steps, limit=cuts[0], finish={}, capped=capped)
-    except Exception:  # noqa: BLE001 - raised again when the case runs
+    except Exception:  # raised again when the case runs
         return None
     return check
 

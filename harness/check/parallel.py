@@ -12,9 +12,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from harness.check.batched import BatchedPass, sent_ahead
 from harness.check.options import DEFAULT_OPTIONS, RunOptions
 from harness.check.results import CaseResult
-from harness.check.batched import BatchedPass, sent_ahead
 from harness.check.runner import run_case
 from harness.drive.base import Driver
 from harness.suite.cases import Case
@@ -65,7 +65,7 @@ def _run_all(
         case, golden, mode = unit
         try:  # the next one, sent ahead now; its golden file's error is raised in its turn
             unit, error = next(units, None), None
-        except Exception as exc:  # noqa: BLE001 - raised after this case's result
+        except Exception as exc:  # raised after this case's result
             unit, error = None, exc
         following = ahead(unit)
         try:

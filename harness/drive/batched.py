@@ -221,13 +221,13 @@ class BatchedDriver(ProcessDriver):
         for call in calls[len(sent.read) :]:
             line = self._received(call, deadline, allowed)
             deadline = time.monotonic() + allowed  # the next call's time starts now
-            plain = isinstance(call, Push) and not self._validator
-            if not plain or fastlines.own_step(line, call, 0) is None:  # read as `_replies` does
-                reply = self._checked(self._parsed(line, call))
-                if isinstance(reply, Failed):
-                    yield line
-                    return  # the worker ended the case here
+            step = None  # read as `_replies` reads it: a plain step as it is, else checked
+            if isinstance(call, Push) and not self._validator:
+                step = fastlines.own_step(line, call, 0)
+            ends = step is None and isinstance(self._checked(self._parsed(line, call)), Failed)
             yield line
+            if ends:
+                return  # the worker ended the case here
 
     def _replies(self, sent: _Sent) -> Iterator[dict[str, Any] | None]:
         """`run_pass`'s steps of `sent`: from the lines read ahead, then from its worker."""

@@ -29,7 +29,6 @@ from harness.drive.reply_form import Validator, unknown_field
 PROTOCOL_VERSION = 1
 
 
-
 def pass_mark(token: str) -> bytes:
     """What conform's own worker writes to its stderr as it begins a `pass` that carries `token`
     as its `mark` (one the harness draws at random for each worker): so the harness knows which

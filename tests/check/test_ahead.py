@@ -25,7 +25,7 @@ from tests.check.test_batched import NAMES, TARGETS
 
 #: Prints a line to stderr at each new assembler and at each push (the case's own), and fails
 #: the cases with tool calls (so their results carry their stderr).
-LOUD = '''
+LOUD = """
 import sys
 from tests.miniatures import RepeatsToolCallId
 
@@ -38,11 +38,11 @@ class Loud(RepeatsToolCallId):
     def push(self, data):
         print(f"push {data[:60]}", flush=True)  # stdout: stderr in a worker, written late
         return super().push(data)
-'''
+"""
 
 #: Hangs once, on the second push of `server_error`'s recording (its chat completion's id), in
 #: whichever pass meets it first; `FLAG` says it did.
-HANGS = '''
+HANGS = """
 import os
 import time
 import reference
@@ -62,11 +62,11 @@ class HangsOnce(reference.Assembler):
                 open(FLAG, "w").close()
                 time.sleep(3600)
         return super().push(data)
-'''
+"""
 
 #: Logs its first two pushes to stderr and fails every case at finish (each result carries its
 #: stderr); a case too large to send ahead runs one call at a time between two that are not.
-LOGS = '''
+LOGS = """
 import sys
 import reference
 class Logs(reference.Assembler):
@@ -78,10 +78,10 @@ class Logs(reference.Assembler):
         return super().push(data)
     def finish(self, capped):
         raise reference.InferError(reference.ErrorKind.PROTOCOL, "always fails")
-'''
+"""
 
 #: content_stop dies at finish from its third cut; server_error fails its first cut, logging.
-DIES = '''
+DIES = """
 import os, sys
 import reference
 class Dies(reference.Assembler):
@@ -98,10 +98,10 @@ class Dies(reference.Assembler):
         if "Xkimk" in self.tag and self.pushes < 4:
             raise reference.InferError(reference.ErrorKind.PROTOCOL, "server_error fails")
         return super().finish(capped)
-'''
+"""
 
 #: Writes bytes that look like the worker's pass mark to its stderr, and the start of one last.
-MARKS = '''
+MARKS = """
 import os
 from tests.miniatures import RepeatsToolCallId
 class Marks(RepeatsToolCallId):
@@ -113,12 +113,12 @@ class Marks(RepeatsToolCallId):
     def finish(self, capped):
         os.write(2, b"finish\\x00conform")  # no line feed: the start of a mark
         return super().finish(capped)
-'''
+"""
 
 #: Shares state between assemblers: the first pass of i2_timings_beyond_safe_integer makes the
 #: second `new` after it fail. The pass of i2_timings_counts_beyond_safe_integer, read ahead,
 #: ends in its golden error step either way.
-POISONS = '''
+POISONS = """
 import reference
 POISON = [0]
 DONE = []
@@ -137,7 +137,7 @@ class Poisons(reference.Assembler):
             POISON[0] = 2
             return []
         return events
-'''
+"""
 
 #: Each odd target of the stderr checks: the cases and modes that show it.
 ODD: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -259,7 +259,9 @@ def test_a_hang_in_a_pass_sent_ahead_is_its_own_cases(
     cases = ("llama-server/content_length", "llama-server/server_error")
     try:
         found = list(
-            run(suite.cases(cases), driver, modes=("plain", "truncated"), options=RunOptions(seed=5))
+            run(
+                suite.cases(cases), driver, modes=("plain", "truncated"), options=RunOptions(seed=5)
+            )
         )
     finally:
         driver.close()
